@@ -1,0 +1,172 @@
+//! Configuration: where a domain lives and the defaults of new services.
+//!
+//! ```toml
+//! # hako.toml
+//! root = "/dev/shm/hako-robot"
+//!
+//! [defaults]
+//! max_publishers = 2
+//! max_subscribers = 8
+//! subscriber_max_buffer_size = 2
+//! history_size = 0
+//! ```
+//! [`Config::from_env`] (what [`NodeBuilder`](crate::NodeBuilder) uses unless
+//! given a config) reads the file named by `HAKO_CONFIG`, if set, and then lets
+//! `HAKO_ROOT` override the root.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::service::OverflowPolicy;
+
+/// Default domain root.
+pub const DEFAULT_ROOT: &str = "/dev/shm/hako";
+/// Environment variable that overrides the domain root.
+pub const ROOT_ENV: &str = "HAKO_ROOT";
+/// Environment variable naming a config file.
+pub const CONFIG_ENV: &str = "HAKO_CONFIG";
+
+/// Defaults for the quality of service of new services and ports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Defaults {
+    /// Publishers a service admits.
+    pub max_publishers: u32,
+    /// Subscribers a service admits.
+    pub max_subscribers: u32,
+    /// Nodes that may hold a service open at once.
+    pub max_nodes: u32,
+    /// Samples a subscriber's queue holds per publisher.
+    pub subscriber_max_buffer_size: u32,
+    /// Samples a subscriber may hold (borrow) at once.
+    pub subscriber_max_borrowed_samples: u32,
+    /// Samples delivered to a late-joining subscriber.
+    pub history_size: u32,
+    /// Samples a publisher may have loaned at once.
+    pub publisher_max_loaned_samples: u32,
+    /// What a publisher does when a subscriber's queue is full.
+    pub overflow: OverflowPolicy,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Self {
+            max_publishers: 2,
+            max_subscribers: 8,
+            max_nodes: 32,
+            subscriber_max_buffer_size: 2,
+            subscriber_max_borrowed_samples: 2,
+            history_size: 0,
+            publisher_max_loaned_samples: 2,
+            overflow: OverflowPolicy::DropOldest,
+        }
+    }
+}
+
+/// hako's configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Directory (on a tmpfs) that holds every file of the domain.
+    pub root: PathBuf,
+    /// Defaults of new services and ports.
+    pub defaults: Defaults,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            root: PathBuf::from(DEFAULT_ROOT),
+            defaults: Defaults::default(),
+        }
+    }
+}
+
+/// A config file could not be read or parsed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for a hako config.
+    #[error("invalid config{}: {message}", path.as_ref().map(|p| format!(" in {}", p.display())).unwrap_or_default())]
+    Parse {
+        /// The file, if any.
+        path: Option<PathBuf>,
+        /// The parser's message (names the line and field).
+        message: String,
+    },
+}
+
+impl Config {
+    /// Parses a config from TOML text. Missing fields take their defaults;
+    /// unknown fields are errors.
+    pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: None,
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads a config file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: Some(path.to_owned()),
+            message: e.to_string(),
+        })
+    }
+
+    /// The config of this process: the file named by `HAKO_CONFIG` (or the
+    /// defaults), with the root overridden by `HAKO_ROOT` when set.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let mut cfg = match std::env::var_os(CONFIG_ENV) {
+            Some(p) if !p.is_empty() => Self::from_file(PathBuf::from(p))?,
+            _ => Self::default(),
+        };
+        if let Some(root) = std::env::var_os(ROOT_ENV) {
+            if !root.is_empty() {
+                cfg.root = PathBuf::from(root);
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// The same config with another root.
+    pub fn with_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.root = root.into();
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_partial_files() {
+        let c = Config::from_toml_str("root = \"/tmp/x\"\n[defaults]\nhistory_size = 3\n").unwrap();
+        assert_eq!(c.root, PathBuf::from("/tmp/x"));
+        assert_eq!(c.defaults.history_size, 3);
+        assert_eq!(c.defaults.max_subscribers, 8);
+        let c = Config::from_toml_str("[defaults]\noverflow = \"backpressure\"\n").unwrap();
+        assert_eq!(c.defaults.overflow, OverflowPolicy::Backpressure);
+    }
+
+    #[test]
+    fn rejects_unknown_fields() {
+        let e = Config::from_toml_str("rot = 1").unwrap_err().to_string();
+        assert!(e.contains("rot"), "{e}");
+    }
+}

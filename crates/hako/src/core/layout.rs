@@ -1,0 +1,398 @@
+//! Layouts of the shared segments, and the arithmetic that places things in them.
+//!
+//! Every structure here is `#[repr(C)]`, starts with a magic number and a
+//! version, and has its offsets checked at compile time. Headers written once
+//! by their creator are read by other processes as a *copy*
+//! (`read_volatile`) and validated before any field is used; fields that change
+//! after creation are atomics.
+//!
+//! ## Publisher data segment (one file per publisher)
+//!
+//! ```text
+//!  0                     128              pool_offset (page aligned)     total_size
+//!  +---------------------+---------------+------------------------------+
+//!  | SegmentHeader       | ConnBlock × S | chunk 0 | chunk 1 | ...      |
+//!  +---------------------+---------------+------------------------------+
+//!  mapped read-write by publisher and subscribers  | read-only for subscribers
+//!
+//!  ConnBlock (one per subscriber slot, conn_stride bytes)
+//!  +0                connected: AtomicU64  (subscriber port id served; 0 = none)
+//!  +LINE             head: AtomicU64       (submission consumer position)
+//!  +2·LINE           submission slots      (1 << sub_log2 × u64)
+//!  +2·LINE + sub     completion slots      (1 << comp_log2 × u64)
+//!
+//!  chunk (chunk_size bytes, aligned to max(64, payload align))
+//!  +0                len: AtomicU64        (elements in the payload)
+//!  +payload_offset   payload
+//! ```
+//!
+//! ## Service dynamic segment (one file per service)
+//!
+//! ```text
+//!  +-----------+------------------+--------------------+---------------------+
+//!  | DynHeader | NodeSlot × nodes | PortSlot × pubs    | PortSlot × subs     |
+//!  +-----------+------------------+--------------------+---------------------+
+//! ```
+//! Tables are changed only under the domain lock; readers use atomics. A port
+//! slot is in use while `port_id != 0`; `generation` counts table changes.
+
+use core::mem::{offset_of, size_of};
+use core::sync::atomic::AtomicU64;
+
+/// Padding unit between fields written by different processes (x86-64
+/// prefetches cache lines in pairs, so 128 bytes avoids false sharing).
+pub const LINE: u64 = 128;
+/// Page size assumed for mapping offsets.
+pub const PAGE: u64 = 4096;
+/// Layout version of every segment; bumped on any incompatible change.
+pub const LAYOUT_VERSION: u32 = 1;
+/// Magic of a publisher data segment ("HAKOPUB1").
+pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
+/// Magic of a service dynamic segment ("HAKODYN1").
+pub const DYN_MAGIC: u64 = u64::from_le_bytes(*b"HAKODYN1");
+/// Largest payload alignment supported (chunks are placed at page granularity).
+pub const MAX_ALIGN: u64 = PAGE;
+/// Size of the chunk header (the element count).
+pub const CHUNK_HEADER: u64 = 8;
+
+#[inline]
+const fn round_up(x: u64, to: u64) -> u64 {
+    x.div_ceil(to) * to
+}
+
+/// Header of a publisher data segment. Written once before the segment is
+/// announced; immutable afterwards.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentHeader {
+    /// [`SEGMENT_MAGIC`].
+    pub magic: u64,
+    /// [`LAYOUT_VERSION`].
+    pub version: u32,
+    /// Number of chunks in the pool.
+    pub chunk_count: u32,
+    /// Id of the publisher port that owns the segment.
+    pub port_id: u64,
+    /// Parameters the geometry is derived from.
+    pub params: SegmentParams,
+}
+
+/// Everything that determines a publisher segment's geometry.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentParams {
+    /// Size of one payload element.
+    pub elem_size: u64,
+    /// Alignment of the payload.
+    pub align: u64,
+    /// Maximum number of elements per sample (1 for a fixed-size type).
+    pub max_len: u64,
+    /// Number of chunks.
+    pub chunk_count: u64,
+    /// Subscriber slots of the service.
+    pub max_subscribers: u64,
+    /// Logical capacity of a submission ring (subscriber buffer size).
+    pub buffer: u64,
+    /// Chunks a subscriber may borrow at once.
+    pub borrowed: u64,
+}
+
+const _: () = assert!(offset_of!(SegmentHeader, magic) == 0);
+const _: () = assert!(offset_of!(SegmentHeader, version) == 8);
+const _: () = assert!(offset_of!(SegmentHeader, chunk_count) == 12);
+const _: () = assert!(offset_of!(SegmentHeader, port_id) == 16);
+const _: () = assert!(offset_of!(SegmentHeader, params) == 24);
+const _: () = assert!(size_of::<SegmentHeader>() == 24 + 7 * 8);
+const _: () = assert!(size_of::<SegmentHeader>() as u64 <= LINE);
+
+/// Where everything sits in a publisher segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentGeometry {
+    /// Offset of the first connection block.
+    pub conns_offset: u64,
+    /// Bytes per connection block.
+    pub conn_stride: u64,
+    /// log2 of the submission ring's slot count.
+    pub sub_log2: u32,
+    /// log2 of the completion ring's slot count.
+    pub comp_log2: u32,
+    /// Offset of the submission slots within a connection block.
+    pub sub_offset: u64,
+    /// Offset of the completion slots within a connection block.
+    pub comp_offset: u64,
+    /// Offset of chunk 0 (page aligned).
+    pub pool_offset: u64,
+    /// Bytes per chunk.
+    pub chunk_size: u64,
+    /// Offset of the payload within a chunk.
+    pub payload_offset: u64,
+    /// Size of the whole segment.
+    pub total_size: u64,
+}
+
+/// Upper bounds that keep the arithmetic far from overflow.
+const MAX_SEGMENT: u64 = 1 << 46;
+
+impl SegmentParams {
+    /// Computes the geometry, or `None` if the parameters are out of range
+    /// (what another process wrote is checked with this too).
+    pub fn geometry(&self) -> Option<SegmentGeometry> {
+        let p = self;
+        if !p.align.is_power_of_two()
+            || p.align > MAX_ALIGN
+            || p.max_len == 0
+            || p.chunk_count == 0
+            || p.chunk_count > u64::from(u32::MAX)
+            || p.max_subscribers == 0
+            || p.max_subscribers > 4096
+            || p.buffer == 0
+            || p.buffer > 1 << 20
+            || p.borrowed == 0
+            || p.borrowed > 1 << 20
+            || p.elem_size > MAX_SEGMENT
+            || p.max_len > MAX_SEGMENT
+        {
+            return None;
+        }
+        let payload_bytes = p.elem_size.checked_mul(p.max_len)?;
+        if payload_bytes > MAX_SEGMENT {
+            return None;
+        }
+        let sub_slots = p.buffer.next_power_of_two();
+        let comp_slots = (p.buffer + p.borrowed).next_power_of_two();
+        let sub_offset = 2 * LINE;
+        let comp_offset = sub_offset + round_up(8 * sub_slots, LINE);
+        let conn_stride = comp_offset + round_up(8 * comp_slots, LINE);
+        let conns_offset = LINE;
+        let pool_offset = round_up(conns_offset + p.max_subscribers * conn_stride, PAGE);
+        let payload_offset = round_up(CHUNK_HEADER, p.align);
+        let chunk_size = round_up(payload_offset + payload_bytes, p.align.max(64));
+        let pool_bytes = chunk_size.checked_mul(p.chunk_count)?;
+        let total_size = pool_offset.checked_add(pool_bytes)?;
+        if total_size > MAX_SEGMENT {
+            return None;
+        }
+        Some(SegmentGeometry {
+            conns_offset,
+            conn_stride,
+            sub_log2: sub_slots.trailing_zeros(),
+            comp_log2: comp_slots.trailing_zeros(),
+            sub_offset,
+            comp_offset,
+            pool_offset,
+            chunk_size,
+            payload_offset,
+            total_size,
+        })
+    }
+}
+
+impl SegmentHeader {
+    /// Validates a header copied out of shared memory against the file size.
+    pub fn validate(&self, file_size: u64) -> Result<SegmentGeometry, &'static str> {
+        if self.magic != SEGMENT_MAGIC {
+            return Err("bad magic number");
+        }
+        if self.version != LAYOUT_VERSION {
+            return Err("layout version mismatch");
+        }
+        if u64::from(self.chunk_count) != self.params.chunk_count {
+            return Err("inconsistent chunk count");
+        }
+        let g = self.params.geometry().ok_or("parameters out of range")?;
+        if g.total_size != file_size {
+            return Err("segment size does not match its header");
+        }
+        Ok(g)
+    }
+}
+
+/// Header of a service's dynamic segment.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DynHeader {
+    /// [`DYN_MAGIC`].
+    pub magic: u64,
+    /// [`LAYOUT_VERSION`].
+    pub version: u32,
+    /// Entries in the node table.
+    pub max_nodes: u32,
+    /// Entries in the publisher table.
+    pub max_publishers: u32,
+    /// Entries in the subscriber table.
+    pub max_subscribers: u32,
+    /// Bumped after every change of the port tables.
+    pub generation: AtomicU64,
+}
+
+const _: () = assert!(offset_of!(DynHeader, magic) == 0);
+const _: () = assert!(offset_of!(DynHeader, version) == 8);
+const _: () = assert!(offset_of!(DynHeader, max_nodes) == 12);
+const _: () = assert!(offset_of!(DynHeader, max_publishers) == 16);
+const _: () = assert!(offset_of!(DynHeader, max_subscribers) == 20);
+const _: () = assert!(offset_of!(DynHeader, generation) == 24);
+const _: () = assert!(size_of::<DynHeader>() == 32);
+
+/// A node that holds the service open, and how many handles it holds.
+#[repr(C)]
+#[derive(Debug)]
+pub struct NodeSlot {
+    /// Node id; 0 = free.
+    pub node_id: AtomicU64,
+    /// Open service handles of that node.
+    pub refs: AtomicU64,
+}
+const _: () = assert!(size_of::<NodeSlot>() == 16);
+
+/// A publisher or subscriber registered with the service.
+#[repr(C)]
+#[derive(Debug)]
+pub struct PortSlot {
+    /// Port id; 0 = free. Written last when a port registers.
+    pub port_id: AtomicU64,
+    /// Node that owns the port.
+    pub node_id: AtomicU64,
+    /// Publishers: maximum elements per sample. Subscribers: unused.
+    pub max_len: AtomicU64,
+    /// Publishers: chunks in the pool. Subscribers: unused.
+    pub chunk_count: AtomicU64,
+}
+const _: () = assert!(offset_of!(PortSlot, port_id) == 0);
+const _: () = assert!(offset_of!(PortSlot, node_id) == 8);
+const _: () = assert!(offset_of!(PortSlot, max_len) == 16);
+const _: () = assert!(offset_of!(PortSlot, chunk_count) == 24);
+const _: () = assert!(size_of::<PortSlot>() == 32);
+
+/// Where the tables sit in a dynamic segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DynGeometry {
+    /// Offset of the node table.
+    pub nodes_offset: u64,
+    /// Offset of the publisher table.
+    pub pubs_offset: u64,
+    /// Offset of the subscriber table.
+    pub subs_offset: u64,
+    /// Size of the segment.
+    pub total_size: u64,
+}
+
+impl DynGeometry {
+    /// Geometry for the given table sizes.
+    pub fn new(max_nodes: u32, max_publishers: u32, max_subscribers: u32) -> Self {
+        let nodes_offset = LINE;
+        let pubs_offset = round_up(nodes_offset + 16 * u64::from(max_nodes), LINE);
+        let subs_offset = round_up(pubs_offset + 32 * u64::from(max_publishers), LINE);
+        let total_size = round_up(subs_offset + 32 * u64::from(max_subscribers), PAGE);
+        Self {
+            nodes_offset,
+            pubs_offset,
+            subs_offset,
+            total_size,
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn params() -> SegmentParams {
+        SegmentParams {
+            elem_size: 100,
+            align: 8,
+            max_len: 1,
+            chunk_count: 10,
+            max_subscribers: 2,
+            buffer: 3,
+            borrowed: 2,
+        }
+    }
+
+    #[test]
+    fn geometry_is_aligned_and_sized() {
+        let g = params().geometry().unwrap();
+        assert_eq!(g.pool_offset % PAGE, 0);
+        assert_eq!(g.chunk_size % 64, 0);
+        assert!(g.chunk_size >= 8 + 100);
+        assert_eq!(g.sub_log2, 2);
+        assert_eq!(g.comp_log2, 3);
+        assert_eq!(g.conn_stride % LINE, 0);
+        assert_eq!(g.total_size, g.pool_offset + 10 * g.chunk_size);
+        let big = SegmentParams {
+            align: 4096,
+            ..params()
+        }
+        .geometry()
+        .unwrap();
+        assert_eq!(big.payload_offset, 4096);
+        assert_eq!(big.chunk_size % 4096, 0);
+    }
+
+    #[test]
+    fn bad_parameters_are_rejected() {
+        for p in [
+            SegmentParams {
+                align: 3,
+                ..params()
+            },
+            SegmentParams {
+                align: 8192,
+                ..params()
+            },
+            SegmentParams {
+                chunk_count: 0,
+                ..params()
+            },
+            SegmentParams {
+                elem_size: u64::MAX,
+                ..params()
+            },
+            SegmentParams {
+                max_len: u64::MAX / 2,
+                elem_size: 4,
+                ..params()
+            },
+            SegmentParams {
+                buffer: 0,
+                ..params()
+            },
+        ] {
+            assert!(p.geometry().is_none(), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn header_validation() {
+        let p = params();
+        let g = p.geometry().unwrap();
+        let h = SegmentHeader {
+            magic: SEGMENT_MAGIC,
+            version: LAYOUT_VERSION,
+            chunk_count: 10,
+            port_id: 7,
+            params: p,
+        };
+        assert_eq!(h.validate(g.total_size), Ok(g));
+        assert!(h.validate(g.total_size - 1).is_err());
+        assert!(SegmentHeader { magic: 1, ..h }
+            .validate(g.total_size)
+            .is_err());
+        assert!(SegmentHeader { version: 99, ..h }
+            .validate(g.total_size)
+            .is_err());
+        assert!(SegmentHeader {
+            chunk_count: 11,
+            ..h
+        }
+        .validate(g.total_size)
+        .is_err());
+    }
+
+    #[test]
+    fn dyn_geometry() {
+        let g = DynGeometry::new(4, 2, 8);
+        assert!(g.pubs_offset >= g.nodes_offset + 64);
+        assert!(g.subs_offset >= g.pubs_offset + 64);
+        assert_eq!(g.total_size % PAGE, 0);
+    }
+}

@@ -1,0 +1,12 @@
+//! The lock-free core: rings, chunk bookkeeping and segment layouts.
+//!
+//! Nothing in this module makes a system call; it runs on the heap under loom
+//! (`RUSTFLAGS="--cfg loom"`) as well as in shared memory.
+
+pub mod layout;
+pub mod pool;
+pub mod ring;
+pub(crate) mod sync;
+
+#[cfg(all(test, loom))]
+mod loom_tests;

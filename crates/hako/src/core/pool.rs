@@ -1,0 +1,185 @@
+//! Bookkeeping of a publisher's chunk pool.
+//!
+//! The chunks themselves live in the publisher's shared data segment; who may
+//! use which chunk is decided here, in the publisher's private memory, so no
+//! other process can corrupt it. A chunk is free, loaned to the user, or
+//! referenced by one or more connections and the history; it returns to the
+//! free list when its last reference goes.
+//!
+//! [`Outstanding`] records, per connection, which chunks the subscriber may
+//! hold. A chunk index coming back through a completion ring is accepted only
+//! if it is outstanding on that connection, so a subscriber that returns a
+//! chunk twice, or one it never had, cannot make the publisher reuse memory a
+//! reader still sees. When a subscriber goes away, all its outstanding chunks
+//! are released at once.
+
+/// Reference counts and free list of a pool of `n` chunks.
+#[derive(Debug, Clone)]
+pub struct ChunkBook {
+    refs: Vec<u32>,
+    free: Vec<u32>,
+}
+
+impl ChunkBook {
+    /// A pool of `n` free chunks.
+    pub fn new(n: u32) -> Self {
+        Self {
+            refs: vec![0; n as usize],
+            // Reversed so that chunk 0 is loaned first (nicer to read in tests).
+            free: (0..n).rev().collect(),
+        }
+    }
+
+    /// Number of chunks.
+    pub fn len(&self) -> u32 {
+        self.refs.len() as u32
+    }
+
+    /// Whether the pool has no chunks at all.
+    pub fn is_empty(&self) -> bool {
+        self.refs.is_empty()
+    }
+
+    /// Number of free chunks.
+    pub fn free_count(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Takes a free chunk with one reference (the loan).
+    pub fn alloc(&mut self) -> Option<u32> {
+        let idx = self.free.pop()?;
+        self.refs[idx as usize] = 1;
+        Some(idx)
+    }
+
+    /// Adds a reference to a chunk in use.
+    pub fn add_ref(&mut self, idx: u32) {
+        debug_assert!(self.refs[idx as usize] > 0, "add_ref on a free chunk");
+        self.refs[idx as usize] += 1;
+    }
+
+    /// Drops a reference; returns true when the chunk became free.
+    pub fn release(&mut self, idx: u32) -> bool {
+        let r = &mut self.refs[idx as usize];
+        debug_assert!(*r > 0, "release of a free chunk");
+        *r -= 1;
+        if *r == 0 {
+            self.free.push(idx);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Current reference count of a chunk (0 = free).
+    pub fn refs(&self, idx: u32) -> u32 {
+        self.refs[idx as usize]
+    }
+}
+
+/// Set of chunk indices outstanding on one connection.
+#[derive(Debug, Clone)]
+pub struct Outstanding {
+    bits: Vec<u64>,
+    count: usize,
+}
+
+impl Outstanding {
+    /// An empty set for a pool of `n` chunks.
+    pub fn new(n: u32) -> Self {
+        Self {
+            bits: vec![0; (n as usize).div_ceil(64)],
+            count: 0,
+        }
+    }
+
+    /// Number of chunks outstanding.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Whether `idx` is outstanding.
+    pub fn contains(&self, idx: u32) -> bool {
+        let (w, b) = ((idx / 64) as usize, idx % 64);
+        self.bits.get(w).is_some_and(|word| word & (1 << b) != 0)
+    }
+
+    /// Marks `idx` outstanding; false if it already was or is out of range.
+    pub fn insert(&mut self, idx: u32) -> bool {
+        let (w, b) = ((idx / 64) as usize, idx % 64);
+        match self.bits.get_mut(w) {
+            Some(word) if *word & (1 << b) == 0 => {
+                *word |= 1 << b;
+                self.count += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Clears `idx`; false if it was not outstanding (garbage from the peer).
+    pub fn remove(&mut self, idx: u32) -> bool {
+        let (w, b) = ((idx / 64) as usize, idx % 64);
+        match self.bits.get_mut(w) {
+            Some(word) if *word & (1 << b) != 0 => {
+                *word &= !(1 << b);
+                self.count -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Empties the set, calling `f` for every index that was outstanding.
+    pub fn drain(&mut self, mut f: impl FnMut(u32)) {
+        for (w, word) in self.bits.iter_mut().enumerate() {
+            let mut bits = *word;
+            while bits != 0 {
+                let b = bits.trailing_zeros();
+                f(w as u32 * 64 + b);
+                bits &= bits - 1;
+            }
+            *word = 0;
+        }
+        self.count = 0;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_release_cycle() {
+        let mut book = ChunkBook::new(3);
+        let a = book.alloc().unwrap();
+        let b = book.alloc().unwrap();
+        let c = book.alloc().unwrap();
+        assert_eq!((a, b, c), (0, 1, 2));
+        assert_eq!(book.alloc(), None);
+        book.add_ref(b);
+        assert!(!book.release(b));
+        assert!(book.release(b));
+        assert_eq!(book.free_count(), 1);
+        assert_eq!(book.alloc(), Some(b));
+        assert_eq!(book.refs(b), 1);
+    }
+
+    #[test]
+    fn outstanding_rejects_garbage() {
+        let mut o = Outstanding::new(70);
+        assert!(o.insert(3));
+        assert!(!o.insert(3));
+        assert!(o.insert(69));
+        assert!(!o.insert(70_000));
+        assert!(!o.remove(4));
+        assert!(!o.remove(u32::MAX));
+        assert!(o.contains(69));
+        assert_eq!(o.count(), 2);
+        let mut seen = Vec::new();
+        o.drain(|i| seen.push(i));
+        assert_eq!(seen, vec![3, 69]);
+        assert_eq!(o.count(), 0);
+        assert!(!o.remove(3));
+    }
+}

@@ -1,0 +1,395 @@
+//! The two index rings of a publisher → subscriber connection.
+//!
+//! Both rings carry *descriptors*: the index of a chunk in the publisher's
+//! pool. A ring slot is one `u64` holding the descriptor together with a *lap
+//! stamp*, so a reader learns from one load of one slot whether it holds a new
+//! entry. No shared tail index exists: the consumer polls the slot it expects
+//! next, which costs one cache-line transfer per message instead of two (tail,
+//! then slot).
+//!
+//! ```text
+//!  slot value (u64)
+//!  63            32 31             0
+//! +----------------+----------------+
+//! |  lap stamp     |  chunk index   |
+//! +----------------+----------------+
+//!  lap stamp of position p = (p / capacity) + 1, truncated to 32 bits;
+//!  a zeroed slot (stamp 0) is empty for every position of lap 0.
+//! ```
+//!
+//! * [`Submission`] (publisher → subscriber) has one producer and one consumer.
+//!   Its consumer position `head` lives in shared memory so that a publisher
+//!   with the drop-oldest policy can take the oldest entry back; both sides
+//!   advance `head` with compare-and-swap, so exactly one of them owns each
+//!   entry. The producer position is private to the publisher.
+//! * [`Completion`] (subscriber → publisher) returns released chunks. Samples
+//!   may be dropped on several threads of the subscriber's process, so
+//!   producers reserve positions with a process-local `fetch_add`; it never
+//!   checks for room because the publisher never lets more chunks be
+//!   outstanding on a connection than the ring holds. The consumer position is
+//!   private to the publisher.
+//!
+//! Everything read from a slot is hostile input: the callers validate chunk
+//! indices, and a stamp that cannot occur is reported as [`Corrupted`].
+
+use super::sync::{AtomicU64, Ordering};
+
+/// A slot or index held a value the protocol cannot produce: the peer on the
+/// other end of the connection wrote garbage. Only this connection is affected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corrupted;
+
+#[inline]
+fn stamp(pos: u64, log2: u32) -> u64 {
+    // Truncation to 32 bits is intended: only neighbouring laps are compared.
+    (((pos >> log2) + 1) & 0xffff_ffff) << 32
+}
+
+#[inline]
+fn encode(pos: u64, log2: u32, index: u32) -> u64 {
+    stamp(pos, log2) | u64::from(index)
+}
+
+#[inline]
+fn stamp_of(value: u64) -> u64 {
+    value & 0xffff_ffff_0000_0000
+}
+
+#[inline]
+fn previous_stamp(pos: u64, log2: u32) -> u64 {
+    // Stamp of position pos - capacity (0 for the first lap: zeroed memory).
+    if pos >> log2 == 0 {
+        0
+    } else {
+        stamp(pos - (1 << log2), log2)
+    }
+}
+
+/// Result of [`Submission::pop`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pop {
+    /// Nothing new.
+    Empty,
+    /// The consumer now owns the chunk with this (unvalidated) index.
+    Item(u32),
+}
+
+/// Result of [`Submission::try_push`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Push {
+    /// The descriptor is visible to the consumer.
+    Done,
+    /// The ring holds its logical capacity of entries.
+    Full,
+}
+
+/// Producer-private state of a submission ring.
+#[derive(Debug, Default, Clone)]
+pub struct Producer {
+    /// Next position to write.
+    pub tail: u64,
+    /// Last value of the shared `head` seen; refreshed only when the ring looks full.
+    pub cached_head: u64,
+}
+
+/// View of a submission ring in (shared) memory.
+#[derive(Clone, Copy)]
+pub struct Submission<'a> {
+    slots: &'a [AtomicU64],
+    head: &'a AtomicU64,
+    log2: u32,
+    capacity: u64,
+}
+
+impl<'a> Submission<'a> {
+    /// `slots.len()` must be a power of two and `1 <= capacity <= slots.len()`.
+    pub fn new(slots: &'a [AtomicU64], head: &'a AtomicU64, capacity: u64) -> Self {
+        debug_assert!(slots.len().is_power_of_two());
+        debug_assert!(capacity >= 1 && capacity <= slots.len() as u64);
+        Self {
+            slots,
+            head,
+            log2: slots.len().trailing_zeros(),
+            capacity,
+        }
+    }
+
+    #[inline]
+    fn slot(&self, pos: u64) -> &AtomicU64 {
+        // Masking keeps every position inside the slice.
+        &self.slots[(pos & (self.slots.len() as u64 - 1)) as usize]
+    }
+
+    /// Producer: appends `index` unless the ring is full.
+    pub fn try_push(&self, p: &mut Producer, index: u32) -> Result<Push, Corrupted> {
+        if p.tail.wrapping_sub(p.cached_head) >= self.capacity {
+            // ORDERING: Acquire; pairs with the AcqRel CAS of head in pop(): the
+            // consumer's read of the slot we are about to reuse happened before.
+            let head = self.head.load(Ordering::Acquire);
+            let used = p.tail.wrapping_sub(head);
+            if used > self.capacity {
+                return Err(Corrupted);
+            }
+            p.cached_head = head;
+            if used == self.capacity {
+                return Ok(Push::Full);
+            }
+        }
+        // ORDERING: Release; pairs with the Acquire load in pop(): publishes the
+        // chunk's contents, written before this store, to the consumer.
+        self.slot(p.tail)
+            .store(encode(p.tail, self.log2, index), Ordering::Release);
+        p.tail += 1;
+        Ok(Push::Done)
+    }
+
+    /// Producer: takes the oldest unconsumed entry back (drop-oldest overflow).
+    /// Returns `None` when the consumer emptied the ring meanwhile.
+    pub fn reclaim_oldest(&self, p: &mut Producer) -> Result<Option<u32>, Corrupted> {
+        loop {
+            // ORDERING: Acquire; pairs with the consumer's AcqRel CAS of head.
+            let head = self.head.load(Ordering::Acquire);
+            let used = p.tail.wrapping_sub(head);
+            if used > self.capacity {
+                return Err(Corrupted);
+            }
+            p.cached_head = head;
+            if used == 0 {
+                return Ok(None);
+            }
+            // Relaxed: we wrote this slot ourselves; the CAS below decides ownership.
+            let value = self.slot(head).load(Ordering::Relaxed);
+            if stamp_of(value) != stamp(head, self.log2) {
+                return Err(Corrupted);
+            }
+            // ORDERING: AcqRel; pairs with the consumer's CAS of head: exactly one
+            // side advances past `head` and so owns the entry.
+            if self
+                .head
+                .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                p.cached_head = head + 1;
+                return Ok(Some(value as u32));
+            }
+        }
+    }
+
+    /// Consumer: takes the next entry.
+    pub fn pop(&self) -> Result<Pop, Corrupted> {
+        // Relaxed: the CAS below validates the position we act on.
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            // ORDERING: Acquire; pairs with the Release store in try_push().
+            let value = self.slot(head).load(Ordering::Acquire);
+            let st = stamp_of(value);
+            if st == stamp(head, self.log2) {
+                // ORDERING: AcqRel; Release lets the producer reuse the slot after
+                // our read; pairs with the Acquire loads of head in try_push and
+                // with reclaim_oldest's CAS.
+                match self.head.compare_exchange(
+                    head,
+                    head + 1,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Ok(Pop::Item(value as u32)),
+                    Err(now) => {
+                        head = now;
+                        continue;
+                    }
+                }
+            }
+            // ORDERING: Acquire; pairs with the producer's CAS in reclaim_oldest:
+            // if it moved head on, the slot we read may belong to a newer lap.
+            let now = self.head.load(Ordering::Acquire);
+            if now != head {
+                head = now;
+                continue;
+            }
+            if st == previous_stamp(head, self.log2) {
+                return Ok(Pop::Empty);
+            }
+            return Err(Corrupted);
+        }
+    }
+
+    /// Consumer: whether an entry is waiting (does not take it).
+    pub fn has_item(&self) -> bool {
+        // Relaxed: a hint only; pop() does the synchronising loads.
+        let head = self.head.load(Ordering::Relaxed);
+        stamp_of(self.slot(head).load(Ordering::Relaxed)) == stamp(head, self.log2)
+    }
+
+    /// Producer: resets the ring to empty. Only valid while no consumer is
+    /// attached (before a connection is announced).
+    pub fn reset(&self, p: &mut Producer) {
+        for s in self.slots {
+            // Relaxed: published by the Release store that announces the connection.
+            s.store(0, Ordering::Relaxed);
+        }
+        // Relaxed: as above.
+        self.head.store(0, Ordering::Relaxed);
+        *p = Producer::default();
+    }
+}
+
+/// View of a completion ring in (shared) memory.
+#[derive(Clone, Copy)]
+pub struct Completion<'a> {
+    slots: &'a [AtomicU64],
+    log2: u32,
+}
+
+impl<'a> Completion<'a> {
+    /// `slots.len()` must be a power of two.
+    pub fn new(slots: &'a [AtomicU64]) -> Self {
+        debug_assert!(slots.len().is_power_of_two());
+        Self {
+            slots,
+            log2: slots.len().trailing_zeros(),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, pos: u64) -> &AtomicU64 {
+        &self.slots[(pos & (self.slots.len() as u64 - 1)) as usize]
+    }
+
+    /// Producer (any thread of the subscriber's process): returns `index`.
+    /// `tail` is the process-local reservation counter of this connection.
+    /// The caller guarantees that fewer than `slots.len()` returned entries are
+    /// unconsumed (the publisher bounds the chunks outstanding per connection).
+    pub fn push(&self, tail: &AtomicU64, index: u32) {
+        // Relaxed: reservation only; the slot store below publishes.
+        let pos = tail.fetch_add(1, Ordering::Relaxed);
+        // ORDERING: Release; pairs with the Acquire load in pop(): our reads of
+        // the chunk happen before the publisher reuses it.
+        self.slot(pos)
+            .store(encode(pos, self.log2, index), Ordering::Release);
+    }
+
+    /// Consumer (the publisher): takes the next returned index, if any.
+    pub fn pop(&self, head: &mut u64) -> Result<Option<u32>, Corrupted> {
+        // ORDERING: Acquire; pairs with the Release store in push().
+        let value = self.slot(*head).load(Ordering::Acquire);
+        let st = stamp_of(value);
+        if st == stamp(*head, self.log2) {
+            *head += 1;
+            Ok(Some(value as u32))
+        } else if st == previous_stamp(*head, self.log2) {
+            Ok(None)
+        } else {
+            Err(Corrupted)
+        }
+    }
+
+    /// Consumer: resets the ring. Only valid while no producer is attached.
+    pub fn reset(&self, head: &mut u64) {
+        for s in self.slots {
+            // Relaxed: published by the Release store that announces the connection.
+            s.store(0, Ordering::Relaxed);
+        }
+        *head = 0;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn slots(n: usize) -> Vec<AtomicU64> {
+        (0..n).map(|_| AtomicU64::new(0)).collect()
+    }
+
+    #[test]
+    fn submission_fifo_and_full() {
+        let s = slots(4);
+        let head = AtomicU64::new(0);
+        let ring = Submission::new(&s, &head, 3);
+        let mut p = Producer::default();
+        assert_eq!(ring.pop(), Ok(Pop::Empty));
+        for i in 0..3 {
+            assert_eq!(ring.try_push(&mut p, i), Ok(Push::Done));
+        }
+        assert_eq!(ring.try_push(&mut p, 9), Ok(Push::Full));
+        assert!(ring.has_item());
+        for i in 0..3 {
+            assert_eq!(ring.pop(), Ok(Pop::Item(i)));
+        }
+        assert_eq!(ring.pop(), Ok(Pop::Empty));
+        assert!(!ring.has_item());
+    }
+
+    #[test]
+    fn submission_wraps_many_laps() {
+        let s = slots(2);
+        let head = AtomicU64::new(0);
+        let ring = Submission::new(&s, &head, 2);
+        let mut p = Producer::default();
+        for i in 0..10_000u32 {
+            assert_eq!(ring.try_push(&mut p, i), Ok(Push::Done));
+            if i % 2 == 1 {
+                assert_eq!(ring.pop(), Ok(Pop::Item(i - 1)));
+                assert_eq!(ring.pop(), Ok(Pop::Item(i)));
+                assert_eq!(ring.pop(), Ok(Pop::Empty));
+            }
+        }
+    }
+
+    #[test]
+    fn reclaim_oldest_keeps_order() {
+        let s = slots(4);
+        let head = AtomicU64::new(0);
+        let ring = Submission::new(&s, &head, 4);
+        let mut p = Producer::default();
+        for i in 0..4 {
+            ring.try_push(&mut p, i).unwrap();
+        }
+        assert_eq!(ring.try_push(&mut p, 4), Ok(Push::Full));
+        assert_eq!(ring.reclaim_oldest(&mut p), Ok(Some(0)));
+        assert_eq!(ring.try_push(&mut p, 4), Ok(Push::Done));
+        for i in 1..5 {
+            assert_eq!(ring.pop(), Ok(Pop::Item(i)));
+        }
+        assert_eq!(ring.reclaim_oldest(&mut p), Ok(None));
+    }
+
+    #[test]
+    fn garbage_is_reported() {
+        let s = slots(4);
+        let head = AtomicU64::new(0);
+        let ring = Submission::new(&s, &head, 4);
+        s[0].store(0xdead_beef_0000_0001, Ordering::Relaxed);
+        assert_eq!(ring.pop(), Err(Corrupted));
+        // A head far beyond the producer's tail.
+        let s2 = slots(4);
+        let head2 = AtomicU64::new(1000);
+        let ring2 = Submission::new(&s2, &head2, 4);
+        let mut p = Producer {
+            tail: 4,
+            cached_head: 0,
+        };
+        assert_eq!(ring2.try_push(&mut p, 1), Err(Corrupted));
+    }
+
+    #[test]
+    fn completion_round_trip_and_garbage() {
+        let s = slots(4);
+        let ring = Completion::new(&s);
+        let tail = AtomicU64::new(0);
+        let mut head = 0;
+        assert_eq!(ring.pop(&mut head), Ok(None));
+        for round in 0..5u32 {
+            for i in 0..4 {
+                ring.push(&tail, round * 10 + i);
+            }
+            for i in 0..4 {
+                assert_eq!(ring.pop(&mut head), Ok(Some(round * 10 + i)));
+            }
+            assert_eq!(ring.pop(&mut head), Ok(None));
+        }
+        s[(head & 3) as usize].store(u64::MAX, Ordering::Relaxed);
+        assert_eq!(ring.pop(&mut head), Err(Corrupted));
+    }
+}

@@ -1,0 +1,128 @@
+//! # hako — zero-copy IPC through shared memory
+//!
+//! hako lets processes on one Linux machine exchange messages through shared
+//! memory without copying them: a publisher *loans* a chunk of its shared
+//! pool, writes the message in place and *sends* it; only an 8-byte
+//! descriptor crosses to each subscriber, which reads the payload where the
+//! publisher wrote it. There is no daemon: processes find each other through
+//! files in a *domain root* directory on a tmpfs (default `/dev/shm/hako`,
+//! overridden by `HAKO_ROOT` or a [`Config`]).
+//!
+//! ## A tour
+//!
+//! ```no_run
+//! use hako::{NodeBuilder, ShmSafe};
+//!
+//! #[derive(Debug, Clone, Copy, ShmSafe)]
+//! #[repr(C)]
+//! struct Frame { seq: u64, pixels: [u8; 64] }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A node owns ports; its liveness is a lock the kernel drops if we die.
+//! let node = NodeBuilder::new().name("camera")?.create()?;
+//! // A service is found by name; `open_or_create` is safe to race.
+//! let service = node
+//!     .service_builder(&"My/Funk/ServiceName".try_into()?)
+//!     .publish_subscribe::<Frame>()
+//!     .subscriber_max_buffer_size(16)
+//!     .history_size(4)
+//!     .open_or_create()?;
+//!
+//! let publisher = service.publisher_builder().max_loaned_samples(8).create()?;
+//! let sample = publisher.loan_uninit()?;                 // a chunk of shared memory
+//! let sample = sample.write_payload(Frame { seq: 1, pixels: [0; 64] }); // written in place
+//! let receivers = sample.send();                         // only a descriptor moves
+//! # let _ = receivers;
+//!
+//! // In another process:
+//! let subscriber = service.subscriber_builder().create()?;
+//! while let Some(frame) = subscriber.receive()? {
+//!     println!("{}", frame.seq);                         // read in place
+//! }                                                      // dropping it returns the chunk
+//! # Ok(()) }
+//! ```
+//!
+//! Slices whose length is chosen per message use `publish_subscribe::<[T]>()`
+//! with [`PublisherBuilder::max_slice_len`] and
+//! [`Publisher::loan_slice_uninit`].
+//!
+//! ## Payload types
+//!
+//! A payload lives in shared memory and is read by another process, so it
+//! must be plain data: `#[repr(C)]`, no pointers, no `Drop`. Mark such types
+//! with `#[derive(ShmSafe)]`, which checks all three; the type's name becomes
+//! part of the service's compatibility check.
+//!
+//! ## Quality of service
+//!
+//! Each service fixes, at creation, how many publishers, subscribers and nodes
+//! it admits, how many samples a subscriber queues per publisher
+//! (`subscriber_max_buffer_size`) and may hold at once
+//! (`subscriber_max_borrowed_samples`), how many samples late joiners get
+//! (`history_size`), and what happens when a queue is full
+//! ([`OverflowPolicy`]: drop the oldest, or apply backpressure, where the
+//! publisher blocks, retries or discards as its [`BackpressureStrategy`]
+//! says). Opening a service with settings it cannot meet, or with another
+//! payload type, is a [`ServiceError`] that names the field.
+//!
+//! ## Threads
+//!
+//! Nodes, services, publishers, subscribers and samples are all `Send` and
+//! `Sync`. A publisher's or subscriber's private bookkeeping sits behind a
+//! process-local mutex, uncontended unless several threads share the port;
+//! nothing in shared memory is ever locked, so a crashed peer cannot block
+//! anyone.
+//!
+//! ## Layers
+//!
+//! * [`core`] — rings, chunk bookkeeping and segment layouts; no system calls.
+//! * [`os`] — shared-memory files, mappings and `flock`, through `rustix`.
+//! * the API: [`Node`], [`PubSubService`], [`Publisher`], [`Subscriber`].
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
+
+extern crate self as hako;
+
+pub mod core;
+
+#[cfg(not(loom))]
+pub mod config;
+#[cfg(not(loom))]
+mod name;
+#[cfg(not(loom))]
+mod node;
+#[cfg(not(loom))]
+pub mod os;
+#[cfg(not(loom))]
+mod payload;
+#[cfg(not(loom))]
+mod publisher;
+#[cfg(not(loom))]
+mod service;
+#[cfg(not(loom))]
+mod subscriber;
+
+#[cfg(not(loom))]
+pub use config::Config;
+#[cfg(not(loom))]
+pub use hako_derive::ShmSafe;
+#[cfg(not(loom))]
+pub use name::{NameError, NodeName, ServiceName};
+#[cfg(not(loom))]
+pub use node::{node_is_alive, Node, NodeBuilder, NodeCreateError};
+#[cfg(not(loom))]
+pub use payload::{Payload, ShmSafe, TypeDetails};
+#[cfg(not(loom))]
+pub use publisher::{
+    LoanError, Publisher, PublisherBuilder, PublisherCreateError, SampleMut, SampleMutUninit,
+    SendError,
+};
+#[cfg(not(loom))]
+pub use service::{
+    BackpressureStrategy, OverflowPolicy, PubSubBuilder, PubSubQos, PubSubService, ServiceBuilder,
+    ServiceError, StaticDescription,
+};
+#[cfg(not(loom))]
+pub use subscriber::{ReceiveError, Sample, Subscriber, SubscriberBuilder, SubscriberCreateError};

@@ -1,0 +1,235 @@
+//! Nodes: the owners of ports.
+//!
+//! A node is a file `node_<id>` in the domain root on which its process holds
+//! an exclusive `flock` for the node's lifetime. The kernel drops the lock when
+//! the process dies, so anyone can tell a live node from a dead one by trying
+//! the lock; pids are never trusted.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::config::{Config, ConfigError};
+use crate::name::{NameError, NodeName, ServiceName};
+use crate::os::{lock, shm};
+use crate::service::ServiceBuilder;
+
+/// Why a node could not be created.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeCreateError {
+    /// The configuration from the environment is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The domain root could not be created or is not a directory.
+    #[error("cannot use domain root {root}: {source}; check that its parent exists and is writable (set HAKO_ROOT to use another directory)")]
+    Root {
+        /// The root.
+        root: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The node file could not be created or locked.
+    #[error("cannot create node file {path}: {source}")]
+    NodeFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// Builds a [`Node`].
+///
+/// ```no_run
+/// let node = hako::NodeBuilder::new().name("camera")?.create()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct NodeBuilder {
+    name: Option<NodeName>,
+    config: Option<Config>,
+}
+
+impl NodeBuilder {
+    /// A builder with no name and the config from the environment.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Names the node (shown by inspection tools).
+    pub fn name(mut self, name: &str) -> Result<Self, NameError> {
+        self.name = Some(NodeName::new(name)?);
+        Ok(self)
+    }
+
+    /// Uses `config` instead of [`Config::from_env`].
+    pub fn config(mut self, config: &Config) -> Self {
+        self.config = Some(config.clone());
+        self
+    }
+
+    /// Creates the node: makes sure the domain root exists and takes the
+    /// node's liveness lock.
+    pub fn create(self) -> Result<Node, NodeCreateError> {
+        let config = match self.config {
+            Some(c) => c,
+            None => Config::from_env()?,
+        };
+        let root = config.root.clone();
+        ensure_dir(&root).map_err(|source| NodeCreateError::Root {
+            root: root.clone(),
+            source,
+        })?;
+        let id = new_id();
+        let path = root.join(format!("node_{id:016x}"));
+        let fd = shm::create(&path, 0).map_err(|source| NodeCreateError::NodeFile {
+            path: path.clone(),
+            source,
+        })?;
+        let locked = lock::try_lock(&fd);
+        let info = format!(
+            "pid = {}\nname = {:?}\n",
+            std::process::id(),
+            self.name.as_ref().map(NodeName::as_str).unwrap_or("")
+        );
+        let written = std::fs::write(&path, info);
+        match (locked, written) {
+            (Ok(true), Ok(())) => {}
+            (l, w) => {
+                let _ = std::fs::remove_file(&path);
+                let source = match (l, w) {
+                    (Err(e), _) | (_, Err(e)) => e,
+                    _ => io::Error::other("node file locked by someone else"),
+                };
+                return Err(NodeCreateError::NodeFile { path, source });
+            }
+        }
+        Ok(Node {
+            inner: Arc::new(NodeInner {
+                id,
+                name: self.name,
+                config,
+                path,
+                _lock: fd,
+            }),
+        })
+    }
+}
+
+/// Creates `dir` (and parents) owner-only if missing.
+pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// A fresh random non-zero 64-bit id.
+pub(crate) fn new_id() -> u64 {
+    let mut buf = [0u8; 8];
+    loop {
+        let mut filled = 0;
+        while filled < 8 {
+            match rustix::rand::getrandom(&mut buf[filled..], rustix::rand::GetRandomFlags::empty())
+            {
+                Ok(n) => filled += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(_) => {
+                    // No entropy source: fall back to time, pid and a counter.
+                    use std::sync::atomic::{AtomicU64, Ordering};
+                    static COUNTER: AtomicU64 = AtomicU64::new(0);
+                    let t = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_nanos() as u64)
+                        .unwrap_or(0);
+                    // Relaxed: only uniqueness of the value matters.
+                    let c = COUNTER.fetch_add(1, Ordering::Relaxed);
+                    let v = t ^ (u64::from(std::process::id()) << 32) ^ c.rotate_left(17);
+                    buf = v.to_le_bytes();
+                    filled = 8;
+                }
+            }
+        }
+        let id = u64::from_le_bytes(buf);
+        if id != 0 {
+            return id;
+        }
+    }
+}
+
+/// Whether the node `id` in `root` is alive: its file exists and its lock is
+/// held. A node whose file is gone counts as dead.
+pub fn node_is_alive(root: &Path, id: u64) -> bool {
+    let path = root.join(format!("node_{id:016x}"));
+    match shm::open_existing(&path, false) {
+        // If we got the lock, nobody holds it: the owner is dead. Dropping
+        // the descriptor releases our lock again.
+        Ok(fd) => !matches!(lock::try_lock(&fd), Ok(true)),
+        Err(e) => e.kind() != io::ErrorKind::NotFound,
+    }
+}
+
+pub(crate) struct NodeInner {
+    pub(crate) id: u64,
+    pub(crate) name: Option<NodeName>,
+    pub(crate) config: Config,
+    path: PathBuf,
+    _lock: OwnedFd,
+}
+
+impl Drop for NodeInner {
+    fn drop(&mut self) {
+        // Remove the file while still holding the lock; the lock goes with
+        // the descriptor right after.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A participant in a domain: owns the ports created through it.
+///
+/// A node is `Send` and `Sync`; clones share the same identity. Dropping the
+/// last handle (and the last port created through it) removes its file.
+#[derive(Clone)]
+pub struct Node {
+    pub(crate) inner: Arc<NodeInner>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("id", &format_args!("{:016x}", self.inner.id))
+            .field("name", &self.inner.name)
+            .field("root", &self.inner.config.root)
+            .finish()
+    }
+}
+
+impl Node {
+    /// The node's unique id.
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The node's name, if it was given one.
+    pub fn name(&self) -> Option<&NodeName> {
+        self.inner.name.as_ref()
+    }
+
+    /// The config the node uses.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Starts building a service with the given name.
+    pub fn service_builder(&self, name: &ServiceName) -> ServiceBuilder {
+        ServiceBuilder::new(self.inner.clone(), name.clone())
+    }
+}

@@ -1,0 +1,6 @@
+//! The OS layer: shared-memory files, mappings and locks.
+//!
+//! This is the only part of hako that calls the kernel (through `rustix`).
+
+pub mod lock;
+pub mod shm;

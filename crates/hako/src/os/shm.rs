@@ -1,0 +1,183 @@
+//! Shared-memory files and their mappings.
+//!
+//! Segments are ordinary files on a tmpfs (the domain root, by default under
+//! `/dev/shm`). Their space is reserved with `fallocate` when they are
+//! created, so a full tmpfs is an error at creation, never a `SIGBUS` later.
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::ptr::NonNull;
+
+use rustix::fs::{fallocate, fstat, open, FallocateFlags, Mode, OFlags};
+use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
+
+/// Permissions of every file hako creates: owner read/write only.
+pub const FILE_MODE: u32 = 0o600;
+
+/// Creates `path` exclusively with `size` bytes reserved.
+///
+/// Fails with `AlreadyExists` if the file exists, and with `StorageFull`
+/// (ENOSPC) when the file system cannot hold `size` bytes; the partial file is
+/// removed in that case.
+pub fn create(path: &Path, size: u64) -> io::Result<OwnedFd> {
+    let fd = open(
+        path,
+        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+        Mode::from_raw_mode(FILE_MODE),
+    )?;
+    if size > 0 {
+        if let Err(e) = fallocate(&fd, FallocateFlags::empty(), 0, size) {
+            let _ = std::fs::remove_file(path);
+            return Err(e.into());
+        }
+    }
+    Ok(fd)
+}
+
+/// Opens an existing file read-write (or read-only).
+pub fn open_existing(path: &Path, writable: bool) -> io::Result<OwnedFd> {
+    let mode = if writable {
+        OFlags::RDWR
+    } else {
+        OFlags::RDONLY
+    };
+    Ok(open(path, mode | OFlags::CLOEXEC, Mode::empty())?)
+}
+
+/// Size of an open file.
+pub fn file_size(fd: &impl AsFd) -> io::Result<u64> {
+    Ok(fstat(fd)?.st_size as u64)
+}
+
+/// A shared mapping of part of a file. Unmapped on drop.
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a Mapping is plain memory shared with other processes; all access
+// goes through raw pointers and atomics whose users uphold the protocols.
+unsafe impl Send for Mapping {}
+// SAFETY: as above; the mapping itself has no interior state.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` starting at `offset` (page aligned).
+    pub fn new(fd: &impl AsFd, offset: u64, len: u64, writable: bool) -> io::Result<Self> {
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"));
+        }
+        let len = usize::try_from(len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "mapping too large"))?;
+        let prot = if writable {
+            ProtFlags::READ | ProtFlags::WRITE
+        } else {
+            ProtFlags::READ
+        };
+        // SAFETY: we ask the kernel for a fresh mapping (null hint), so no
+        // existing memory is affected; the result is owned by the Mapping.
+        let ptr = unsafe {
+            mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                MapFlags::SHARED,
+                fd,
+                offset,
+            )?
+        };
+        let ptr = NonNull::new(ptr.cast::<u8>())
+            .ok_or_else(|| io::Error::other("mmap returned a null pointer"))?;
+        Ok(Self { ptr, len })
+    }
+
+    /// Start of the mapping.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Length of the mapping in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never true: empty mappings are refused).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A reference to the `AtomicU64` at `offset`.
+    ///
+    /// # Panics
+    /// If `offset` is out of range or not 8-byte aligned; offsets come from a
+    /// validated geometry, never straight from shared memory.
+    pub fn atomic(&self, offset: u64) -> &std::sync::atomic::AtomicU64 {
+        assert!(offset % 8 == 0 && offset + 8 <= self.len as u64);
+        // SAFETY: in range and aligned (checked above; mappings are page
+        // aligned); the memory lives as long as `self`, and AtomicU64 may alias
+        // memory that other processes access atomically.
+        unsafe { &*self.ptr.as_ptr().add(offset as usize).cast() }
+    }
+
+    /// A slice of `count` atomics starting at `offset`.
+    ///
+    /// # Panics
+    /// As [`Mapping::atomic`].
+    pub fn atomics(&self, offset: u64, count: u64) -> &[std::sync::atomic::AtomicU64] {
+        assert!(offset % 8 == 0 && offset + 8 * count <= self.len as u64);
+        // SAFETY: as in `atomic`, for the whole range.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr.as_ptr().add(offset as usize).cast(),
+                count as usize,
+            )
+        }
+    }
+
+    /// Copies a `T` out of the mapping at `offset` (for headers, which are
+    /// then validated).
+    ///
+    /// # Panics
+    /// If the range is outside the mapping.
+    pub fn read<T: Copy>(&self, offset: u64) -> T {
+        assert!(offset + std::mem::size_of::<T>() as u64 <= self.len as u64);
+        assert!(offset % std::mem::align_of::<T>() as u64 == 0);
+        // SAFETY: in range and aligned (asserted; the mapping is page aligned);
+        // volatile keeps the compiler from assuming the memory is stable.
+        // Callers only use plain-old-data T for which every bit pattern is
+        // valid (integers).
+        unsafe {
+            std::ptr::read_volatile(
+                self.ptr
+                    .as_ptr()
+                    .add(offset as usize)
+                    .cast::<T>()
+                    .cast_const(),
+            )
+        }
+    }
+
+    /// Writes a `T` into the mapping at `offset`.
+    ///
+    /// # Panics
+    /// If the range is outside the mapping.
+    pub fn write<T: Copy>(&self, offset: u64, value: T) {
+        assert!(offset + std::mem::size_of::<T>() as u64 <= self.len as u64);
+        assert!(offset % std::mem::align_of::<T>() as u64 == 0);
+        // SAFETY: in range and aligned (asserted); the mapping is writable when callers write (they
+        // own the segment they initialise).
+        unsafe {
+            std::ptr::write_volatile(self.ptr.as_ptr().add(offset as usize).cast::<T>(), value)
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len describe a mapping we created and nobody else unmaps;
+        // every reference into it borrows `self`, so none outlives this call.
+        let _ = unsafe { munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}

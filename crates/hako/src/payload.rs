@@ -1,0 +1,115 @@
+//! Payload types: what may be placed in shared memory.
+
+use std::marker::PhantomData;
+
+/// Marker for types that may live in shared memory and be read in place by
+/// another process.
+///
+/// # Safety
+/// Implement it (or better, derive it with `#[derive(ShmSafe)]`) only for
+/// types that
+/// * have a fixed layout (`#[repr(C)]` or `#[repr(transparent)]`, or a
+///   primitive), so both processes agree on it,
+/// * hold no pointers or references (an address means nothing in another
+///   process) and no file descriptors or other process-local handles,
+/// * need no `Drop` (the memory is reclaimed without running destructors),
+/// * are valid for every bit pattern their publisher may write.
+///
+/// [`TYPE_NAME`](ShmSafe::TYPE_NAME) is part of a service's compatibility
+/// check: two processes that name their payload types differently cannot
+/// share a service, even when size and alignment agree.
+pub unsafe trait ShmSafe: Send + Sync + 'static {
+    /// Name used in the service's compatibility check.
+    const TYPE_NAME: &'static str;
+}
+
+macro_rules! shm_safe_primitives {
+    ($($t:ty),*) => {$(
+        // SAFETY: primitives have a fixed layout, no pointers, no Drop, and
+        // every bit pattern of their size is a valid value.
+        unsafe impl ShmSafe for $t {
+            const TYPE_NAME: &'static str = stringify!($t);
+        }
+    )*};
+}
+shm_safe_primitives!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
+
+// SAFETY: an array of ShmSafe elements is laid out contiguously, holds no
+// pointers and needs no Drop.
+unsafe impl<T: ShmSafe, const N: usize> ShmSafe for [T; N] {
+    const TYPE_NAME: &'static str = "array";
+}
+
+// SAFETY: zero-sized, no data at all.
+unsafe impl<T: Send + Sync + 'static> ShmSafe for PhantomData<T> {
+    const TYPE_NAME: &'static str = "PhantomData";
+}
+
+// SAFETY: zero-sized, no data at all.
+unsafe impl ShmSafe for () {
+    const TYPE_NAME: &'static str = "()";
+}
+
+/// Size, alignment and name of a payload, as recorded in the service's
+/// static description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeDetails {
+    /// The payload type's name ([`ShmSafe::TYPE_NAME`]; `[name]` for slices).
+    pub type_name: String,
+    /// Size of one element in bytes.
+    pub size: u64,
+    /// Alignment in bytes.
+    pub align: u64,
+    /// Whether the payload is a slice of elements.
+    pub slice: bool,
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<T: super::ShmSafe> Sealed for T {}
+    impl<T: super::ShmSafe> Sealed for [T] {}
+}
+
+/// A payload a service can carry: a [`ShmSafe`] type `T`, or a slice `[T]`
+/// whose maximum length is set when the publisher is created.
+///
+/// Implemented by hako for exactly those two shapes; not implementable
+/// outside the crate.
+pub trait Payload: sealed::Sealed + Send + Sync + 'static {
+    /// Name, size and alignment of the payload (of one element for slices).
+    fn details() -> TypeDetails;
+
+    /// Builds a pointer to a payload of `len` elements at `ptr`.
+    #[doc(hidden)]
+    fn make_ptr(ptr: *mut u8, len: usize) -> *mut Self;
+}
+
+impl<T: ShmSafe> Payload for T {
+    fn details() -> TypeDetails {
+        TypeDetails {
+            type_name: T::TYPE_NAME.to_owned(),
+            size: std::mem::size_of::<T>() as u64,
+            align: std::mem::align_of::<T>() as u64,
+            slice: false,
+        }
+    }
+
+    fn make_ptr(ptr: *mut u8, _len: usize) -> *mut Self {
+        ptr.cast()
+    }
+}
+
+impl<T: ShmSafe> Payload for [T] {
+    fn details() -> TypeDetails {
+        TypeDetails {
+            type_name: format!("[{}]", T::TYPE_NAME),
+            size: std::mem::size_of::<T>() as u64,
+            align: std::mem::align_of::<T>() as u64,
+            slice: true,
+        }
+    }
+
+    fn make_ptr(ptr: *mut u8, len: usize) -> *mut Self {
+        std::ptr::slice_from_raw_parts_mut(ptr.cast::<T>(), len)
+    }
+}

@@ -1,0 +1,917 @@
+//! Publishers: loan a chunk, write in place, send a descriptor.
+
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::core::layout::{
+    SegmentGeometry, SegmentHeader, SegmentParams, LAYOUT_VERSION, SEGMENT_MAGIC,
+};
+use crate::core::pool::{ChunkBook, Outstanding};
+use crate::core::ring::{Completion, Corrupted, Producer, Push, Submission};
+use crate::node::{new_id, node_is_alive};
+use crate::os::shm::{self, Mapping};
+use crate::payload::{Payload, ShmSafe};
+use crate::service::{
+    io_err, BackpressureStrategy, OverflowPolicy, PortKind, ServiceError, ServiceInner,
+};
+
+/// Why a publisher could not be created.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublisherCreateError {
+    /// The service admits no more publishers.
+    #[error("service {service:?} already has {max} publishers (max_publishers); raise it when creating the service")]
+    TooManyPublishers {
+        /// The service.
+        service: String,
+        /// The limit.
+        max: u32,
+    },
+    /// A setting is out of range.
+    #[error("invalid publisher setting {field} = {value}: {rule}")]
+    InvalidSetting {
+        /// The setting.
+        field: &'static str,
+        /// The value given.
+        value: u64,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
+    /// The data segment could not be created (e.g. the tmpfs is full).
+    #[error("cannot create the publisher's data segment of {size} bytes: {source}")]
+    Segment {
+        /// Requested size.
+        size: u64,
+        /// Why (for a full tmpfs: "No space left on device"; free space or
+        /// lower the service's limits).
+        source: ServiceError,
+    },
+}
+
+/// Why a sample could not be loaned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoanError {
+    /// The publisher already has `max_loaned_samples` samples loaned out.
+    #[error("{0} samples are loaned already (max_loaned_samples); send or drop one first")]
+    ExceedsMaxLoans(usize),
+    /// Every chunk of the pool is in use by subscribers, history and loans.
+    #[error("the publisher's pool is exhausted: all {0} chunks are in use; subscribers must release samples")]
+    OutOfMemory(u32),
+    /// The requested slice length exceeds the publisher's maximum.
+    #[error("slice of {requested} elements requested; this publisher allows at most {max} (max_slice_len)")]
+    SliceTooLong {
+        /// Requested length.
+        requested: usize,
+        /// The maximum.
+        max: usize,
+    },
+}
+
+/// Why a sample could not be sent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// `send_copy` could not loan a sample.
+    #[error(transparent)]
+    Loan(#[from] LoanError),
+}
+
+/// Builds a [`Publisher`]; returned by
+/// [`PubSubService::publisher_builder`](crate::PubSubService::publisher_builder).
+pub struct PublisherBuilder<T: Payload + ?Sized> {
+    service: Arc<ServiceInner>,
+    max_loans: Option<u32>,
+    max_slice_len: u64,
+    strategy: BackpressureStrategy,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> std::fmt::Debug for PublisherBuilder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PublisherBuilder")
+            .field("service", &self.service.name)
+            .field("max_loans", &self.max_loans)
+            .field("max_slice_len", &self.max_slice_len)
+            .field("strategy", &self.strategy)
+            .finish()
+    }
+}
+
+impl<T: Payload + ?Sized> PublisherBuilder<T> {
+    pub(crate) fn new(service: Arc<ServiceInner>) -> Self {
+        Self {
+            service,
+            max_loans: None,
+            max_slice_len: 1,
+            strategy: BackpressureStrategy::Block,
+            _t: PhantomData,
+        }
+    }
+
+    /// Samples that may be loaned (not yet sent or dropped) at once.
+    /// Default: the config's `publisher_max_loaned_samples`.
+    pub fn max_loaned_samples(mut self, n: u32) -> Self {
+        self.max_loans = Some(n);
+        self
+    }
+
+    /// What to do when a subscriber's queue is full on a service with
+    /// [`OverflowPolicy::Backpressure`] (default: block). Ignored under
+    /// drop-oldest.
+    pub fn backpressure(mut self, strategy: BackpressureStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Creates the publisher: its data segment and its entry in the service.
+    pub fn create(self) -> Result<Publisher<T>, PublisherCreateError> {
+        let svc = self.service.clone();
+        let q = &svc.desc.qos;
+        let max_loans = self
+            .max_loans
+            .unwrap_or(svc.node.config.defaults.publisher_max_loaned_samples);
+        if max_loans == 0 || max_loans > 1 << 20 {
+            return Err(PublisherCreateError::InvalidSetting {
+                field: "max_loaned_samples",
+                value: max_loans.into(),
+                rule: "between 1 and 1048576",
+            });
+        }
+        if self.max_slice_len == 0 {
+            return Err(PublisherCreateError::InvalidSetting {
+                field: "max_slice_len",
+                value: 0,
+                rule: "at least 1",
+            });
+        }
+        let buffer = u64::from(q.subscriber_max_buffer_size);
+        let borrowed = u64::from(q.subscriber_max_borrowed_samples);
+        let chunk_count = u64::from(q.max_subscribers) * (buffer + borrowed)
+            + u64::from(q.history_size)
+            + u64::from(max_loans);
+        let params = SegmentParams {
+            elem_size: svc.desc.size,
+            align: svc.desc.align,
+            max_len: self.max_slice_len,
+            chunk_count,
+            max_subscribers: q.max_subscribers.into(),
+            buffer,
+            borrowed,
+        };
+        let geo = params
+            .geometry()
+            .ok_or(PublisherCreateError::InvalidSetting {
+                field: "max_slice_len",
+                value: self.max_slice_len,
+                rule: "the data segment would exceed 64 TiB or the pool 2^32 chunks",
+            })?;
+        let port_id = new_id();
+        let path = svc.publisher_path(port_id);
+        let seg_err = |source| PublisherCreateError::Segment {
+            size: geo.total_size,
+            source,
+        };
+        let fd =
+            shm::create(&path, geo.total_size).map_err(|e| seg_err(io_err("create", &path)(e)))?;
+        let map = match Mapping::new(&fd, 0, geo.total_size, true) {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(seg_err(io_err("map", &path)(e)));
+            }
+        };
+        drop(fd);
+        map.write(
+            0,
+            SegmentHeader {
+                magic: SEGMENT_MAGIC,
+                version: LAYOUT_VERSION,
+                chunk_count: chunk_count as u32,
+                port_id,
+                params,
+            },
+        );
+        let index = match svc.register(
+            PortKind::Publisher,
+            port_id,
+            self.max_slice_len,
+            chunk_count,
+        ) {
+            Ok(Some(i)) => i,
+            Ok(None) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(PublisherCreateError::TooManyPublishers {
+                    service: svc.name.to_string(),
+                    max: q.max_publishers,
+                });
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(seg_err(e));
+            }
+        };
+        let n = chunk_count as u32;
+        let state = PubState {
+            book: ChunkBook::new(n),
+            conns: (0..q.max_subscribers)
+                .map(|_| ConnState {
+                    sub_port: 0,
+                    producer: Producer::default(),
+                    comp_head: 0,
+                    outstanding: Outstanding::new(n),
+                    broken: false,
+                })
+                .collect(),
+            history: VecDeque::with_capacity(q.history_size as usize),
+            loaned: 0,
+            seen_generation: u64::MAX,
+        };
+        let inner = Arc::new(PublisherInner {
+            overflow: q.overflow,
+            strategy: self.strategy,
+            history_size: q.history_size as usize,
+            per_conn_limit: (buffer + borrowed) as usize,
+            buffer,
+            max_loans: max_loans as usize,
+            max_len: self.max_slice_len as usize,
+            geo,
+            port_id,
+            index,
+            path,
+            map,
+            state: Mutex::new(state),
+            service: svc,
+        });
+        inner.lock().update_connections(&inner);
+        Ok(Publisher {
+            inner,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<T: ShmSafe> PublisherBuilder<[T]> {
+    /// Largest slice (in elements) this publisher can send. Default 1.
+    pub fn max_slice_len(mut self, n: usize) -> Self {
+        self.max_slice_len = n as u64;
+        self
+    }
+}
+
+struct ConnState {
+    /// Subscriber port served on this slot (0 = none).
+    sub_port: u64,
+    producer: Producer,
+    comp_head: u64,
+    outstanding: Outstanding,
+    /// The subscriber wrote garbage; it gets nothing more.
+    broken: bool,
+}
+
+struct PubState {
+    book: ChunkBook,
+    conns: Vec<ConnState>,
+    history: VecDeque<u32>,
+    loaned: usize,
+    seen_generation: u64,
+}
+
+pub(crate) struct PublisherInner {
+    overflow: OverflowPolicy,
+    strategy: BackpressureStrategy,
+    history_size: usize,
+    per_conn_limit: usize,
+    buffer: u64,
+    max_loans: usize,
+    max_len: usize,
+    geo: SegmentGeometry,
+    port_id: u64,
+    index: usize,
+    path: std::path::PathBuf,
+    map: Mapping,
+    state: Mutex<PubState>,
+    service: Arc<ServiceInner>,
+}
+
+impl PublisherInner {
+    fn lock(&self) -> MutexGuard<'_, PubState> {
+        // A panic while holding the lock cannot leave the bookkeeping half
+        // updated in a way that matters more than refusing service would.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn conn_base(&self, j: usize) -> u64 {
+        self.geo.conns_offset + j as u64 * self.geo.conn_stride
+    }
+
+    fn submission(&self, j: usize) -> Submission<'_> {
+        let base = self.conn_base(j);
+        Submission::new(
+            self.map
+                .atomics(base + self.geo.sub_offset, 1 << self.geo.sub_log2),
+            self.map.atomic(base + crate::core::layout::LINE),
+            self.buffer,
+        )
+    }
+
+    fn completion(&self, j: usize) -> Completion<'_> {
+        let base = self.conn_base(j);
+        Completion::new(
+            self.map
+                .atomics(base + self.geo.comp_offset, 1 << self.geo.comp_log2),
+        )
+    }
+
+    fn connected_word(&self, j: usize) -> &std::sync::atomic::AtomicU64 {
+        self.map.atomic(self.conn_base(j))
+    }
+
+    fn chunk_ptr(&self, idx: u32) -> *mut u8 {
+        let off = self.geo.pool_offset + u64::from(idx) * self.geo.chunk_size;
+        debug_assert!(off + self.geo.chunk_size <= self.map.len() as u64);
+        // SAFETY: idx comes from our own ChunkBook (< chunk_count), so the
+        // chunk lies inside the mapping.
+        unsafe { self.map.ptr().add(off as usize) }
+    }
+
+    fn payload_ptr(&self, idx: u32) -> *mut u8 {
+        // SAFETY: payload_offset is inside the chunk.
+        unsafe { self.chunk_ptr(idx).add(self.geo.payload_offset as usize) }
+    }
+}
+
+impl PubState {
+    /// Takes back every chunk the subscriber on `j` returned.
+    fn drain_completions(&mut self, p: &PublisherInner, j: usize) {
+        let ring = p.completion(j);
+        let conn = &mut self.conns[j];
+        loop {
+            match ring.pop(&mut conn.comp_head) {
+                Ok(Some(idx)) => {
+                    if conn.outstanding.remove(idx) {
+                        self.book.release(idx);
+                    } else {
+                        tracing::warn!(
+                            slot = j,
+                            idx,
+                            "subscriber returned a chunk it does not hold; disconnecting it"
+                        );
+                        self.disconnect(p, j, true);
+                        return;
+                    }
+                }
+                Ok(None) => return,
+                Err(Corrupted) => {
+                    tracing::warn!(
+                        slot = j,
+                        "garbage in a completion ring; disconnecting the subscriber"
+                    );
+                    self.disconnect(p, j, true);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn drain_all(&mut self, p: &PublisherInner) {
+        for j in 0..self.conns.len() {
+            if self.conns[j].sub_port != 0 && !self.conns[j].broken {
+                self.drain_completions(p, j);
+            }
+        }
+    }
+
+    /// Releases everything outstanding on `j`. `broken`: keep the slot
+    /// marked so the same subscriber is not served again.
+    fn disconnect(&mut self, p: &PublisherInner, j: usize, broken: bool) {
+        let conn = &mut self.conns[j];
+        let book = &mut self.book;
+        conn.outstanding.drain(|idx| {
+            book.release(idx);
+        });
+        conn.broken = broken;
+        if !broken {
+            conn.sub_port = 0;
+        }
+        // ORDERING: Release; pairs with the subscriber's Acquire load of the
+        // connected word; it stops using the rings once it sees the change.
+        p.connected_word(j).store(0, Ordering::Release);
+    }
+
+    /// Follows changes of the subscriber table.
+    fn update_connections(&mut self, p: &PublisherInner) {
+        let svc = &p.service;
+        let gen = svc.generation();
+        if gen == self.seen_generation {
+            return;
+        }
+        self.seen_generation = gen;
+        for j in 0..self.conns.len() {
+            // ORDERING: Acquire; pairs with the Release store in register().
+            let pid = svc
+                .port_slot(PortKind::Subscriber, j)
+                .port_id
+                .load(Ordering::Acquire);
+            if pid == self.conns[j].sub_port {
+                continue;
+            }
+            if self.conns[j].sub_port != 0 {
+                self.disconnect(p, j, false);
+            }
+            if pid != 0 {
+                self.connect(p, j, pid);
+            }
+        }
+    }
+
+    fn connect(&mut self, p: &PublisherInner, j: usize, pid: u64) {
+        let sub = p.submission(j);
+        let comp = p.completion(j);
+        let conn = &mut self.conns[j];
+        sub.reset(&mut conn.producer);
+        comp.reset(&mut conn.comp_head);
+        conn.sub_port = pid;
+        conn.broken = false;
+        // History, newest last, as much as the queue holds.
+        let skip = self.history.len().saturating_sub(p.buffer as usize);
+        for &idx in self.history.iter().skip(skip) {
+            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx) {
+                conn.outstanding.insert(idx);
+                self.book.add_ref(idx);
+            }
+        }
+        // ORDERING: Release; pairs with the subscriber's Acquire load of the
+        // connected word: the reset rings and history are visible before it
+        // starts consuming.
+        p.connected_word(j).store(pid, Ordering::Release);
+    }
+
+    /// Delivers chunk `idx` to every connected subscriber; returns how many got it.
+    fn deliver(&mut self, p: &PublisherInner, idx: u32) -> usize {
+        let mut delivered = 0;
+        for j in 0..self.conns.len() {
+            if self.conns[j].sub_port == 0 || self.conns[j].broken {
+                continue;
+            }
+            if self.deliver_one(p, j, idx) {
+                delivered += 1;
+            }
+        }
+        delivered
+    }
+
+    fn deliver_one(&mut self, p: &PublisherInner, j: usize, idx: u32) -> bool {
+        let sub = p.submission(j);
+        let mut attempts: u32 = 0;
+        let mut spins: u32 = 0;
+        loop {
+            if self.conns[j].outstanding.count() >= p.per_conn_limit {
+                self.drain_completions(p, j);
+                if self.conns[j].broken {
+                    return false;
+                }
+            }
+            if self.conns[j].outstanding.count() < p.per_conn_limit {
+                match sub.try_push(&mut self.conns[j].producer, idx) {
+                    Ok(Push::Done) => {
+                        self.conns[j].outstanding.insert(idx);
+                        self.book.add_ref(idx);
+                        return true;
+                    }
+                    Ok(Push::Full) => {}
+                    Err(Corrupted) => {
+                        tracing::warn!(
+                            slot = j,
+                            "subscriber corrupted its queue index; disconnecting it"
+                        );
+                        self.disconnect(p, j, true);
+                        return false;
+                    }
+                }
+            }
+            // No room for this subscriber.
+            match p.overflow {
+                OverflowPolicy::DropOldest => match sub.reclaim_oldest(&mut self.conns[j].producer)
+                {
+                    Ok(Some(old)) => {
+                        if self.conns[j].outstanding.remove(old) {
+                            self.book.release(old);
+                        }
+                    }
+                    Ok(None) => {
+                        // Queue empty: the subscriber holds everything.
+                        if self.conns[j].outstanding.count() >= p.per_conn_limit {
+                            return false;
+                        }
+                    }
+                    Err(Corrupted) => {
+                        self.disconnect(p, j, true);
+                        return false;
+                    }
+                },
+                OverflowPolicy::Backpressure => {
+                    match p.strategy {
+                        BackpressureStrategy::Discard => return false,
+                        BackpressureStrategy::Retry(max) => {
+                            attempts += 1;
+                            if attempts > max {
+                                return false;
+                            }
+                        }
+                        BackpressureStrategy::Block => {}
+                    }
+                    spins += 1;
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                        if spins % 1024 == 0 && !self.subscriber_still_there(p, j) {
+                            self.disconnect(p, j, false);
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// While blocked: is the subscriber on `j` still registered and alive?
+    fn subscriber_still_there(&self, p: &PublisherInner, j: usize) -> bool {
+        let slot = p.service.port_slot(PortKind::Subscriber, j);
+        // ORDERING: Acquire; pairs with the Release store in unregister().
+        if slot.port_id.load(Ordering::Acquire) != self.conns[j].sub_port {
+            return false;
+        }
+        // Relaxed: node_id is stable while port_id is (published by it).
+        let node = slot.node_id.load(Ordering::Relaxed);
+        node_is_alive(&p.service.node.config.root, node)
+    }
+
+    fn alloc(&mut self, p: &PublisherInner) -> Result<u32, LoanError> {
+        if self.loaned >= p.max_loans {
+            return Err(LoanError::ExceedsMaxLoans(p.max_loans));
+        }
+        let idx = match self.book.alloc() {
+            Some(i) => i,
+            None => {
+                self.drain_all(p);
+                self.book
+                    .alloc()
+                    .ok_or(LoanError::OutOfMemory(self.book.len()))?
+            }
+        };
+        self.loaned += 1;
+        Ok(idx)
+    }
+
+    fn send(&mut self, p: &PublisherInner, idx: u32) -> usize {
+        self.update_connections(p);
+        let n = self.deliver(p, idx);
+        if p.history_size > 0 {
+            self.book.add_ref(idx);
+            self.history.push_back(idx);
+            if self.history.len() > p.history_size {
+                if let Some(old) = self.history.pop_front() {
+                    self.book.release(old);
+                }
+            }
+        }
+        self.loaned -= 1;
+        self.book.release(idx);
+        n
+    }
+
+    fn give_back(&mut self, idx: u32) {
+        self.loaned -= 1;
+        self.book.release(idx);
+    }
+}
+
+impl Drop for PublisherInner {
+    fn drop(&mut self) {
+        self.service
+            .unregister(PortKind::Publisher, self.index, self.port_id);
+        // Subscribers keep their own mappings: samples they hold, and samples
+        // still queued for them, stay readable after the file is gone.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Sends samples of `T` to every subscriber of a service.
+///
+/// `Send` and `Sync`: a publisher can be moved to, or shared with, other
+/// threads, and so can the samples it loans. Its bookkeeping sits behind a
+/// process-local mutex that is uncontended unless several threads use the
+/// same publisher at once; nothing in shared memory is ever locked.
+pub struct Publisher<T: Payload + ?Sized> {
+    inner: Arc<PublisherInner>,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> std::fmt::Debug for Publisher<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("service", &self.inner.service.name)
+            .field("port_id", &format_args!("{:016x}", self.inner.port_id))
+            .finish()
+    }
+}
+
+impl<T: Payload + ?Sized> Publisher<T> {
+    /// Connects subscribers that arrived since the last send (and hands them
+    /// the history). `send` does this by itself; call it when a publisher is
+    /// idle but late joiners should get the history now.
+    pub fn update_connections(&self) {
+        self.inner.lock().update_connections(&self.inner);
+    }
+
+    /// Number of subscribers currently connected.
+    pub fn subscriber_count(&self) -> usize {
+        let mut st = self.inner.lock();
+        st.update_connections(&self.inner);
+        st.conns
+            .iter()
+            .filter(|c| c.sub_port != 0 && !c.broken)
+            .count()
+    }
+
+    /// The publisher's unique port id.
+    pub fn id(&self) -> u64 {
+        self.inner.port_id
+    }
+
+    /// Number of chunks in the publisher's pool.
+    pub fn pool_size(&self) -> u32 {
+        self.inner.lock().book.len()
+    }
+
+    /// Number of chunks currently free (after taking back what subscribers
+    /// returned). Useful to check that nothing leaks.
+    pub fn free_chunks(&self) -> usize {
+        let mut st = self.inner.lock();
+        st.drain_all(&self.inner);
+        st.book.free_count()
+    }
+
+    fn loan_raw(&self, len: usize) -> Result<RawLoan, LoanError> {
+        if len > self.inner.max_len {
+            return Err(LoanError::SliceTooLong {
+                requested: len,
+                max: self.inner.max_len,
+            });
+        }
+        let idx = self.inner.lock().alloc(&self.inner)?;
+        Ok(RawLoan {
+            publisher: self.inner.clone(),
+            idx,
+            len,
+        })
+    }
+}
+
+/// A loaned chunk; returned to the pool if dropped unsent.
+struct RawLoan {
+    publisher: Arc<PublisherInner>,
+    idx: u32,
+    len: usize,
+}
+
+impl RawLoan {
+    fn payload(&self) -> *mut u8 {
+        self.publisher.payload_ptr(self.idx)
+    }
+
+    fn send(self) -> usize {
+        let me = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `me` is never used again and its Drop is suppressed, so this
+        // moves the Arc out exactly once.
+        let p = unsafe { std::ptr::read(&me.publisher) };
+        // Relaxed: published by the Release store of the descriptor.
+        p.map
+            .atomic(p.geo.pool_offset + u64::from(me.idx) * p.geo.chunk_size)
+            .store(me.len as u64, Ordering::Relaxed);
+        let n = p.lock().send(&p, me.idx);
+        n
+    }
+}
+
+impl Drop for RawLoan {
+    fn drop(&mut self) {
+        self.publisher.lock().give_back(self.idx);
+    }
+}
+
+impl<T: ShmSafe> Publisher<T> {
+    /// Loans an uninitialised sample from the shared pool.
+    pub fn loan_uninit(&self) -> Result<SampleMutUninit<T>, LoanError> {
+        let raw = self.loan_raw(1)?;
+        Ok(SampleMutUninit {
+            raw,
+            _t: PhantomData,
+        })
+    }
+
+    /// Copies `value` into a loaned sample and sends it; returns how many
+    /// subscribers received it.
+    pub fn send_copy(&self, value: T) -> Result<usize, SendError> {
+        Ok(self.loan_uninit()?.write_payload(value).send())
+    }
+}
+
+impl<T: ShmSafe + Default> Publisher<T> {
+    /// Loans a sample initialised with `T::default()`.
+    pub fn loan(&self) -> Result<SampleMut<T>, LoanError> {
+        Ok(self.loan_uninit()?.write_payload(T::default()))
+    }
+}
+
+impl<T: ShmSafe> Publisher<[T]> {
+    /// Loans an uninitialised slice of `len` elements.
+    pub fn loan_slice_uninit(&self, len: usize) -> Result<SampleMutUninit<[T]>, LoanError> {
+        let raw = self.loan_raw(len)?;
+        Ok(SampleMutUninit {
+            raw,
+            _t: PhantomData,
+        })
+    }
+
+    /// Loans a slice of `len` elements, each `T::default()`.
+    pub fn loan_slice(&self, len: usize) -> Result<SampleMut<[T]>, LoanError>
+    where
+        T: Default,
+    {
+        Ok(self.loan_slice_uninit(len)?.write_from_fn(|_| T::default()))
+    }
+
+    /// Copies `data` into a loaned slice and sends it.
+    pub fn send_slice_copy(&self, data: &[T]) -> Result<usize, SendError>
+    where
+        T: Copy,
+    {
+        Ok(self
+            .loan_slice_uninit(data.len())?
+            .write_from_slice(data)
+            .send())
+    }
+
+    /// Largest slice this publisher can loan.
+    pub fn max_slice_len(&self) -> usize {
+        self.inner.max_len
+    }
+}
+
+/// A loaned sample whose payload is not yet initialised.
+///
+/// Write it with [`write_payload`](Self::write_payload) (or, for slices,
+/// [`write_from_fn`](SampleMutUninit::write_from_fn) /
+/// [`write_from_slice`](SampleMutUninit::write_from_slice)), or initialise it
+/// through [`payload_mut`](Self::payload_mut) and call
+/// [`assume_init`](Self::assume_init).
+pub struct SampleMutUninit<T: Payload + ?Sized> {
+    raw: RawLoan,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: ShmSafe> SampleMutUninit<T> {
+    /// Writes the payload in place.
+    pub fn write_payload(self, value: T) -> SampleMut<T> {
+        // SAFETY: the chunk is ours (loaned), aligned for T and large enough
+        // (the segment geometry was computed from T's layout).
+        unsafe { self.raw.payload().cast::<T>().write(value) };
+        SampleMut {
+            raw: self.raw,
+            _t: PhantomData,
+        }
+    }
+
+    /// The uninitialised payload, to be written field by field.
+    pub fn payload_mut(&mut self) -> &mut MaybeUninit<T> {
+        // SAFETY: as in write_payload; MaybeUninit needs no initialisation,
+        // and `&mut self` makes the reference unique.
+        unsafe { &mut *self.raw.payload().cast::<MaybeUninit<T>>() }
+    }
+
+    /// Declares the payload initialised.
+    ///
+    /// # Safety
+    /// Every byte of the payload must have been written through
+    /// [`payload_mut`](Self::payload_mut).
+    pub unsafe fn assume_init(self) -> SampleMut<T> {
+        SampleMut {
+            raw: self.raw,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: ShmSafe> SampleMutUninit<[T]> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.raw.len
+    }
+
+    /// Whether the slice has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len == 0
+    }
+
+    /// Initialises element `i` with `f(i)`.
+    pub fn write_from_fn(self, mut f: impl FnMut(usize) -> T) -> SampleMut<[T]> {
+        let base = self.raw.payload().cast::<T>();
+        for i in 0..self.raw.len {
+            // SAFETY: i < len <= max_len; the chunk holds max_len elements.
+            unsafe { base.add(i).write(f(i)) };
+        }
+        SampleMut {
+            raw: self.raw,
+            _t: PhantomData,
+        }
+    }
+
+    /// Copies `data` (which must have exactly `len()` elements) into the slice.
+    ///
+    /// # Panics
+    /// If `data.len() != self.len()`.
+    pub fn write_from_slice(self, data: &[T]) -> SampleMut<[T]>
+    where
+        T: Copy,
+    {
+        assert_eq!(
+            data.len(),
+            self.raw.len,
+            "write_from_slice: length mismatch"
+        );
+        // SAFETY: the chunk holds at least len elements of T and does not
+        // overlap `data` (which is a Rust reference, not our loaned chunk).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.raw.payload().cast::<T>(),
+                data.len(),
+            );
+        }
+        SampleMut {
+            raw: self.raw,
+            _t: PhantomData,
+        }
+    }
+
+    /// The uninitialised elements.
+    pub fn payload_mut(&mut self) -> &mut [MaybeUninit<T>] {
+        // SAFETY: in range (len <= max_len), unique through &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.raw.payload().cast(), self.raw.len) }
+    }
+
+    /// Declares every element initialised.
+    ///
+    /// # Safety
+    /// Every element must have been written through
+    /// [`payload_mut`](Self::payload_mut).
+    pub unsafe fn assume_init(self) -> SampleMut<[T]> {
+        SampleMut {
+            raw: self.raw,
+            _t: PhantomData,
+        }
+    }
+}
+
+/// A loaned, initialised sample: write to it through `DerefMut`, then
+/// [`send`](Self::send) it. Dropping it unsent returns the chunk.
+pub struct SampleMut<T: Payload + ?Sized> {
+    raw: RawLoan,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> SampleMut<T> {
+    /// Sends the sample; returns how many subscribers received it.
+    pub fn send(self) -> usize {
+        self.raw.send()
+    }
+}
+
+impl<T: Payload + ?Sized> Deref for SampleMut<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the payload was initialised (type state) and the chunk is
+        // ours until sent.
+        unsafe { &*T::make_ptr(self.raw.payload(), self.raw.len) }
+    }
+}
+
+impl<T: Payload + ?Sized> DerefMut for SampleMut<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in deref; &mut self makes the reference unique.
+        unsafe { &mut *T::make_ptr(self.raw.payload(), self.raw.len) }
+    }
+}
+
+impl<T: Payload + ?Sized + std::fmt::Debug> std::fmt::Debug for SampleMut<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SampleMut").field(&&**self).finish()
+    }
+}

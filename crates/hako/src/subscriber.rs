@@ -1,0 +1,488 @@
+//! Subscribers: take descriptors, read payloads in place.
+
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::core::layout::{SegmentGeometry, SegmentHeader, LINE};
+use crate::core::ring::{Completion, Corrupted, Pop, Submission};
+use crate::node::new_id;
+use crate::os::shm::{self, Mapping};
+use crate::payload::Payload;
+use crate::service::{PortKind, ServiceError, ServiceInner};
+
+/// Why a subscriber could not be created.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubscriberCreateError {
+    /// The service admits no more subscribers.
+    #[error("service {service:?} already has {max} subscribers (max_subscribers); raise it when creating the service")]
+    TooManySubscribers {
+        /// The service.
+        service: String,
+        /// The limit.
+        max: u32,
+    },
+    /// The service's files could not be used.
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+}
+
+/// Why `receive` failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReceiveError {
+    /// The subscriber already holds `subscriber_max_borrowed_samples` samples.
+    #[error("{0} samples are held already (subscriber_max_borrowed_samples); drop one before receiving more")]
+    ExceedsMaxBorrowed(usize),
+    /// A publisher wrote something the protocol cannot produce (a bad
+    /// descriptor, chunk header or segment header). Its connection is closed;
+    /// other publishers are unaffected and `receive` may be called again.
+    #[error("publisher {publisher:016x} sent corrupted data ({what}); its connection is closed")]
+    CorruptedPublisher {
+        /// The publisher's port id.
+        publisher: u64,
+        /// What was wrong.
+        what: &'static str,
+    },
+}
+
+/// Builds a [`Subscriber`]; returned by
+/// [`PubSubService::subscriber_builder`](crate::PubSubService::subscriber_builder).
+pub struct SubscriberBuilder<T: Payload + ?Sized> {
+    service: Arc<ServiceInner>,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> std::fmt::Debug for SubscriberBuilder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubscriberBuilder")
+            .field("service", &self.service.name)
+            .finish()
+    }
+}
+
+impl<T: Payload + ?Sized> SubscriberBuilder<T> {
+    pub(crate) fn new(service: Arc<ServiceInner>) -> Self {
+        Self {
+            service,
+            _t: PhantomData,
+        }
+    }
+
+    /// Creates the subscriber and registers it with the service. Publishers
+    /// connect it on their next send (and hand it their history then).
+    pub fn create(self) -> Result<Subscriber<T>, SubscriberCreateError> {
+        let svc = self.service;
+        let port_id = new_id();
+        let index = svc
+            .register(PortKind::Subscriber, port_id, 0, 0)?
+            .ok_or_else(|| SubscriberCreateError::TooManySubscribers {
+                service: svc.name.to_string(),
+                max: svc.desc.qos.max_subscribers,
+            })?;
+        let max_borrowed = svc.desc.qos.subscriber_max_borrowed_samples as usize;
+        let reg = Arc::new(Registration {
+            service: svc,
+            port_id,
+            index,
+            borrowed: AtomicUsize::new(0),
+        });
+        let sub = Subscriber {
+            reg,
+            max_borrowed,
+            state: Mutex::new(SubState {
+                seen_generation: u64::MAX,
+                conns: Vec::new(),
+                bad: Vec::new(),
+                next: 0,
+            }),
+            _t: PhantomData,
+        };
+        sub.lock().update(&sub.reg);
+        Ok(sub)
+    }
+}
+
+/// The subscriber's entry in the service; removed when the subscriber and
+/// every sample it handed out are gone.
+struct Registration {
+    service: Arc<ServiceInner>,
+    port_id: u64,
+    index: usize,
+    borrowed: AtomicUsize,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.service
+            .unregister(PortKind::Subscriber, self.index, self.port_id);
+    }
+}
+
+/// This subscriber's view of one publisher's segment.
+struct SubConn {
+    reg: Arc<Registration>,
+    publisher: u64,
+    /// Header and connection blocks, read-write.
+    rw: Mapping,
+    /// The chunk pool, read-only.
+    pool: Mapping,
+    geo: SegmentGeometry,
+    chunk_count: u32,
+    max_len: u64,
+    buffer: u64,
+    /// Process-local reservation counter of the completion ring.
+    comp_tail: AtomicU64,
+}
+
+impl SubConn {
+    fn open(reg: &Arc<Registration>, slot: usize, pid: u64) -> Result<Option<Self>, &'static str> {
+        let svc = &reg.service;
+        let path = svc.publisher_path(pid);
+        let fd = match shm::open_existing(&path, true) {
+            Ok(fd) => fd,
+            // The publisher left before we got here.
+            Err(_) => return Ok(None),
+        };
+        let size = shm::file_size(&fd).map_err(|_| "cannot stat the segment")?;
+        if size < 4096 {
+            return Err("segment too small");
+        }
+        let head =
+            Mapping::new(&fd, 0, 4096, false).map_err(|_| "cannot map the segment header")?;
+        let h: SegmentHeader = head.read(0);
+        drop(head);
+        let geo = h.validate(size)?;
+        let q = &svc.desc.qos;
+        let p = &h.params;
+        let ps = svc.port_slot(PortKind::Publisher, slot);
+        // Relaxed (both): published by the Acquire load of port_id that found it.
+        let (slot_len, slot_chunks) = (
+            ps.max_len.load(Ordering::Relaxed),
+            ps.chunk_count.load(Ordering::Relaxed),
+        );
+        if h.port_id != pid
+            || p.elem_size != svc.desc.size
+            || p.align != svc.desc.align
+            || (!svc.desc.slice && p.max_len != 1)
+            || p.max_subscribers != u64::from(q.max_subscribers)
+            || p.buffer != u64::from(q.subscriber_max_buffer_size)
+            || p.borrowed != u64::from(q.subscriber_max_borrowed_samples)
+            || p.max_len != slot_len
+            || p.chunk_count != slot_chunks
+        {
+            return Err("segment header disagrees with the service");
+        }
+        let rw = Mapping::new(&fd, 0, geo.pool_offset, true)
+            .map_err(|_| "cannot map the connection blocks")?;
+        let pool = Mapping::new(
+            &fd,
+            geo.pool_offset,
+            geo.total_size - geo.pool_offset,
+            false,
+        )
+        .map_err(|_| "cannot map the pool")?;
+        Ok(Some(Self {
+            reg: reg.clone(),
+            publisher: pid,
+            rw,
+            pool,
+            geo,
+            chunk_count: h.chunk_count,
+            max_len: p.max_len,
+            buffer: p.buffer,
+            comp_tail: AtomicU64::new(0),
+        }))
+    }
+
+    fn base(&self) -> u64 {
+        self.geo.conns_offset + self.reg.index as u64 * self.geo.conn_stride
+    }
+
+    fn connected(&self) -> bool {
+        // ORDERING: Acquire; pairs with the publisher's Release store in
+        // connect(): the reset rings are visible once we see our id.
+        self.rw.atomic(self.base()).load(Ordering::Acquire) == self.reg.port_id
+    }
+
+    fn submission(&self) -> Submission<'_> {
+        let base = self.base();
+        Submission::new(
+            self.rw
+                .atomics(base + self.geo.sub_offset, 1 << self.geo.sub_log2),
+            self.rw.atomic(base + LINE),
+            self.buffer,
+        )
+    }
+
+    fn completion(&self) -> Completion<'_> {
+        Completion::new(
+            self.rw
+                .atomics(self.base() + self.geo.comp_offset, 1 << self.geo.comp_log2),
+        )
+    }
+
+    fn chunk_offset(&self, idx: u32) -> u64 {
+        u64::from(idx) * self.geo.chunk_size
+    }
+}
+
+struct ConnEntry {
+    conn: Arc<SubConn>,
+    /// The publisher left the table: drain what it queued, then drop.
+    draining: bool,
+}
+
+struct SubState {
+    seen_generation: u64,
+    conns: Vec<ConnEntry>,
+    /// Publishers whose segments failed validation.
+    bad: Vec<u64>,
+    next: usize,
+}
+
+impl SubState {
+    fn update(&mut self, reg: &Arc<Registration>) -> Option<ReceiveError> {
+        let svc = &reg.service;
+        let gen = svc.generation();
+        if gen == self.seen_generation {
+            return None;
+        }
+        self.seen_generation = gen;
+        let mut err = None;
+        let n = svc.table_len(PortKind::Publisher);
+        let mut present = Vec::with_capacity(n);
+        for i in 0..n {
+            // ORDERING: Acquire; pairs with the Release store in register().
+            let pid = svc
+                .port_slot(PortKind::Publisher, i)
+                .port_id
+                .load(Ordering::Acquire);
+            if pid == 0 {
+                continue;
+            }
+            present.push(pid);
+            if self.bad.contains(&pid)
+                || self
+                    .conns
+                    .iter()
+                    .any(|e| e.conn.publisher == pid && !e.draining)
+            {
+                continue;
+            }
+            match SubConn::open(reg, i, pid) {
+                Ok(Some(c)) => self.conns.push(ConnEntry {
+                    conn: Arc::new(c),
+                    draining: false,
+                }),
+                Ok(None) => {}
+                Err(what) => {
+                    tracing::warn!(
+                        publisher = pid,
+                        what,
+                        "ignoring a publisher with a corrupted segment"
+                    );
+                    self.bad.push(pid);
+                    err = Some(ReceiveError::CorruptedPublisher {
+                        publisher: pid,
+                        what,
+                    });
+                }
+            }
+        }
+        for e in &mut self.conns {
+            if !present.contains(&e.conn.publisher) {
+                e.draining = true;
+            }
+        }
+        self.bad.retain(|b| present.contains(b));
+        err
+    }
+}
+
+/// Receives samples of `T` from every publisher of a service.
+///
+/// `Send` and `Sync`. Samples it hands out are `Send` too and keep the
+/// publisher's memory mapped, so they stay readable even if the publisher
+/// exits; the subscriber stays registered until it and all its samples are
+/// dropped.
+pub struct Subscriber<T: Payload + ?Sized> {
+    reg: Arc<Registration>,
+    max_borrowed: usize,
+    state: Mutex<SubState>,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> std::fmt::Debug for Subscriber<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("service", &self.reg.service.name)
+            .field("port_id", &format_args!("{:016x}", self.reg.port_id))
+            .finish()
+    }
+}
+
+impl<T: Payload + ?Sized> Subscriber<T> {
+    fn lock(&self) -> MutexGuard<'_, SubState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The subscriber's unique port id.
+    pub fn id(&self) -> u64 {
+        self.reg.port_id
+    }
+
+    /// Takes the next sample, if any; never blocks. Samples of one publisher
+    /// arrive in the order sent; publishers are served round-robin.
+    pub fn receive(&self) -> Result<Option<Sample<T>>, ReceiveError> {
+        let mut st = self.lock();
+        if let Some(e) = st.update(&self.reg) {
+            return Err(e);
+        }
+        // Relaxed: a count kept by this process only; exactness across
+        // threads is not needed for a limit check.
+        if self.reg.borrowed.load(Ordering::Relaxed) >= self.max_borrowed {
+            return Err(ReceiveError::ExceedsMaxBorrowed(self.max_borrowed));
+        }
+        let n = st.conns.len();
+        let mut result = Ok(None);
+        let mut remove = None;
+        for k in 0..n {
+            let i = (st.next + k) % n;
+            let entry = &st.conns[i];
+            let conn = &entry.conn;
+            if !conn.connected() {
+                if entry.draining {
+                    remove = Some(i);
+                }
+                continue;
+            }
+            match conn.submission().pop() {
+                Ok(Pop::Item(idx)) => {
+                    result = self.accept(conn, idx);
+                    if result.is_err() {
+                        remove = Some(i);
+                    } else {
+                        st.next = i + 1;
+                    }
+                    break;
+                }
+                Ok(Pop::Empty) => {
+                    if entry.draining {
+                        remove = Some(i);
+                    }
+                }
+                Err(Corrupted) => {
+                    result = Err(ReceiveError::CorruptedPublisher {
+                        publisher: conn.publisher,
+                        what: "garbage in the submission queue",
+                    });
+                    remove = Some(i);
+                    break;
+                }
+            }
+        }
+        if let Some(i) = remove {
+            let gone = st.conns.swap_remove(i);
+            if result.is_err() {
+                st.bad.push(gone.conn.publisher);
+            }
+        }
+        result
+    }
+
+    fn accept(&self, conn: &Arc<SubConn>, idx: u32) -> Result<Option<Sample<T>>, ReceiveError> {
+        let bad = |what| ReceiveError::CorruptedPublisher {
+            publisher: conn.publisher,
+            what,
+        };
+        if idx >= conn.chunk_count {
+            return Err(bad("chunk index out of range"));
+        }
+        // Relaxed: the Acquire load of the descriptor ordered this after the
+        // publisher's write.
+        let len = conn
+            .pool
+            .atomic(conn.chunk_offset(idx))
+            .load(Ordering::Relaxed);
+        if len > conn.max_len || (!conn.reg.service.desc.slice && len != 1) {
+            // Give the chunk back so the publisher does not lose it.
+            conn.completion().push(&conn.comp_tail, idx);
+            return Err(bad("payload length out of range"));
+        }
+        // Relaxed: see the limit check in receive().
+        self.reg.borrowed.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(Sample {
+            conn: conn.clone(),
+            idx,
+            len: len as usize,
+            _t: PhantomData,
+        }))
+    }
+
+    /// Whether a sample is waiting (a hint: another thread may take it).
+    pub fn has_samples(&self) -> bool {
+        let mut st = self.lock();
+        st.update(&self.reg);
+        st.conns
+            .iter()
+            .any(|e| e.conn.connected() && e.conn.submission().has_item())
+    }
+
+    /// Number of publishers this subscriber is connected to.
+    pub fn publisher_count(&self) -> usize {
+        let mut st = self.lock();
+        st.update(&self.reg);
+        st.conns
+            .iter()
+            .filter(|e| !e.draining && e.conn.connected())
+            .count()
+    }
+}
+
+/// A received sample: dereferences to the payload in shared memory, where the
+/// publisher wrote it. Dropping it hands the chunk back to the publisher.
+///
+/// `Send` and `Sync`.
+pub struct Sample<T: Payload + ?Sized> {
+    conn: Arc<SubConn>,
+    idx: u32,
+    len: usize,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> Sample<T> {
+    /// The id of the publisher that sent it.
+    pub fn publisher_id(&self) -> u64 {
+        self.conn.publisher
+    }
+}
+
+impl<T: Payload + ?Sized> Deref for Sample<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        let off = self.conn.chunk_offset(self.idx) + self.conn.geo.payload_offset;
+        // SAFETY: idx < chunk_count and len <= max_len were validated, so the
+        // payload lies inside the pool mapping, aligned for T (chunk size and
+        // payload offset are multiples of its alignment). The publisher does
+        // not write the chunk while we hold it; T is ShmSafe, so any bytes a
+        // misbehaving publisher might write are still a valid T.
+        unsafe { &*T::make_ptr(self.conn.pool.ptr().add(off as usize), self.len) }
+    }
+}
+
+impl<T: Payload + ?Sized> Drop for Sample<T> {
+    fn drop(&mut self) {
+        self.conn.completion().push(&self.conn.comp_tail, self.idx);
+        // Relaxed: see the limit check in receive().
+        self.conn.reg.borrowed.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl<T: Payload + ?Sized + std::fmt::Debug> std::fmt::Debug for Sample<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Sample").field(&&**self).finish()
+    }
+}

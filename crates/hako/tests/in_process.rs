@@ -1,0 +1,133 @@
+//! Single-process checks of the API (cross-process tests live in hako-tests).
+
+use hako::{Config, NodeBuilder, OverflowPolicy, ServiceError, ShmSafe};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, ShmSafe)]
+#[repr(C)]
+struct Msg {
+    seq: u64,
+    data: [u32; 4],
+}
+
+fn config(test: &str) -> Config {
+    let root = std::path::PathBuf::from(format!(
+        "/dev/shm/hako-test-{}-{}",
+        test,
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    Config::default().with_root(root)
+}
+
+#[test]
+fn publish_receive_and_cleanup() {
+    let cfg = config("basic");
+    {
+        let node = NodeBuilder::new()
+            .name("t")
+            .unwrap()
+            .config(&cfg)
+            .create()
+            .unwrap();
+        let svc = node
+            .service_builder(&"a/b".try_into().unwrap())
+            .publish_subscribe::<Msg>()
+            .subscriber_max_buffer_size(4)
+            .open_or_create()
+            .unwrap();
+        let sub = svc.subscriber_builder().create().unwrap();
+        let publisher = svc.publisher_builder().create().unwrap();
+        assert!(sub.receive().unwrap().is_none());
+        for i in 0..3 {
+            let n = publisher
+                .loan_uninit()
+                .unwrap()
+                .write_payload(Msg {
+                    seq: i,
+                    data: [i as u32; 4],
+                })
+                .send();
+            assert_eq!(n, 1);
+        }
+        for i in 0..3 {
+            let s = sub.receive().unwrap().unwrap();
+            assert_eq!(s.seq, i);
+            assert_eq!(s.data, [i as u32; 4]);
+        }
+        assert!(sub.receive().unwrap().is_none());
+        // drop-oldest by default: 10 sends into a queue of 4 keep the last 4.
+        for i in 0..10 {
+            publisher
+                .send_copy(Msg {
+                    seq: i,
+                    data: [0; 4],
+                })
+                .unwrap();
+        }
+        let got: Vec<u64> = std::iter::from_fn(|| sub.receive().unwrap().map(|s| s.seq)).collect();
+        assert_eq!(got, vec![6, 7, 8, 9]);
+        assert_eq!(publisher.free_chunks(), publisher.pool_size() as usize);
+
+        let e = node
+            .service_builder(&"a/b".try_into().unwrap())
+            .publish_subscribe::<u64>()
+            .open()
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ServiceError::IncompatibleType {
+                    field: "type_name",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = node
+            .service_builder(&"a/b".try_into().unwrap())
+            .publish_subscribe::<Msg>()
+            .overflow_policy(OverflowPolicy::Backpressure)
+            .open()
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ServiceError::IncompatibleQos {
+                    field: "overflow",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&cfg.root).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    std::fs::remove_dir(&cfg.root).unwrap();
+}
+
+#[test]
+fn slices() {
+    let cfg = config("slices");
+    let node = NodeBuilder::new().config(&cfg).create().unwrap();
+    let svc = node
+        .service_builder(&"s".try_into().unwrap())
+        .publish_subscribe::<[u8]>()
+        .create()
+        .unwrap();
+    let publisher = svc
+        .publisher_builder()
+        .max_slice_len(1000)
+        .create()
+        .unwrap();
+    let sub = svc.subscriber_builder().create().unwrap();
+    publisher
+        .loan_slice_uninit(10)
+        .unwrap()
+        .write_from_fn(|i| i as u8)
+        .send();
+    let s = sub.receive().unwrap().unwrap();
+    assert_eq!(&*s, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert!(publisher.loan_slice_uninit(1001).is_err());
+    drop((s, sub, publisher, svc, node));
+    std::fs::remove_dir(&cfg.root).unwrap();
+}
