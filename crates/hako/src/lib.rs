@@ -100,6 +100,8 @@ mod payload;
 #[cfg(not(loom))]
 mod publisher;
 #[cfg(not(loom))]
+mod segment;
+#[cfg(not(loom))]
 mod service;
 #[cfg(not(loom))]
 mod subscriber;

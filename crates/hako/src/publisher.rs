@@ -13,8 +13,10 @@ use crate::core::layout::{
 use crate::core::pool::{ChunkBook, Outstanding};
 use crate::core::ring::{Completion, Corrupted, Producer, Push, Submission};
 use crate::node::{new_id, node_is_alive};
+use crate::os::lock::DomainLock;
 use crate::os::shm::{self, Mapping};
 use crate::payload::{Payload, ShmSafe};
+use crate::segment;
 use crate::service::{
     io_err, BackpressureStrategy, OverflowPolicy, PortKind, ServiceError, ServiceInner,
 };
@@ -594,11 +596,18 @@ impl PubState {
 
 impl Drop for PublisherInner {
     fn drop(&mut self) {
-        self.service
-            .unregister(PortKind::Publisher, self.index, self.port_id);
-        // Subscribers keep their own mappings: samples they hold, and samples
-        // still queued for them, stay readable after the file is gone.
-        let _ = std::fs::remove_file(&self.path);
+        let svc = &self.service;
+        let root = &svc.node.config.root;
+        let _lock = DomainLock::acquire(root);
+        // Subscribers that mapped the segment keep their mappings: samples they
+        // hold or have queued stay readable after the file is gone. One that
+        // has samples queued but has not mapped it yet still needs the file.
+        if segment::still_needed(svc, &self.map, &self.geo, self.buffer) {
+            svc.retire_locked(self.index, self.port_id);
+        } else {
+            svc.remove_port_locked(PortKind::Publisher, self.index, self.port_id);
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 

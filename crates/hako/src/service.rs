@@ -24,7 +24,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::layout::{DynGeometry, DynHeader, NodeSlot, PortSlot, DYN_MAGIC, LAYOUT_VERSION};
+use crate::core::layout::{
+    DynGeometry, DynHeader, NodeSlot, PortSlot, DYN_MAGIC, LAYOUT_VERSION, PORT_RETIRED,
+    PORT_SLOT_SIZE,
+};
 use crate::name::ServiceName;
 use crate::node::{ensure_dir, NodeInner};
 use crate::os::lock::DomainLock;
@@ -769,9 +772,9 @@ impl ServiceInner {
             PortKind::Publisher => self.geo.pubs_offset,
             PortKind::Subscriber => self.geo.subs_offset,
         };
-        let off = base + 32 * i as u64;
-        assert!(off + 32 <= self.map.len() as u64);
-        // SAFETY: in range (checked), 32-aligned, PortSlot is made of atomics.
+        let off = base + PORT_SLOT_SIZE * i as u64;
+        assert!(off + PORT_SLOT_SIZE <= self.map.len() as u64);
+        // SAFETY: in range (checked), 64-aligned, PortSlot is made of atomics.
         unsafe { &*self.map.ptr().add(off as usize).cast::<PortSlot>() }
     }
 
@@ -793,6 +796,7 @@ impl ServiceInner {
                 s.node_id.store(self.node.id, Ordering::Relaxed);
                 s.max_len.store(max_len, Ordering::Relaxed);
                 s.chunk_count.store(chunk_count, Ordering::Relaxed);
+                s.flags.store(0, Ordering::Relaxed);
                 // ORDERING: Release; pairs with the Acquire loads of port_id by
                 // readers of the table, publishing the fields above.
                 s.port_id.store(port_id, Ordering::Release);
@@ -807,12 +811,31 @@ impl ServiceInner {
     pub(crate) fn unregister(&self, kind: PortKind, index: usize, port_id: u64) {
         let root = &self.node.config.root;
         let _lock = DomainLock::acquire(root);
+        self.remove_port_locked(kind, index, port_id);
+    }
+
+    /// Removes a port from its table; the domain lock must be held.
+    pub(crate) fn remove_port_locked(&self, kind: PortKind, index: usize, port_id: u64) {
         let s = self.port_slot(kind, index);
         // Relaxed: writers are serialised by the domain lock.
         if s.port_id.load(Ordering::Relaxed) == port_id {
+            // Relaxed: published by the Release store below.
+            s.flags.store(0, Ordering::Relaxed);
             // ORDERING: Release; pairs with readers' Acquire loads: everything
             // the port did before leaving is visible to whoever sees it gone.
             s.port_id.store(0, Ordering::Release);
+            self.bump();
+        }
+    }
+
+    /// Marks a publisher retired (see [`crate::segment`]); domain lock held.
+    pub(crate) fn retire_locked(&self, index: usize, port_id: u64) {
+        let s = self.port_slot(PortKind::Publisher, index);
+        // Relaxed: writers are serialised by the domain lock.
+        if s.port_id.load(Ordering::Relaxed) == port_id {
+            // ORDERING: Release; pairs with the Acquire load of the generation
+            // by subscribers, which then see the flag.
+            s.flags.store(PORT_RETIRED, Ordering::Release);
             self.bump();
         }
     }

@@ -5,11 +5,12 @@ use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::core::layout::{SegmentGeometry, SegmentHeader, LINE};
+use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
 use crate::core::ring::{Completion, Corrupted, Pop, Submission};
 use crate::node::new_id;
-use crate::os::shm::{self, Mapping};
+use crate::os::shm::Mapping;
 use crate::payload::Payload;
+use crate::segment::{open_segment, reap_retired, OpenSegment};
 use crate::service::{PortKind, ServiceError, ServiceInner};
 
 /// Why a subscriber could not be created.
@@ -140,21 +141,10 @@ struct SubConn {
 impl SubConn {
     fn open(reg: &Arc<Registration>, slot: usize, pid: u64) -> Result<Option<Self>, &'static str> {
         let svc = &reg.service;
-        let path = svc.publisher_path(pid);
-        let fd = match shm::open_existing(&path, true) {
-            Ok(fd) => fd,
-            // The publisher left before we got here.
-            Err(_) => return Ok(None),
+        let Some(OpenSegment { fd, header: h, geo }) = open_segment(&svc.publisher_path(pid))?
+        else {
+            return Ok(None);
         };
-        let size = shm::file_size(&fd).map_err(|_| "cannot stat the segment")?;
-        if size < 4096 {
-            return Err("segment too small");
-        }
-        let head =
-            Mapping::new(&fd, 0, 4096, false).map_err(|_| "cannot map the segment header")?;
-        let h: SegmentHeader = head.read(0);
-        drop(head);
-        let geo = h.validate(size)?;
         let q = &svc.desc.qos;
         let p = &h.params;
         let ps = svc.port_slot(PortKind::Publisher, slot);
@@ -184,6 +174,11 @@ impl SubConn {
             false,
         )
         .map_err(|_| "cannot map the pool")?;
+        let base = geo.conns_offset + reg.index as u64 * geo.conn_stride;
+        // ORDERING: Release; pairs with the Acquire load in
+        // segment::still_needed(): once seen, the file may be removed.
+        rw.atomic(base + ATTACHED_OFFSET)
+            .store(reg.port_id, Ordering::Release);
         Ok(Some(Self {
             reg: reg.clone(),
             publisher: pid,
@@ -298,6 +293,7 @@ impl SubState {
             }
         }
         self.bad.retain(|b| present.contains(b));
+        reap_retired(svc);
         err
     }
 }

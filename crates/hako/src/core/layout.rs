@@ -17,6 +17,7 @@
 //!
 //!  ConnBlock (one per subscriber slot, conn_stride bytes)
 //!  +0                connected: AtomicU64  (subscriber port id served; 0 = none)
+//!  +8                attached: AtomicU64   (subscriber port id that mapped the segment)
 //!  +LINE             head: AtomicU64       (submission consumer position)
 //!  +2·LINE           submission slots      (1 << sub_log2 × u64)
 //!  +2·LINE + sub     completion slots      (1 << comp_log2 × u64)
@@ -52,6 +53,8 @@ pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
 pub const DYN_MAGIC: u64 = u64::from_le_bytes(*b"HAKODYN1");
 /// Largest payload alignment supported (chunks are placed at page granularity).
 pub const MAX_ALIGN: u64 = PAGE;
+/// Offset of the `attached` word in a connection block.
+pub const ATTACHED_OFFSET: u64 = 8;
 /// Size of the chunk header (the element count).
 pub const CHUNK_HEADER: u64 = 8;
 
@@ -256,12 +259,24 @@ pub struct PortSlot {
     pub max_len: AtomicU64,
     /// Publishers: chunks in the pool. Subscribers: unused.
     pub chunk_count: AtomicU64,
+    /// [`PORT_RETIRED`] for a publisher that has left while a subscriber
+    /// still had to map its segment to collect queued samples.
+    pub flags: AtomicU64,
+    /// Reserved; zero.
+    pub reserved: [AtomicU64; 3],
 }
+
+/// Bytes per port table entry.
+pub const PORT_SLOT_SIZE: u64 = 64;
+/// [`PortSlot::flags`]: the publisher is gone; its segment stays until every
+/// subscriber with queued samples has mapped it.
+pub const PORT_RETIRED: u64 = 1;
 const _: () = assert!(offset_of!(PortSlot, port_id) == 0);
 const _: () = assert!(offset_of!(PortSlot, node_id) == 8);
 const _: () = assert!(offset_of!(PortSlot, max_len) == 16);
 const _: () = assert!(offset_of!(PortSlot, chunk_count) == 24);
-const _: () = assert!(size_of::<PortSlot>() == 32);
+const _: () = assert!(offset_of!(PortSlot, flags) == 32);
+const _: () = assert!(size_of::<PortSlot>() as u64 == PORT_SLOT_SIZE);
 
 /// Where the tables sit in a dynamic segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,8 +296,14 @@ impl DynGeometry {
     pub fn new(max_nodes: u32, max_publishers: u32, max_subscribers: u32) -> Self {
         let nodes_offset = LINE;
         let pubs_offset = round_up(nodes_offset + 16 * u64::from(max_nodes), LINE);
-        let subs_offset = round_up(pubs_offset + 32 * u64::from(max_publishers), LINE);
-        let total_size = round_up(subs_offset + 32 * u64::from(max_subscribers), PAGE);
+        let subs_offset = round_up(
+            pubs_offset + PORT_SLOT_SIZE * u64::from(max_publishers),
+            LINE,
+        );
+        let total_size = round_up(
+            subs_offset + PORT_SLOT_SIZE * u64::from(max_subscribers),
+            PAGE,
+        );
         Self {
             nodes_offset,
             pubs_offset,

@@ -1,0 +1,231 @@
+//! hako publish/subscribe, busy-polling.
+//!
+//! Two services per row, `pingpong/<row>/ping` and `pingpong/<row>/pong`, each
+//! with one publisher and one subscriber, payload `[u8]` with
+//! `max_slice_len = size`. For message `seq` the leader loans a `size`-byte
+//! slice, writes its first and last byte, sends it on "ping" and busy-polls
+//! `receive()` on "pong"; the follower busy-polls "ping", checks both bytes,
+//! drops the sample (returning the chunk), and answers the same way on "pong".
+//! Nothing else of the payload is touched: this is the cost of zero-copy
+//! transfer itself, which should not depend on the size.
+//!
+//! The leader creates both services with small pools (one subscriber, one
+//! publisher, no history; buffer, borrow and loan limits from
+//! [`HakoPubSub`]); the follower opens them as they are.
+
+use hako::{
+    Config, Node, NodeBuilder, OverflowPolicy, PubSubService, Publisher, SampleMutUninit,
+    ServiceName, Subscriber,
+};
+
+use crate::transport::{poll, tag, Follower, Leader, RowSpec, Transport};
+use crate::Result;
+
+/// hako publish/subscribe with busy-polling receivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HakoPubSub {
+    /// `subscriber_max_buffer_size` of both services.
+    pub buffer: u32,
+    /// `subscriber_max_borrowed_samples` of both services.
+    pub borrowed: u32,
+    /// `max_loaned_samples` of the leader's publisher (the follower's is 1).
+    pub max_loans: u32,
+}
+
+impl Default for HakoPubSub {
+    fn default() -> Self {
+        Self {
+            buffer: 2,
+            borrowed: 1,
+            max_loans: 1,
+        }
+    }
+}
+
+/// The leader's side: publishes "ping", subscribes to "pong".
+pub struct HakoLeader {
+    // Field order is drop order: ports before services before the node.
+    ping: Publisher<[u8]>,
+    pong: Subscriber<[u8]>,
+    _services: [PubSubService<[u8]>; 2],
+    _node: Node,
+    size: usize,
+}
+
+/// The follower's side: subscribes to "ping", publishes "pong".
+pub struct HakoFollower {
+    ping: Subscriber<[u8]>,
+    pong: Publisher<[u8]>,
+    _services: [PubSubService<[u8]>; 2],
+    _node: Node,
+    size: usize,
+}
+
+impl std::fmt::Debug for HakoLeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HakoLeader")
+            .field("ping", &self.ping)
+            .field("pong", &self.pong)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for HakoFollower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HakoFollower")
+            .field("ping", &self.ping)
+            .field("pong", &self.pong)
+            .finish_non_exhaustive()
+    }
+}
+
+fn node(row: &RowSpec, name: &str) -> Result<Node> {
+    let config = Config::default().with_root(&row.root);
+    Ok(NodeBuilder::new().name(name)?.config(&config).create()?)
+}
+
+fn service_names(row: &RowSpec) -> Result<[ServiceName; 2]> {
+    Ok([
+        ServiceName::new(&format!("pingpong/{}/ping", row.row_id))?,
+        ServiceName::new(&format!("pingpong/{}/pong", row.row_id))?,
+    ])
+}
+
+fn check_size(size: usize) -> Result<()> {
+    if size == 0 {
+        return Err("message size must be at least 1 byte".into());
+    }
+    Ok(())
+}
+
+/// Loans a `size`-byte sample, tags its first and last byte with `t`.
+#[inline]
+fn loan_tagged(publisher: &Publisher<[u8]>, size: usize, t: u8) -> Result<usize> {
+    let mut sample: SampleMutUninit<[u8]> = publisher.loan_slice_uninit(size)?;
+    let bytes = sample.payload_mut();
+    bytes[0].write(t);
+    bytes[size - 1].write(t);
+    // SAFETY: only the first and last byte were written. The others hold
+    // whatever the chunk held before — zeros written by the kernel when the
+    // segment was created, or bytes of earlier payloads — so they are
+    // initialised memory, and `u8` has no invalid bit patterns. hako offers no
+    // API for "send a chunk with partly stale contents"; writing all 4 MiB per
+    // message would measure memcpy, not the transport.
+    let sample = unsafe { sample.assume_init() };
+    Ok(sample.send())
+}
+
+#[inline]
+fn check_tagged(bytes: &[u8], size: usize, t: u8, what: &str) -> Result<()> {
+    if bytes.len() != size || bytes[0] != t || bytes[size - 1] != t {
+        return Err(format!(
+            "{what}: expected {size} bytes tagged {t}, got {} bytes tagged {} / {}",
+            bytes.len(),
+            bytes.first().copied().unwrap_or(0),
+            bytes.last().copied().unwrap_or(0),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+impl Transport for HakoPubSub {
+    type Leader = HakoLeader;
+    type Follower = HakoFollower;
+
+    fn name(&self) -> &'static str {
+        "hako"
+    }
+
+    fn leader(&self, row: &RowSpec) -> Result<HakoLeader> {
+        check_size(row.size)?;
+        let node = node(row, "pingpong-leader")?;
+        let mk = |name: &ServiceName| {
+            node.service_builder(name)
+                .publish_subscribe::<[u8]>()
+                .max_publishers(1)
+                .max_subscribers(1)
+                .max_nodes(2)
+                .history_size(0)
+                .subscriber_max_buffer_size(self.buffer)
+                .subscriber_max_borrowed_samples(self.borrowed)
+                .overflow_policy(OverflowPolicy::DropOldest)
+                .create()
+        };
+        let [ping_name, pong_name] = service_names(row)?;
+        let services = [mk(&ping_name)?, mk(&pong_name)?];
+        let ping = services[0]
+            .publisher_builder()
+            .max_slice_len(row.size)
+            .max_loaned_samples(self.max_loans)
+            .create()?;
+        let pong = services[1].subscriber_builder().create()?;
+        Ok(HakoLeader {
+            ping,
+            pong,
+            _services: services,
+            _node: node,
+            size: row.size,
+        })
+    }
+
+    fn follower(&self, row: &RowSpec) -> Result<HakoFollower> {
+        check_size(row.size)?;
+        let node = node(row, "pingpong-follower")?;
+        let [ping_name, pong_name] = service_names(row)?;
+        let open = |name: &ServiceName| {
+            node.service_builder(name)
+                .publish_subscribe::<[u8]>()
+                .open()
+        };
+        let services = [open(&ping_name)?, open(&pong_name)?];
+        let ping = services[0].subscriber_builder().create()?;
+        let pong = services[1]
+            .publisher_builder()
+            .max_slice_len(row.size)
+            .max_loaned_samples(1)
+            .create()?;
+        Ok(HakoFollower {
+            ping,
+            pong,
+            _services: services,
+            _node: node,
+            size: row.size,
+        })
+    }
+}
+
+impl Leader for HakoLeader {
+    fn connect(&mut self) -> Result<()> {
+        poll("the follower's ports to connect", || {
+            Ok((self.ping.subscriber_count() == 1 && self.pong.publisher_count() == 1)
+                .then_some(()))
+        })
+    }
+
+    #[inline]
+    fn round_trip(&mut self, seq: u64) -> Result<()> {
+        let t = tag(seq);
+        let reached = loan_tagged(&self.ping, self.size, t)?;
+        if reached != 1 {
+            return Err(format!("ping {seq} reached {reached} subscribers, expected 1").into());
+        }
+        let answer = poll("a pong", || Ok(self.pong.receive()?))?;
+        check_tagged(&answer, self.size, t.wrapping_add(1), "pong")
+    }
+}
+
+impl Follower for HakoFollower {
+    #[inline]
+    fn serve_one(&mut self, seq: u64) -> Result<()> {
+        let t = tag(seq);
+        let ping = poll("a ping", || Ok(self.ping.receive()?))?;
+        check_tagged(&ping, self.size, t, "ping")?;
+        drop(ping);
+        let reached = loan_tagged(&self.pong, self.size, t.wrapping_add(1))?;
+        if reached != 1 {
+            return Err(format!("pong {seq} reached {reached} subscribers, expected 1").into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,142 @@
+//! Shared pieces of hako's cross-process integration tests.
+//!
+//! The tests in `tests/` start the helper binary `hako-test-helper`
+//! (`src/bin/hako-test-helper.rs`) in several processes and check what each
+//! one reports. This library holds what both sides need:
+//!
+//! * [`TestMsg`], the payload every scenario sends: a sequence number, the
+//!   sender's logical publisher id, 40 bytes of data derived from both, and an
+//!   FNV-1a checksum over all of it, so a torn, stale or foreign chunk is
+//!   caught by the reader. [`OtherMsg`] and [`ImpostorMsg`] exist to provoke
+//!   type mismatches.
+//! * [`exit`], the helper's exit codes, one per error the tests look for.
+//! * [`harness`], used by the tests only: a domain root and a temp directory
+//!   per test, helper processes under a watchdog, and the parsing of the
+//!   helper's `RESULT` lines.
+//!
+//! The watchdog is hang detection, not a timing assertion: its bound is far
+//! above anything a healthy run needs, and tests never assert how fast
+//! something was.
+
+use hako::ShmSafe;
+
+/// Bytes of data in a [`TestMsg`].
+pub const DATA_LEN: usize = 40;
+
+/// The payload of every scenario: 64 bytes with a checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ShmSafe)]
+#[repr(C)]
+pub struct TestMsg {
+    /// Sequence number within the sending publisher, from 0.
+    pub seq: u64,
+    /// Logical id of the sending publisher (given on the helper's command line).
+    pub publisher: u64,
+    /// Pseudo-random bytes derived from `seq` and `publisher`.
+    pub data: [u8; DATA_LEN],
+    /// FNV-1a over `seq`, `publisher` and `data`.
+    pub checksum: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<TestMsg>() == 64);
+
+/// A payload of another type, to provoke `IncompatibleType { field: "type_name" }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ShmSafe)]
+#[repr(C)]
+pub struct OtherMsg {
+    /// Anything.
+    pub value: u64,
+}
+
+/// A payload that claims to be a `TestMsg` but is larger, to provoke
+/// `IncompatibleType { field: "size" }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ShmSafe)]
+#[repr(C)]
+#[hako(type_name = "TestMsg")]
+pub struct ImpostorMsg {
+    /// Anything.
+    pub words: [u64; 9],
+}
+
+/// 64-bit FNV-1a over `bytes`, continuing from `h`.
+pub fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// FNV-1a offset basis.
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+impl TestMsg {
+    /// The message publisher `publisher` sends as number `seq`.
+    pub fn new(publisher: u64, seq: u64) -> Self {
+        let mut data = [0u8; DATA_LEN];
+        // xorshift64, seeded from both numbers (never 0 thanks to the constant).
+        let mut x = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ publisher.rotate_left(29) ^ 0x2545;
+        for b in &mut data {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+        let mut m = Self {
+            seq,
+            publisher,
+            data,
+            checksum: 0,
+        };
+        m.checksum = m.compute_checksum();
+        m
+    }
+
+    /// The checksum this message should carry.
+    pub fn compute_checksum(&self) -> u64 {
+        let h = fnv1a(FNV_OFFSET, &self.seq.to_le_bytes());
+        let h = fnv1a(h, &self.publisher.to_le_bytes());
+        fnv1a(h, &self.data)
+    }
+
+    /// Whether the checksum matches the contents.
+    pub fn is_intact(&self) -> bool {
+        self.checksum == self.compute_checksum()
+    }
+}
+
+/// Exit codes of `hako-test-helper`. Each error a test provokes has its own
+/// code, so a test can tell "failed the way it should" from "failed".
+pub mod exit {
+    /// Success.
+    pub const OK: i32 = 0;
+    /// An unexpected error (the message says which).
+    pub const FAILURE: i32 = 1;
+    /// Bad command line (clap's own code).
+    pub const USAGE: i32 = 2;
+    /// A received payload failed verification (checksum, order, extra sample).
+    pub const VERIFY: i32 = 3;
+    /// `ServiceError::IncompatibleType`.
+    pub const INCOMPATIBLE_TYPE: i32 = 10;
+    /// `ServiceError::IncompatibleQos`.
+    pub const INCOMPATIBLE_QOS: i32 = 11;
+    /// `ServiceError::Corrupted`.
+    pub const CORRUPTED: i32 = 12;
+    /// `NameError` (node or service name).
+    pub const NAME: i32 = 13;
+    /// `ServiceError::DoesNotExist`.
+    pub const DOES_NOT_EXIST: i32 = 14;
+    /// `ServiceError::AlreadyExists`.
+    pub const ALREADY_EXISTS: i32 = 15;
+    /// Any other `ServiceError`.
+    pub const OTHER_SERVICE: i32 = 16;
+    /// `LoanError::ExceedsMaxLoans`.
+    pub const EXCEEDS_MAX_LOANS: i32 = 20;
+    /// `LoanError::OutOfMemory`.
+    pub const OUT_OF_MEMORY: i32 = 21;
+    /// `ReceiveError::ExceedsMaxBorrowed`.
+    pub const EXCEEDS_MAX_BORROWED: i32 = 22;
+    /// `ReceiveError::CorruptedPublisher`.
+    pub const CORRUPTED_PUBLISHER: i32 = 23;
+}
+
+pub mod harness;

@@ -1,0 +1,119 @@
+//! Publisher data segments seen from outside the publisher: opening and
+//! validating them, and the life of a segment after its publisher has left.
+//!
+//! A publisher that leaves while a connected subscriber has samples queued
+//! but has not yet mapped the segment would lose those samples if it removed
+//! the file. Instead it marks its port entry *retired* and leaves the file;
+//! the subscriber maps it as usual (writing its id into the connection
+//! block's `attached` word), and whoever then finds that no subscriber still
+//! needs the file removes the entry and the file ([`reap_retired`]).
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use crate::core::layout::{
+    SegmentGeometry, SegmentHeader, ATTACHED_OFFSET, LINE, PAGE, PORT_RETIRED,
+};
+use crate::core::ring::Submission;
+use crate::os::lock::DomainLock;
+use crate::os::shm::{self, Mapping};
+use crate::service::{PortKind, ServiceInner};
+
+/// An opened, validated segment file.
+pub(crate) struct OpenSegment {
+    pub fd: OwnedFd,
+    pub header: SegmentHeader,
+    pub geo: SegmentGeometry,
+}
+
+/// Opens the segment at `path` and validates its header. `Ok(None)` if the
+/// file does not exist (its publisher left).
+pub(crate) fn open_segment(path: &Path) -> Result<Option<OpenSegment>, &'static str> {
+    let fd = match shm::open_existing(path, true) {
+        Ok(fd) => fd,
+        Err(_) => return Ok(None),
+    };
+    let size = shm::file_size(&fd).map_err(|_| "cannot stat the segment")?;
+    if size < PAGE {
+        return Err("segment too small");
+    }
+    let head = Mapping::new(&fd, 0, PAGE, false).map_err(|_| "cannot map the segment header")?;
+    let header: SegmentHeader = head.read(0);
+    let geo = header.validate(size)?;
+    Ok(Some(OpenSegment { fd, header, geo }))
+}
+
+/// Whether some registered subscriber has samples queued in the segment
+/// mapped by `map` (covering at least the connection blocks) but has not
+/// mapped the segment itself yet.
+pub(crate) fn still_needed(
+    svc: &ServiceInner,
+    map: &Mapping,
+    geo: &SegmentGeometry,
+    buffer: u64,
+) -> bool {
+    let subs = svc.table_len(PortKind::Subscriber);
+    (0..subs).any(|j| {
+        let base = geo.conns_offset + j as u64 * geo.conn_stride;
+        // ORDERING: Acquire (three loads); pair with the Release stores of the
+        // connected word (publisher), the port id (register) and the attached
+        // word (subscriber).
+        let connected = map.atomic(base).load(Ordering::Acquire);
+        if connected == 0 {
+            return false;
+        }
+        let registered = svc
+            .port_slot(PortKind::Subscriber, j)
+            .port_id
+            .load(Ordering::Acquire)
+            == connected;
+        let attached = map.atomic(base + ATTACHED_OFFSET).load(Ordering::Acquire) == connected;
+        let ring = Submission::new(
+            map.atomics(base + geo.sub_offset, 1 << geo.sub_log2),
+            map.atomic(base + LINE),
+            buffer,
+        );
+        registered && !attached && ring.has_item()
+    })
+}
+
+/// Removes retired publisher entries (and their files) that no subscriber
+/// needs any more.
+pub(crate) fn reap_retired(svc: &ServiceInner) {
+    let n = svc.table_len(PortKind::Publisher);
+    // Relaxed: a hint; the check is repeated under the lock.
+    let any = (0..n).any(|i| {
+        svc.port_slot(PortKind::Publisher, i)
+            .flags
+            .load(Ordering::Relaxed)
+            == PORT_RETIRED
+    });
+    if !any {
+        return;
+    }
+    let root = &svc.node.config.root;
+    let Ok(_lock) = DomainLock::acquire(root) else {
+        return;
+    };
+    for i in 0..n {
+        let slot = svc.port_slot(PortKind::Publisher, i);
+        // Relaxed (both): writers of the table are serialised by the lock we hold.
+        let pid = slot.port_id.load(Ordering::Relaxed);
+        if pid == 0 || slot.flags.load(Ordering::Relaxed) != PORT_RETIRED {
+            continue;
+        }
+        let path = svc.publisher_path(pid);
+        let needed = match open_segment(&path) {
+            Ok(Some(seg)) => match Mapping::new(&seg.fd, 0, seg.geo.pool_offset, false) {
+                Ok(map) => still_needed(svc, &map, &seg.geo, seg.header.params.buffer),
+                Err(_) => false,
+            },
+            _ => false,
+        };
+        if !needed {
+            svc.remove_port_locked(PortKind::Publisher, i, pid);
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}

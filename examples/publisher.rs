@@ -1,0 +1,42 @@
+//! Publishes a `Transmission` every 100 ms. Start `subscriber` in another
+//! terminal, in either order.
+//!
+//! ```text
+//! cargo run --example publisher [COUNT]
+//! ```
+
+use std::time::Duration;
+
+use hako::NodeBuilder;
+use hako_examples::{Transmission, SERVICE};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let count: u64 = std::env::args()
+        .nth(1)
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(u64::MAX);
+    let node = NodeBuilder::new().name("publisher")?.create()?;
+    let service = node
+        .service_builder(&SERVICE.try_into()?)
+        .publish_subscribe::<Transmission>()
+        .history_size(3)
+        .open_or_create()?;
+    let publisher = service.publisher_builder().create()?;
+
+    for seq in 0..count {
+        let mut note = [0u8; 32];
+        let text = format!("hello #{seq}");
+        note[..text.len()].copy_from_slice(text.as_bytes());
+        // Loan a chunk of shared memory, write the message in place, send it.
+        let sample = publisher.loan_uninit()?.write_payload(Transmission {
+            seq,
+            temperature: 20.0 + (seq % 10) as f64 * 0.5,
+            note,
+        });
+        let receivers = sample.send();
+        println!("sent #{seq} to {receivers} subscriber(s)");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! Receives `Transmission`s. Start `publisher` in another terminal, in either
+//! order.
+//!
+//! ```text
+//! cargo run --example subscriber [COUNT]
+//! ```
+
+use std::time::Duration;
+
+use hako::NodeBuilder;
+use hako_examples::{Transmission, SERVICE};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let count: u64 = std::env::args()
+        .nth(1)
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(u64::MAX);
+    let node = NodeBuilder::new().name("subscriber")?.create()?;
+    let service = node
+        .service_builder(&SERVICE.try_into()?)
+        .publish_subscribe::<Transmission>()
+        .history_size(3) // the same settings in both programs, so either may create the service
+        .open_or_create()?;
+    let subscriber = service.subscriber_builder().create()?;
+
+    let mut received = 0;
+    while received < count {
+        // `receive` never blocks; the sample is a view into shared memory.
+        while let Some(sample) = subscriber.receive()? {
+            let end = sample.note.iter().position(|&b| b == 0).unwrap_or(32);
+            println!(
+                "received #{} {:.1} °C {:?}",
+                sample.seq,
+                sample.temperature,
+                String::from_utf8_lossy(&sample.note[..end])
+            );
+            received += 1;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
