@@ -878,9 +878,17 @@ impl<T: ShmSafe> SampleMutUninit<[T]> {
 
     /// Declares every element initialised.
     ///
+    /// A chunk is never handed out uninitialised at the byte level: it holds
+    /// zeros when the pool is new and earlier payloads of the same element
+    /// type afterwards. So when `T` has no padding bytes (integers, arrays of
+    /// them), writing only some elements and calling this is sound; the
+    /// others keep old contents. A sender that touches only the first and
+    /// last byte of a large `[u8]` uses exactly that.
+    ///
     /// # Safety
     /// Every element must have been written through
-    /// [`payload_mut`](Self::payload_mut).
+    /// [`payload_mut`](Self::payload_mut), or `T` must have no padding bytes
+    /// (see above).
     pub unsafe fn assume_init(self) -> SampleMut<[T]> {
         SampleMut {
             raw: self.raw,

@@ -131,3 +131,62 @@ fn slices() {
     drop((s, sub, publisher, svc, node));
     std::fs::remove_dir(&cfg.root).unwrap();
 }
+
+#[test]
+fn ports_and_samples_are_send_and_sync() {
+    fn both<T: Send + Sync>() {}
+    both::<hako::Node>();
+    both::<hako::PubSubService<Msg>>();
+    both::<hako::Publisher<Msg>>();
+    both::<hako::Subscriber<Msg>>();
+    both::<hako::Sample<Msg>>();
+    both::<hako::SampleMut<Msg>>();
+    both::<hako::SampleMutUninit<Msg>>();
+    both::<hako::Sample<[u8]>>();
+    both::<hako::SampleMut<[u8]>>();
+}
+
+#[test]
+fn loans_are_bounded() {
+    let cfg = config("loans");
+    let node = NodeBuilder::new().config(&cfg).create().unwrap();
+    let svc = node
+        .service_builder(&"loans".try_into().unwrap())
+        .publish_subscribe::<Msg>()
+        .max_subscribers(1)
+        .subscriber_max_buffer_size(1)
+        .subscriber_max_borrowed_samples(1)
+        .create()
+        .unwrap();
+    let publisher = svc
+        .publisher_builder()
+        .max_loaned_samples(2)
+        .create()
+        .unwrap();
+    let a = publisher.loan().unwrap();
+    let b = publisher.loan().unwrap();
+    assert_eq!(
+        publisher.loan().unwrap_err(),
+        hako::LoanError::ExceedsMaxLoans(2)
+    );
+    drop(a);
+    assert!(publisher.loan().is_ok());
+    drop(b);
+    // A subscriber that holds its one sample and leaves one queued: the
+    // pool of 1 * (1 + 1) + 2 chunks still serves both loans.
+    let sub = svc.subscriber_builder().create().unwrap();
+    publisher.send_copy(Msg::default()).unwrap();
+    let held = sub.receive().unwrap().unwrap();
+    assert!(matches!(
+        sub.receive(),
+        Err(hako::ReceiveError::ExceedsMaxBorrowed(1))
+    ));
+    publisher.send_copy(Msg::default()).unwrap();
+    let l1 = publisher.loan().unwrap();
+    let l2 = publisher.loan().unwrap();
+    assert_eq!(publisher.free_chunks(), 0);
+    drop((l1, l2, held));
+    assert_eq!(publisher.free_chunks(), 3);
+    drop((sub, publisher, svc, node));
+    std::fs::remove_dir(&cfg.root).unwrap();
+}
