@@ -4,6 +4,7 @@
 //! (`RUSTFLAGS="--cfg loom"`) as well as in shared memory.
 
 pub mod layout;
+pub mod park;
 pub mod pool;
 pub mod ring;
 pub(crate) mod sync;

@@ -1,0 +1,159 @@
+//! The park/notify protocol: sleep until data arrives, and wake only sleepers.
+//!
+//! A port that may sleep (a listener, a subscriber) owns a [`WakeBlock`] in
+//! shared memory:
+//!
+//! ```text
+//!  +0  epoch: AtomicU32       futex word; bumped only when a sleeper must wake
+//!  +4  waiters: AtomicU32     threads parked on the futex
+//!  +8  fd_waiters: AtomicU32  waitsets (epoll) waiting on the port's FIFO
+//!  +12 reserved: u32
+//! ```
+//!
+//! Receiver, before sleeping: read `epoch`, register in `waiters`, a SeqCst
+//! fence, check for data once more, then sleep on the futex with
+//! the epoch it read. Sender, after publishing data: a SeqCst fence, then read
+//! `waiters`; only if someone is registered does it bump `epoch` and make the
+//! wake system call. Either the sender sees the registration, or the
+//! receiver's re-check sees the data (two SeqCst fences cannot both miss
+//! each other), and a bump between the receiver's read of `epoch` and
+//! its futex call makes that call return at once. So no wake-up is lost, and
+//! a send that finds nobody asleep costs a fence and a load, no system call.
+//!
+//! The kernel side is abstracted by [`Kernel`] so that loom can check the
+//! protocol with a model of the futex.
+
+use super::sync::{fence, AtomicU32, Ordering};
+
+/// The wake block of one port, in shared memory.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct WakeBlock {
+    /// Futex word.
+    pub epoch: AtomicU32,
+    /// Threads parked on the futex.
+    pub waiters: AtomicU32,
+    /// Waitsets waiting on the port's file descriptor.
+    pub fd_waiters: AtomicU32,
+    /// Reserved; zero.
+    pub reserved: AtomicU32,
+}
+
+/// What the sender must do after [`WakeBlock::after_publish`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Wake {
+    /// Call [`Kernel::futex_wake`] on the epoch.
+    pub futex: bool,
+    /// Write to the port's FIFO (a waitset sleeps in epoll on it).
+    pub fd: bool,
+}
+
+/// The kernel services the protocol uses.
+pub trait Kernel {
+    /// Sleeps while `word == expected`, until woken or the timeout (if any)
+    /// passes. Spurious returns are allowed.
+    fn futex_wait(&self, word: &AtomicU32, expected: u32, timeout: Option<core::time::Duration>);
+    /// Wakes every thread sleeping on `word`.
+    fn futex_wake(&self, word: &AtomicU32);
+}
+
+impl WakeBlock {
+    /// Sender: call after the data is published (its Release store done).
+    /// Bumps the epoch if a thread is parked; says which wake-ups to send.
+    #[inline]
+    pub fn after_publish(&self) -> Wake {
+        // ORDERING: SeqCst fence; pairs with the SeqCst fetch_add of waiters in
+        // park(): either we see the registration or the receiver's re-check
+        // sees our data.
+        fence(Ordering::SeqCst);
+        // Relaxed (both): ordered by the fence above.
+        let futex = self.waiters.load(Ordering::Relaxed) != 0;
+        let fd = self.fd_waiters.load(Ordering::Relaxed) != 0;
+        if futex {
+            // ORDERING: Release; pairs with the kernel's read of the word in
+            // futex_wait (and the receiver's Acquire load of epoch).
+            self.epoch.fetch_add(1, Ordering::Release);
+        }
+        Wake { futex, fd }
+    }
+
+    /// Sender: [`after_publish`](Self::after_publish) plus the futex wake.
+    /// Returns whether the port's FIFO must be written too.
+    pub fn notify(&self, kernel: &impl Kernel) -> bool {
+        let w = self.after_publish();
+        if w.futex {
+            kernel.futex_wake(&self.epoch);
+        }
+        w.fd
+    }
+
+    /// Receiver: sleeps once on the futex unless `ready()` holds. Returns
+    /// after a wake-up, a timeout or spuriously; the caller re-checks.
+    pub fn park(
+        &self,
+        kernel: &impl Kernel,
+        ready: impl Fn() -> bool,
+        timeout: Option<core::time::Duration>,
+    ) {
+        // ORDERING: Acquire; pairs with the Release bump in after_publish().
+        let epoch = self.epoch.load(Ordering::Acquire);
+        // Relaxed: ordered by the fence below.
+        self.waiters.fetch_add(1, Ordering::Relaxed);
+        // ORDERING: SeqCst fence; pairs with the SeqCst fence in
+        // after_publish(): the registration above and the sender's data
+        // store cannot both be missed by the other side.
+        fence(Ordering::SeqCst);
+        if !ready() {
+            kernel.futex_wait(&self.epoch, epoch, timeout);
+        }
+        // Relaxed: only the count matters; a stale extra waiter costs the
+        // sender one unneeded wake.
+        self.waiters.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Receiver (waitset): registers interest in the FIFO; returns whether
+    /// data is already there (then no sleep is needed).
+    pub fn register_fd(&self, ready: impl Fn() -> bool) -> bool {
+        // Relaxed: ordered by the fence below.
+        self.fd_waiters.fetch_add(1, Ordering::Relaxed);
+        // ORDERING: SeqCst fence; pairs with the SeqCst fence in after_publish().
+        fence(Ordering::SeqCst);
+        ready()
+    }
+
+    /// Receiver (waitset): withdraws the interest registered by
+    /// [`register_fd`](Self::register_fd).
+    pub fn unregister_fd(&self) {
+        // Relaxed: a stale registration costs one unneeded FIFO write.
+        self.fd_waiters.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    struct Counting(std::cell::Cell<u32>);
+    impl Kernel for Counting {
+        fn futex_wait(&self, _: &AtomicU32, _: u32, _: Option<core::time::Duration>) {}
+        fn futex_wake(&self, _: &AtomicU32) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+
+    #[test]
+    fn no_wake_without_sleepers() {
+        let b = WakeBlock::default();
+        let k = Counting(Default::default());
+        assert!(!b.notify(&k));
+        assert_eq!(k.0.get(), 0);
+        assert_eq!(b.epoch.load(Ordering::Relaxed), 0);
+        b.waiters.store(1, Ordering::Relaxed);
+        assert!(!b.notify(&k));
+        assert_eq!(k.0.get(), 1);
+        assert_eq!(b.epoch.load(Ordering::Relaxed), 1);
+        assert!(b.register_fd(|| false) == false);
+        assert!(b.notify(&k));
+        b.unregister_fd();
+    }
+}
