@@ -160,16 +160,12 @@ impl Domain {
         }
     }
 
-    /// Names of what is left in the domain root.
+    /// What is left in the domain root: its entries, and the entries of
+    /// directories in it (`svc_<hash>/static.toml`).
     pub fn leftovers(&self) -> Vec<String> {
-        match std::fs::read_dir(&self.root) {
-            Ok(rd) => rd
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => panic!("cannot list {}: {e}", self.root.display()),
-        }
+        let mut left = Vec::new();
+        list(&self.root, "", &mut left);
+        left
     }
 
     /// Asserts that the domain root is empty (every process has exited, so
@@ -226,6 +222,16 @@ impl Proc {
             self.check_watchdog();
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Kills the process with SIGKILL (a crash at an arbitrary instruction)
+    /// and returns what it printed until then.
+    pub fn kill(mut self) -> Outcome {
+        let child = self.child.as_mut().expect("the process already exited");
+        let _ = child.kill();
+        let status = child.wait().expect("wait for a killed child");
+        self.child = None;
+        self.outcome(status.code(), status.to_string())
     }
 
     /// The outcome if the process has exited.
@@ -300,6 +306,21 @@ impl Drop for Proc {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+fn list(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+        Err(e) => panic!("cannot list {}: {e}", dir.display()),
+    };
+    for e in rd.flatten() {
+        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+        if prefix.is_empty() && e.path().is_dir() {
+            list(&e.path(), &format!("{name}/"), out);
+        }
+        out.push(name);
     }
 }
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::service::OverflowPolicy;
+use crate::pubsub::OverflowPolicy;
 
 /// Default domain root.
 pub const DEFAULT_ROOT: &str = "/dev/shm/hako";
@@ -47,6 +47,12 @@ pub struct Defaults {
     pub publisher_max_loaned_samples: u32,
     /// What a publisher does when a subscriber's queue is full.
     pub overflow: OverflowPolicy,
+    /// Notifiers an event service admits.
+    pub max_notifiers: u32,
+    /// Listeners an event service admits.
+    pub max_listeners: u32,
+    /// Largest event id of an event service.
+    pub event_id_max: u64,
 }
 
 impl Default for Defaults {
@@ -60,6 +66,9 @@ impl Default for Defaults {
             history_size: 0,
             publisher_max_loaned_samples: 2,
             overflow: OverflowPolicy::DropOldest,
+            max_notifiers: 16,
+            max_listeners: 16,
+            event_id_max: 255,
         }
     }
 }

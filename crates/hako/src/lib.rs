@@ -90,6 +90,8 @@ pub mod core;
 #[cfg(not(loom))]
 pub mod config;
 #[cfg(not(loom))]
+mod event;
+#[cfg(not(loom))]
 mod name;
 #[cfg(not(loom))]
 mod node;
@@ -100,14 +102,23 @@ mod payload;
 #[cfg(not(loom))]
 mod publisher;
 #[cfg(not(loom))]
+mod pubsub;
+#[cfg(not(loom))]
 mod segment;
 #[cfg(not(loom))]
 mod service;
 #[cfg(not(loom))]
 mod subscriber;
+#[cfg(not(loom))]
+mod wait;
 
 #[cfg(not(loom))]
 pub use config::Config;
+#[cfg(not(loom))]
+pub use event::{
+    EventBuilder, EventId, EventPortCreateError, EventQos, EventService, Listener, ListenerBuilder,
+    ListenerError, Notifier, NotifierBuilder, NotifyError,
+};
 #[cfg(not(loom))]
 pub use hako_derive::ShmSafe;
 #[cfg(not(loom))]
@@ -122,9 +133,10 @@ pub use publisher::{
     SendError,
 };
 #[cfg(not(loom))]
-pub use service::{
-    BackpressureStrategy, OverflowPolicy, PubSubBuilder, PubSubQos, PubSubService, ServiceBuilder,
-    ServiceError, StaticDescription,
-};
+pub use pubsub::{BackpressureStrategy, OverflowPolicy, PubSubBuilder, PubSubQos, PubSubService};
+#[cfg(not(loom))]
+pub use service::{Pattern, PayloadDescription, ServiceBuilder, ServiceError, StaticDescription};
 #[cfg(not(loom))]
 pub use subscriber::{ReceiveError, Sample, Subscriber, SubscriberBuilder, SubscriberCreateError};
+#[cfg(not(loom))]
+pub use wait::WaitStrategy;

@@ -16,10 +16,9 @@ use crate::node::{new_id, node_is_alive};
 use crate::os::lock::DomainLock;
 use crate::os::shm::{self, Mapping};
 use crate::payload::{Payload, ShmSafe};
+use crate::pubsub::{BackpressureStrategy, OverflowPolicy};
 use crate::segment;
-use crate::service::{
-    io_err, BackpressureStrategy, OverflowPolicy, PortKind, ServiceError, ServiceInner,
-};
+use crate::service::{io_err, PortKind, ServiceError, ServiceInner};
 
 /// Why a publisher could not be created.
 #[derive(Debug, thiserror::Error)]
@@ -133,7 +132,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
     /// Creates the publisher: its data segment and its entry in the service.
     pub fn create(self) -> Result<Publisher<T>, PublisherCreateError> {
         let svc = self.service.clone();
-        let q = &svc.desc.qos;
+        let (payload, q) = svc.pubsub();
         let max_loans = self
             .max_loans
             .unwrap_or(svc.node.config.defaults.publisher_max_loaned_samples);
@@ -157,8 +156,8 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             + u64::from(q.history_size)
             + u64::from(max_loans);
         let params = SegmentParams {
-            elem_size: svc.desc.size,
-            align: svc.desc.align,
+            elem_size: payload.size,
+            align: payload.align,
             max_len: self.max_slice_len,
             chunk_count,
             max_subscribers: q.max_subscribers.into(),
@@ -203,6 +202,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             port_id,
             self.max_slice_len,
             chunk_count,
+            |_| {},
         ) {
             Ok(Some(i)) => i,
             Ok(None) => {

@@ -96,6 +96,18 @@ pub(crate) fn reap_retired(svc: &ServiceInner) {
     let Ok(_lock) = DomainLock::acquire(root) else {
         return;
     };
+    reap_retired_locked(svc);
+}
+
+/// [`reap_retired`] with the domain lock already held.
+pub(crate) fn reap_retired_locked(svc: &ServiceInner) {
+    let n = svc.table_len(PortKind::Publisher);
+    if !matches!(
+        svc.desc.pattern,
+        crate::service::Pattern::PublishSubscribe { .. }
+    ) {
+        return;
+    }
     for i in 0..n {
         let slot = svc.port_slot(PortKind::Publisher, i);
         // Relaxed (both): writers of the table are serialised by the lock we hold.

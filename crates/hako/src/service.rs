@@ -5,9 +5,11 @@
 //! * `static.toml` — the immutable description (name, pattern, payload type,
 //!   quality of service), written to a temporary file and renamed into place,
 //!   so it is either absent or whole;
-//! * `dynamic` — the dynamic segment: port tables and the generation counter
-//!   (see [`crate::core::layout`]);
-//! * `pub_<port id>` — one data segment per publisher.
+//! * `dynamic` — the dynamic segment: node and port tables, the generation
+//!   counter and, for events, the listeners' counters (see
+//!   [`crate::core::layout`]);
+//! * `pub_<port id>` — one data segment per publisher;
+//! * `wake_<port id>` — a FIFO per port that a waitset can poll.
 //!
 //! Creating, opening and closing services and registering ports happen under
 //! an exclusive `flock` on the domain root, so concurrent `open_or_create`
@@ -15,83 +17,130 @@
 //! releases it. `dynamic` is created before `static.toml` is renamed into
 //! place; a directory without `static.toml` is the debris of a creator that
 //! died halfway and is cleaned by the next creator.
+//!
+//! Each messaging pattern (publish/subscribe in [`crate::pubsub`], events in
+//! [`crate::event`]) describes itself through [`PatternRequest`]; everything
+//! else here is shared.
 
 use std::io;
-use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::Defaults;
 use crate::core::layout::{
     DynGeometry, DynHeader, NodeSlot, PortSlot, DYN_MAGIC, LAYOUT_VERSION, PORT_RETIRED,
     PORT_SLOT_SIZE,
 };
+use crate::core::park::WakeBlock;
+use crate::event::{EventBuilder, EventQos};
 use crate::name::ServiceName;
 use crate::node::{ensure_dir, NodeInner};
 use crate::os::lock::DomainLock;
 use crate::os::shm::{self, Mapping};
-use crate::payload::{Payload, TypeDetails};
-use crate::publisher::PublisherBuilder;
-use crate::subscriber::SubscriberBuilder;
+use crate::payload::Payload;
+use crate::pubsub::{PubSubBuilder, PubSubQos};
 
-/// What a publisher does when a subscriber's queue is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OverflowPolicy {
-    /// The publisher takes the oldest queued sample back; the subscriber
-    /// always sees the newest data.
-    DropOldest,
-    /// Nothing queued is ever dropped; the publisher waits, retries or
-    /// discards the new sample as its [`BackpressureStrategy`] says.
-    Backpressure,
-}
-
-/// What a publisher does, under [`OverflowPolicy::Backpressure`], when a
-/// subscriber's queue is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackpressureStrategy {
-    /// Wait until the subscriber makes room (or goes away, or its process
-    /// dies).
-    Block,
-    /// Try again up to this many times, yielding the CPU in between, then
-    /// skip this subscriber for this sample.
-    Retry(u32),
-    /// Skip this subscriber for this sample at once.
-    Discard,
-}
-
-/// Quality of service of a publish/subscribe service, fixed at creation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PubSubQos {
-    /// Publishers the service admits.
-    pub max_publishers: u32,
-    /// Subscribers the service admits.
-    pub max_subscribers: u32,
-    /// Nodes that may hold the service open at once.
-    pub max_nodes: u32,
-    /// Samples a subscriber's queue holds per publisher.
-    pub subscriber_max_buffer_size: u32,
-    /// Samples a subscriber may hold at once.
-    pub subscriber_max_borrowed_samples: u32,
-    /// Samples delivered to a late-joining subscriber.
-    pub history_size: u32,
-    /// What happens when a subscriber's queue is full.
-    pub overflow: OverflowPolicy,
-}
-
-/// The static description of a service, as stored in `static.toml`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The static description of a service, as stored in `static.toml`:
+///
+/// ```toml
+/// version = 1
+/// name = "My/Funk/ServiceName"
+/// pattern = "publish_subscribe"
+///
+/// [payload]
+/// type_name = "Frame"
+/// size = 4104
+/// align = 8
+/// slice = false
+///
+/// [qos]
+/// max_publishers = 2
+/// # ...
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StaticDescription {
     /// Layout version of the service's segments.
     pub version: u32,
     /// The service name.
     pub name: String,
-    /// Messaging pattern ("publish_subscribe").
-    pub pattern: String,
+    /// The messaging pattern and its settings.
+    #[serde(flatten)]
+    pub pattern: Pattern,
+}
+
+/// A service's messaging pattern with its fixed settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "pattern", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Pattern {
+    /// Publish/subscribe.
+    PublishSubscribe {
+        /// The payload type.
+        payload: PayloadDescription,
+        /// Quality of service.
+        qos: PubSubQos,
+    },
+    /// Events (notifier/listener).
+    Event {
+        /// Quality of service.
+        qos: EventQos,
+    },
+}
+
+impl Pattern {
+    /// The pattern's name, as in messages ("publish_subscribe", "event").
+    pub fn name(&self) -> &'static str {
+        match self {
+            Pattern::PublishSubscribe { .. } => "publish_subscribe",
+            Pattern::Event { .. } => "event",
+        }
+    }
+
+    /// Node table size, the two port tables' sizes, and the bytes each entry
+    /// of the second table owns in the dynamic segment's extra area.
+    pub(crate) fn tables(&self) -> Tables {
+        match self {
+            // Twice the publishers: a retired publisher (see crate::segment)
+            // keeps its entry until its queued samples are collected, and must
+            // not keep a new publisher out.
+            Pattern::PublishSubscribe { qos, .. } => Tables {
+                nodes: qos.max_nodes,
+                first: qos.max_publishers.saturating_mul(2),
+                second: qos.max_subscribers,
+                extra_per_second: 0,
+            },
+            Pattern::Event { qos } => Tables {
+                nodes: qos.max_nodes,
+                first: qos.max_notifiers,
+                second: qos.max_listeners,
+                extra_per_second: crate::event::counter_area_size(qos.event_id_max),
+            },
+        }
+    }
+}
+
+/// Sizes of a service's tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tables {
+    pub nodes: u32,
+    pub first: u32,
+    pub second: u32,
+    pub extra_per_second: u64,
+}
+
+impl Tables {
+    fn geometry(&self) -> DynGeometry {
+        DynGeometry::new(self.nodes, self.first, self.second, self.extra_per_second)
+    }
+}
+
+/// The payload of a publish/subscribe service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PayloadDescription {
     /// Payload type name.
     pub type_name: String,
     /// Size of one payload element.
@@ -100,11 +149,8 @@ pub struct StaticDescription {
     pub align: u64,
     /// Whether the payload is a slice.
     pub slice: bool,
-    /// Quality of service.
-    pub qos: PubSubQos,
 }
 
-const PATTERN_PUBSUB: &str = "publish_subscribe";
 const STATIC_FILE: &str = "static.toml";
 const DYNAMIC_FILE: &str = "dynamic";
 
@@ -213,368 +259,200 @@ pub(crate) fn io_err<'a>(
     }
 }
 
-/// Starts building a service; returned by [`Node::service_builder`](crate::Node::service_builder).
-pub struct ServiceBuilder {
-    node: Arc<NodeInner>,
-    name: ServiceName,
+/// What a messaging pattern's builder contributes to create and open.
+pub(crate) trait PatternRequest {
+    /// The pattern's name.
+    const NAME: &'static str;
+    /// The pattern with its settings, for `create` (unset settings from `defaults`).
+    fn for_create(&self, defaults: &Defaults) -> Result<Pattern, ServiceError>;
+    /// Checks an existing service's pattern against what was requested.
+    fn check(&self, service: &str, existing: &Pattern) -> Result<(), ServiceError>;
 }
 
-impl std::fmt::Debug for ServiceBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServiceBuilder")
-            .field("name", &self.name)
-            .finish()
-    }
+/// How to get at a service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Create,
+    Open,
+    OpenOrCreate,
 }
 
-impl ServiceBuilder {
-    pub(crate) fn new(node: Arc<NodeInner>, name: ServiceName) -> Self {
-        Self { node, name }
-    }
-
-    /// A publish/subscribe service carrying `T` (a [`ShmSafe`](crate::ShmSafe)
-    /// type, or a slice `[T]`).
-    pub fn publish_subscribe<T: Payload + ?Sized>(self) -> PubSubBuilder<T> {
-        PubSubBuilder {
-            node: self.node,
-            name: self.name,
-            req: QosRequest::default(),
-            _t: PhantomData,
-        }
-    }
-}
-
-#[derive(Debug, Default, Clone)]
-struct QosRequest {
-    max_publishers: Option<u32>,
-    max_subscribers: Option<u32>,
-    max_nodes: Option<u32>,
-    buffer: Option<u32>,
-    borrowed: Option<u32>,
-    history: Option<u32>,
-    overflow: Option<OverflowPolicy>,
-}
-
-/// Builds a publish/subscribe service. Settings given here are what
-/// `create` uses and what `open` requires of an existing service; settings
-/// left out take the config's defaults on `create` and accept anything on
-/// `open`.
-pub struct PubSubBuilder<T: Payload + ?Sized> {
-    node: Arc<NodeInner>,
-    name: ServiceName,
-    req: QosRequest,
-    _t: PhantomData<fn() -> Box<T>>,
-}
-
-impl<T: Payload + ?Sized> std::fmt::Debug for PubSubBuilder<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PubSubBuilder")
-            .field("name", &self.name)
-            .field("qos", &self.req)
-            .finish()
+/// Creates and/or opens the service `name` for `node`.
+pub(crate) fn acquire(
+    node: &Arc<NodeInner>,
+    name: &ServiceName,
+    req: &impl PatternRequest,
+    mode: Mode,
+) -> Result<ServiceInner, ServiceError> {
+    let root = node.config.root.clone();
+    let dir = root.join(format!("svc_{}", name.file_key()));
+    let _lock = DomainLock::acquire(&root).map_err(io_err("lock", &root))?;
+    let exists = dir.join(STATIC_FILE).exists();
+    match (mode, exists) {
+        (Mode::Create, true) => Err(ServiceError::AlreadyExists(name.to_string())),
+        (Mode::Open, _) | (Mode::OpenOrCreate, true) => open_locked(node, name, req, dir),
+        (Mode::Create, false) | (Mode::OpenOrCreate, false) => create_locked(node, name, req, dir),
     }
 }
 
-macro_rules! qos_setter {
-    ($(#[$doc:meta])* $fn:ident, $field:ident) => {
-        $(#[$doc])*
-        pub fn $fn(mut self, value: u32) -> Self {
-            self.req.$field = Some(value);
-            self
-        }
-    };
-}
-
-impl<T: Payload + ?Sized> PubSubBuilder<T> {
-    qos_setter!(
-        /// Publishers the service admits (at most 4096). On open: at least this many.
-        max_publishers, max_publishers);
-    qos_setter!(
-        /// Subscribers the service admits (at most 4096). On open: at least this many.
-        max_subscribers, max_subscribers);
-    qos_setter!(
-        /// Nodes that may hold the service open at once. On open: at least this many.
-        max_nodes, max_nodes);
-    qos_setter!(
-        /// Samples each subscriber queues per publisher. On open: at least this many.
-        subscriber_max_buffer_size, buffer);
-    qos_setter!(
-        /// Samples a subscriber may hold at once. On open: at least this many.
-        subscriber_max_borrowed_samples, borrowed);
-    qos_setter!(
-        /// Samples kept for late-joining subscribers (at most the buffer size
-        /// is delivered). On open: at least this many.
-        history_size, history);
-
-    /// Overflow policy. On open: must match.
-    pub fn overflow_policy(mut self, policy: OverflowPolicy) -> Self {
-        self.req.overflow = Some(policy);
-        self
+fn create_locked(
+    node: &Arc<NodeInner>,
+    name: &ServiceName,
+    req: &impl PatternRequest,
+    dir: PathBuf,
+) -> Result<ServiceInner, ServiceError> {
+    let pattern = req.for_create(&node.config.defaults)?;
+    // Debris of a creator that died before publishing static.toml.
+    if dir.exists() {
+        tracing::warn!(dir = %dir.display(), "removing a half-created service");
+        remove_service_files(&dir);
     }
-
-    fn qos_for_create(&self) -> Result<PubSubQos, ServiceError> {
-        let d = &self.node.config.defaults;
-        let q = PubSubQos {
-            max_publishers: self.req.max_publishers.unwrap_or(d.max_publishers),
-            max_subscribers: self.req.max_subscribers.unwrap_or(d.max_subscribers),
-            max_nodes: self.req.max_nodes.unwrap_or(d.max_nodes),
-            subscriber_max_buffer_size: self.req.buffer.unwrap_or(d.subscriber_max_buffer_size),
-            subscriber_max_borrowed_samples: self
-                .req
-                .borrowed
-                .unwrap_or(d.subscriber_max_borrowed_samples),
-            history_size: self.req.history.unwrap_or(d.history_size),
-            overflow: self.req.overflow.unwrap_or(d.overflow),
-        };
-        validate_qos(&q)?;
-        Ok(q)
-    }
-
-    fn check_open(&self, desc: &StaticDescription) -> Result<(), ServiceError> {
-        let svc = self.name.as_str();
-        if desc.version != LAYOUT_VERSION {
-            return Err(ServiceError::VersionMismatch {
-                service: svc.into(),
-                found: desc.version,
-                expected: LAYOUT_VERSION,
-            });
-        }
-        if desc.pattern != PATTERN_PUBSUB {
-            return Err(ServiceError::IncompatiblePattern {
-                service: svc.into(),
-                requested: PATTERN_PUBSUB.into(),
-                actual: desc.pattern.clone(),
-            });
-        }
-        let t = T::details();
-        let ty = |field, requested: String, actual: String| ServiceError::IncompatibleType {
-            service: svc.into(),
-            field,
-            requested,
-            actual,
-        };
-        if t.type_name != desc.type_name {
-            return Err(ty("type_name", t.type_name, desc.type_name.clone()));
-        }
-        if t.slice != desc.slice {
-            return Err(ty("slice", t.slice.to_string(), desc.slice.to_string()));
-        }
-        if t.size != desc.size {
-            return Err(ty("size", t.size.to_string(), desc.size.to_string()));
-        }
-        if t.align != desc.align {
-            return Err(ty("align", t.align.to_string(), desc.align.to_string()));
-        }
-        let q = &desc.qos;
-        let at_least = |field, req: Option<u32>, actual: u32| match req {
-            Some(r) if r > actual => Err(ServiceError::IncompatibleQos {
-                service: svc.into(),
-                field,
-                requested: format!("at least {r}"),
-                actual: actual.to_string(),
-            }),
-            _ => Ok(()),
-        };
-        at_least("max_publishers", self.req.max_publishers, q.max_publishers)?;
-        at_least(
-            "max_subscribers",
-            self.req.max_subscribers,
-            q.max_subscribers,
-        )?;
-        at_least("max_nodes", self.req.max_nodes, q.max_nodes)?;
-        at_least(
-            "subscriber_max_buffer_size",
-            self.req.buffer,
-            q.subscriber_max_buffer_size,
-        )?;
-        at_least(
-            "subscriber_max_borrowed_samples",
-            self.req.borrowed,
-            q.subscriber_max_borrowed_samples,
-        )?;
-        at_least("history_size", self.req.history, q.history_size)?;
-        if let Some(o) = self.req.overflow {
-            if o != q.overflow {
-                return Err(ServiceError::IncompatibleQos {
-                    service: svc.into(),
-                    field: "overflow",
-                    requested: format!("{o:?}"),
-                    actual: format!("{:?}", q.overflow),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    fn paths(&self) -> (PathBuf, PathBuf) {
-        let root = self.node.config.root.clone();
-        let dir = root.join(format!("svc_{}", self.name.file_key()));
-        (root, dir)
-    }
-
-    /// Creates the service; fails if it exists.
-    pub fn create(self) -> Result<PubSubService<T>, ServiceError> {
-        let (root, dir) = self.paths();
-        let _lock = DomainLock::acquire(&root).map_err(io_err("lock", &root))?;
-        if dir.join(STATIC_FILE).exists() {
-            return Err(ServiceError::AlreadyExists(self.name.to_string()));
-        }
-        self.create_locked(dir)
-    }
-
-    /// Opens an existing service, checking that it is compatible.
-    pub fn open(self) -> Result<PubSubService<T>, ServiceError> {
-        let (root, dir) = self.paths();
-        let _lock = DomainLock::acquire(&root).map_err(io_err("lock", &root))?;
-        self.open_locked(dir)
-    }
-
-    /// Opens the service if it exists, creates it otherwise. Safe to call
-    /// from many processes at once: exactly one creates it.
-    pub fn open_or_create(self) -> Result<PubSubService<T>, ServiceError> {
-        let (root, dir) = self.paths();
-        let _lock = DomainLock::acquire(&root).map_err(io_err("lock", &root))?;
-        if dir.join(STATIC_FILE).exists() {
-            self.open_locked(dir)
-        } else {
-            self.create_locked(dir)
-        }
-    }
-
-    fn create_locked(self, dir: PathBuf) -> Result<PubSubService<T>, ServiceError> {
-        let qos = self.qos_for_create()?;
-        let t: TypeDetails = T::details();
-        if t.align > crate::core::layout::MAX_ALIGN {
-            return Err(ServiceError::InvalidSetting {
-                field: "payload alignment",
-                value: t.align,
-                rule: "at most 4096",
-            });
-        }
-        // Debris of a creator that died before publishing static.toml.
-        if dir.exists() {
-            tracing::warn!(dir = %dir.display(), "removing a half-created service");
-            remove_service_files(&dir);
-        }
-        ensure_dir(&dir).map_err(io_err("create directory", &dir))?;
-        let geo = DynGeometry::new(qos.max_nodes, qos.max_publishers, qos.max_subscribers);
-        let dyn_path = dir.join(DYNAMIC_FILE);
-        let fd = shm::create(&dyn_path, geo.total_size).map_err(io_err("create", &dyn_path))?;
-        let map = Mapping::new(&fd, 0, geo.total_size, true).map_err(io_err("map", &dyn_path))?;
-        map.write(
-            0,
-            DynHeaderInit {
-                magic: DYN_MAGIC,
-                version: LAYOUT_VERSION,
-                max_nodes: qos.max_nodes,
-                max_publishers: qos.max_publishers,
-                max_subscribers: qos.max_subscribers,
-            },
-        );
-        let desc = StaticDescription {
+    ensure_dir(&dir).map_err(io_err("create directory", &dir))?;
+    let tables = pattern.tables();
+    let geo = tables.geometry();
+    let dyn_path = dir.join(DYNAMIC_FILE);
+    let fd = shm::create(&dyn_path, geo.total_size).map_err(io_err("create", &dyn_path))?;
+    let map = Mapping::new(&fd, 0, geo.total_size, true).map_err(io_err("map", &dyn_path))?;
+    map.write(
+        0,
+        DynHeaderInit {
+            magic: DYN_MAGIC,
             version: LAYOUT_VERSION,
-            name: self.name.to_string(),
-            pattern: PATTERN_PUBSUB.into(),
-            type_name: t.type_name,
-            size: t.size,
-            align: t.align,
-            slice: t.slice,
-            qos,
-        };
-        let text = toml::to_string(&desc).map_err(|e| ServiceError::Io {
-            action: "serialise",
-            path: dir.join(STATIC_FILE),
-            source: io::Error::other(e),
-        })?;
-        let tmp = dir.join("static.toml.tmp");
-        write_private(&tmp, text.as_bytes()).map_err(io_err("write", &tmp))?;
-        let fin = dir.join(STATIC_FILE);
-        std::fs::rename(&tmp, &fin).map_err(io_err("publish", &fin))?;
-        let inner = ServiceInner::attach(self.node, self.name, dir, desc, map, geo)?;
-        Ok(PubSubService {
-            inner: Arc::new(inner),
-            _t: PhantomData,
-        })
-    }
+            max_nodes: tables.nodes,
+            first: tables.first,
+            second: tables.second,
+        },
+    );
+    let desc = StaticDescription {
+        version: LAYOUT_VERSION,
+        name: name.to_string(),
+        pattern,
+    };
+    let fin = dir.join(STATIC_FILE);
+    let text = toml::to_string(&desc).map_err(|e| ServiceError::Io {
+        action: "serialise",
+        path: fin.clone(),
+        source: io::Error::other(e),
+    })?;
+    let tmp = dir.join("static.toml.tmp");
+    write_private(&tmp, text.as_bytes()).map_err(io_err("write", &tmp))?;
+    std::fs::rename(&tmp, &fin).map_err(io_err("publish", &fin))?;
+    ServiceInner::attach(node.clone(), name.clone(), dir, desc, map, geo, tables)
+}
 
-    fn open_locked(self, dir: PathBuf) -> Result<PubSubService<T>, ServiceError> {
-        let name = self.name.to_string();
-        let corrupted = |reason: String| ServiceError::Corrupted {
-            service: name.clone(),
-            reason,
-            path: dir.clone(),
-        };
-        let static_path = dir.join(STATIC_FILE);
-        let text = match std::fs::read_to_string(&static_path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(ServiceError::DoesNotExist(name));
-            }
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                return Err(corrupted("static.toml is not UTF-8 text".into()));
-            }
-            Err(e) => return Err(io_err("read", &static_path)(e)),
-        };
-        let desc: StaticDescription = toml::from_str(&text)
-            .map_err(|e| corrupted(format!("static.toml does not parse: {}", e.message())))?;
-        if desc.name != name {
-            return Err(corrupted(format!(
-                "its directory belongs to service {:?} (name hash collision)",
-                desc.name
-            )));
+/// Reads and parses a service's static description.
+pub(crate) fn read_description(dir: &Path, name: &str) -> Result<StaticDescription, ServiceError> {
+    let corrupted = |reason: String| ServiceError::Corrupted {
+        service: name.to_owned(),
+        reason,
+        path: dir.to_owned(),
+    };
+    let static_path = dir.join(STATIC_FILE);
+    let text = match std::fs::read_to_string(&static_path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(ServiceError::DoesNotExist(name.to_owned()));
         }
-        self.check_open(&desc)?;
-        validate_qos(&desc.qos).map_err(|e| corrupted(format!("static.toml: {e}")))?;
-        let geo = DynGeometry::new(
-            desc.qos.max_nodes,
-            desc.qos.max_publishers,
-            desc.qos.max_subscribers,
-        );
-        let dyn_path = dir.join(DYNAMIC_FILE);
-        let fd = match shm::open_existing(&dyn_path, true) {
-            Ok(fd) => fd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(corrupted("the dynamic segment is missing".into()));
-            }
-            Err(e) => return Err(io_err("open", &dyn_path)(e)),
-        };
-        let size = shm::file_size(&fd).map_err(io_err("stat", &dyn_path))?;
-        if size != geo.total_size {
-            return Err(corrupted(format!(
-                "the dynamic segment has {size} bytes, {} expected",
-                geo.total_size
-            )));
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            return Err(corrupted("static.toml is not UTF-8 text".into()));
         }
-        let map = Mapping::new(&fd, 0, geo.total_size, true).map_err(io_err("map", &dyn_path))?;
-        let h: DynHeaderInit = map.read(0);
-        if h.magic != DYN_MAGIC {
-            return Err(corrupted(
-                "the dynamic segment has a bad magic number".into(),
-            ));
-        }
-        if h.version != LAYOUT_VERSION {
+        Err(e) => return Err(io_err("read", &static_path)(e)),
+    };
+    // The version is checked first, so a description from another layout
+    // version is reported as such rather than as unparsable.
+    #[derive(Deserialize)]
+    struct VersionOnly {
+        version: u32,
+    }
+    if let Ok(v) = toml::from_str::<VersionOnly>(&text) {
+        if v.version != LAYOUT_VERSION {
             return Err(ServiceError::VersionMismatch {
-                service: name,
-                found: h.version,
+                service: name.to_owned(),
+                found: v.version,
                 expected: LAYOUT_VERSION,
             });
         }
-        if (h.max_nodes, h.max_publishers, h.max_subscribers)
-            != (
-                desc.qos.max_nodes,
-                desc.qos.max_publishers,
-                desc.qos.max_subscribers,
-            )
-        {
-            return Err(corrupted(
-                "the dynamic segment disagrees with static.toml".into(),
-            ));
+    }
+    toml::from_str(&text)
+        .map_err(|e| corrupted(format!("static.toml does not parse: {}", e.message())))
+}
+
+fn open_locked(
+    node: &Arc<NodeInner>,
+    name: &ServiceName,
+    req: &impl PatternRequest,
+    dir: PathBuf,
+) -> Result<ServiceInner, ServiceError> {
+    let svc = name.to_string();
+    let corrupted = |reason: String| ServiceError::Corrupted {
+        service: svc.clone(),
+        reason,
+        path: dir.clone(),
+    };
+    let desc = read_description(&dir, &svc)?;
+    if desc.name != svc {
+        return Err(corrupted(format!(
+            "its directory belongs to service {:?} (name hash collision)",
+            desc.name
+        )));
+    }
+    if desc.pattern.name() != <_ as PatternRequestName>::name(req) {
+        return Err(ServiceError::IncompatiblePattern {
+            service: svc,
+            requested: <_ as PatternRequestName>::name(req).into(),
+            actual: desc.pattern.name().into(),
+        });
+    }
+    req.check(&svc, &desc.pattern)?;
+    validate_pattern(&desc.pattern).map_err(|e| corrupted(format!("static.toml: {e}")))?;
+    let tables = desc.pattern.tables();
+    let geo = tables.geometry();
+    let dyn_path = dir.join(DYNAMIC_FILE);
+    let fd = match shm::open_existing(&dyn_path, true) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(corrupted("the dynamic segment is missing".into()));
         }
-        let inner = ServiceInner::attach(self.node, self.name, dir, desc, map, geo)?;
-        Ok(PubSubService {
-            inner: Arc::new(inner),
-            _t: PhantomData,
-        })
+        Err(e) => return Err(io_err("open", &dyn_path)(e)),
+    };
+    let size = shm::file_size(&fd).map_err(io_err("stat", &dyn_path))?;
+    if size != geo.total_size {
+        return Err(corrupted(format!(
+            "the dynamic segment has {size} bytes, {} expected",
+            geo.total_size
+        )));
+    }
+    let map = Mapping::new(&fd, 0, geo.total_size, true).map_err(io_err("map", &dyn_path))?;
+    let h: DynHeaderInit = map.read(0);
+    if h.magic != DYN_MAGIC {
+        return Err(corrupted(
+            "the dynamic segment has a bad magic number".into(),
+        ));
+    }
+    if h.version != LAYOUT_VERSION {
+        return Err(ServiceError::VersionMismatch {
+            service: svc,
+            found: h.version,
+            expected: LAYOUT_VERSION,
+        });
+    }
+    if (h.max_nodes, h.first, h.second) != (tables.nodes, tables.first, tables.second) {
+        return Err(corrupted(
+            "the dynamic segment disagrees with static.toml".into(),
+        ));
+    }
+    ServiceInner::attach(node.clone(), name.clone(), dir, desc, map, geo, tables)
+}
+
+/// The pattern name of a request (a helper so `open_locked` can name it
+/// without an instance-level method on the trait).
+trait PatternRequestName {
+    fn name(&self) -> &'static str;
+}
+
+impl<R: PatternRequest> PatternRequestName for R {
+    fn name(&self) -> &'static str {
+        R::NAME
     }
 }
 
@@ -585,63 +463,65 @@ struct DynHeaderInit {
     magic: u64,
     version: u32,
     max_nodes: u32,
-    max_publishers: u32,
-    max_subscribers: u32,
+    first: u32,
+    second: u32,
 }
 const _: () = assert!(
-    std::mem::offset_of!(DynHeader, max_subscribers)
-        == std::mem::offset_of!(DynHeaderInit, max_subscribers)
+    std::mem::offset_of!(DynHeader, max_subscribers) == std::mem::offset_of!(DynHeaderInit, second)
 );
 
-fn validate_qos(q: &PubSubQos) -> Result<(), ServiceError> {
-    let check = |field, value: u32, lo: u32, hi: u32, rule| {
-        if value < lo || value > hi {
-            Err(ServiceError::InvalidSetting {
-                field,
-                value: value.into(),
-                rule,
-            })
-        } else {
+/// Checks that a setting lies in `lo..=hi`.
+pub(crate) fn check_range(
+    field: &'static str,
+    value: u32,
+    lo: u32,
+    hi: u32,
+    rule: &'static str,
+) -> Result<(), ServiceError> {
+    if value < lo || value > hi {
+        Err(ServiceError::InvalidSetting {
+            field,
+            value: value.into(),
+            rule,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// Checks a requested minimum against a service's value.
+pub(crate) fn at_least(
+    service: &str,
+    field: &'static str,
+    requested: Option<u32>,
+    actual: u32,
+) -> Result<(), ServiceError> {
+    match requested {
+        Some(r) if r > actual => Err(ServiceError::IncompatibleQos {
+            service: service.into(),
+            field,
+            requested: format!("at least {r}"),
+            actual: actual.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn validate_pattern(p: &Pattern) -> Result<(), ServiceError> {
+    match p {
+        Pattern::PublishSubscribe { payload, qos } => {
+            crate::pubsub::validate_qos(qos)?;
+            if !payload.align.is_power_of_two() || payload.align > crate::core::layout::MAX_ALIGN {
+                return Err(ServiceError::InvalidSetting {
+                    field: "payload alignment",
+                    value: payload.align,
+                    rule: "a power of two, at most 4096",
+                });
+            }
             Ok(())
         }
-    };
-    check(
-        "max_publishers",
-        q.max_publishers,
-        1,
-        4096,
-        "between 1 and 4096",
-    )?;
-    check(
-        "max_subscribers",
-        q.max_subscribers,
-        1,
-        4096,
-        "between 1 and 4096",
-    )?;
-    check("max_nodes", q.max_nodes, 1, 65536, "between 1 and 65536")?;
-    check(
-        "subscriber_max_buffer_size",
-        q.subscriber_max_buffer_size,
-        1,
-        1 << 20,
-        "between 1 and 1048576",
-    )?;
-    check(
-        "subscriber_max_borrowed_samples",
-        q.subscriber_max_borrowed_samples,
-        1,
-        1 << 20,
-        "between 1 and 1048576",
-    )?;
-    check(
-        "history_size",
-        q.history_size,
-        0,
-        1 << 20,
-        "at most 1048576",
-    )?;
-    Ok(())
+        Pattern::Event { qos } => crate::event::validate_qos(qos),
+    }
 }
 
 fn write_private(path: &Path, data: &[u8]) -> io::Result<()> {
@@ -668,6 +548,37 @@ fn remove_service_files(dir: &Path) {
     let _ = std::fs::remove_dir(dir);
 }
 
+/// Starts building a service; returned by [`Node::service_builder`](crate::Node::service_builder).
+pub struct ServiceBuilder {
+    node: Arc<NodeInner>,
+    name: ServiceName,
+}
+
+impl std::fmt::Debug for ServiceBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceBuilder")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl ServiceBuilder {
+    pub(crate) fn new(node: Arc<NodeInner>, name: ServiceName) -> Self {
+        Self { node, name }
+    }
+
+    /// A publish/subscribe service carrying `T` (a [`ShmSafe`](crate::ShmSafe)
+    /// type, or a slice `[T]`).
+    pub fn publish_subscribe<T: Payload + ?Sized>(self) -> PubSubBuilder<T> {
+        PubSubBuilder::new(self.node, self.name)
+    }
+
+    /// An event service: notifiers signal event ids, listeners wait for them.
+    pub fn event(self) -> EventBuilder {
+        EventBuilder::new(self.node, self.name)
+    }
+}
+
 /// Shared state of an open service; ports keep it alive.
 pub(crate) struct ServiceInner {
     pub(crate) node: Arc<NodeInner>,
@@ -676,13 +587,26 @@ pub(crate) struct ServiceInner {
     pub(crate) desc: StaticDescription,
     map: Mapping,
     geo: DynGeometry,
+    tables: Tables,
     node_slot: usize,
 }
 
-/// Which port table.
+impl std::fmt::Debug for ServiceInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("name", &self.name)
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+/// Which port table. Publish/subscribe: publishers, subscribers. Events:
+/// notifiers, listeners.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PortKind {
+    /// Publishers, notifiers.
     Publisher,
+    /// Subscribers, listeners.
     Subscriber,
 }
 
@@ -695,8 +619,9 @@ impl ServiceInner {
         desc: StaticDescription,
         map: Mapping,
         geo: DynGeometry,
+        tables: Tables,
     ) -> Result<Self, ServiceError> {
-        let max = desc.qos.max_nodes;
+        let max = tables.nodes;
         let mut me = Self {
             node,
             name,
@@ -704,14 +629,14 @@ impl ServiceInner {
             desc,
             map,
             geo,
+            tables,
             node_slot: usize::MAX,
         };
         let id = me.node.id;
         let mut free = None;
         for i in 0..max as usize {
-            let slot = me.node_slot_ref(i);
             // Relaxed: the domain lock orders all writers of the node table.
-            let n = slot.node_id.load(Ordering::Relaxed);
+            let n = me.node_slot_ref(i).node_id.load(Ordering::Relaxed);
             if n == id {
                 free = Some(i);
                 break;
@@ -721,9 +646,10 @@ impl ServiceInner {
             }
         }
         let Some(i) = free else {
-            let svc = me.name.to_string();
-            me.node_slot = usize::MAX;
-            return Err(ServiceError::TooManyNodes { service: svc, max });
+            return Err(ServiceError::TooManyNodes {
+                service: me.name.to_string(),
+                max,
+            });
         };
         let slot = me.node_slot_ref(i);
         // Relaxed (both): writers are serialised by the domain lock.
@@ -759,10 +685,29 @@ impl ServiceInner {
         self.header().generation.fetch_add(1, Ordering::Release);
     }
 
+    /// The publish/subscribe settings. Only called on services opened as
+    /// publish/subscribe (the pattern is checked at open).
+    pub(crate) fn pubsub(&self) -> (&PayloadDescription, &PubSubQos) {
+        match &self.desc.pattern {
+            Pattern::PublishSubscribe { payload, qos } => (payload, qos),
+            Pattern::Event { .. } => unreachable!("pattern checked when the service was opened"),
+        }
+    }
+
+    /// The event settings. Only called on services opened as events.
+    pub(crate) fn event_qos(&self) -> &EventQos {
+        match &self.desc.pattern {
+            Pattern::Event { qos } => qos,
+            Pattern::PublishSubscribe { .. } => {
+                unreachable!("pattern checked when the service was opened")
+            }
+        }
+    }
+
     pub(crate) fn table_len(&self, kind: PortKind) -> usize {
         match kind {
-            PortKind::Publisher => self.desc.qos.max_publishers as usize,
-            PortKind::Subscriber => self.desc.qos.max_subscribers as usize,
+            PortKind::Publisher => self.tables.first as usize,
+            PortKind::Subscriber => self.tables.second as usize,
         }
     }
 
@@ -778,25 +723,82 @@ impl ServiceInner {
         unsafe { &*self.map.ptr().add(off as usize).cast::<PortSlot>() }
     }
 
-    /// Registers a port; returns its table index or `None` if the table is full.
+    /// The wake block of a port.
+    pub(crate) fn wake_block(&self, kind: PortKind, i: usize) -> &WakeBlock {
+        &self.port_slot(kind, i).wake
+    }
+
+    /// The extra area owned by entry `i` of the second table.
+    pub(crate) fn extra(&self, i: usize) -> (&Mapping, u64) {
+        assert!(i < self.tables.second as usize);
+        (
+            &self.map,
+            self.geo.extra_offset + i as u64 * self.tables.extra_per_second,
+        )
+    }
+
+    /// Registers a port; returns its table index or `None` if the table is
+    /// full. `init(index)` runs under the domain lock before the port becomes
+    /// visible.
     pub(crate) fn register(
         &self,
         kind: PortKind,
         port_id: u64,
         max_len: u64,
         chunk_count: u64,
+        init: impl FnOnce(usize),
     ) -> Result<Option<usize>, ServiceError> {
         let root = &self.node.config.root;
         let _lock = DomainLock::acquire(root).map_err(io_err("lock", root))?;
+        if kind == PortKind::Publisher {
+            crate::segment::reap_retired_locked(self);
+        }
+        let limit = match (&self.desc.pattern, kind) {
+            (Pattern::PublishSubscribe { qos, .. }, PortKind::Publisher) => {
+                qos.max_publishers as usize
+            }
+            _ => self.table_len(kind),
+        };
+        // Relaxed (both loads): writers are serialised by the domain lock.
+        let active = (0..self.table_len(kind))
+            .filter(|&i| {
+                let s = self.port_slot(kind, i);
+                s.port_id.load(Ordering::Relaxed) != 0
+                    && s.flags.load(Ordering::Relaxed) != PORT_RETIRED
+            })
+            .count();
+        if active >= limit {
+            return Ok(None);
+        }
+        // Every free entry held by retired publishers: a live publisher takes
+        // precedence over samples nobody has collected yet.
+        let free = (0..self.table_len(kind))
+            .any(|i| self.port_slot(kind, i).port_id.load(Ordering::Relaxed) == 0);
+        if !free {
+            if let Some(i) = (0..self.table_len(kind))
+                .find(|&i| self.port_slot(kind, i).flags.load(Ordering::Relaxed) == PORT_RETIRED)
+            {
+                let pid = self.port_slot(kind, i).port_id.load(Ordering::Relaxed);
+                tracing::warn!(
+                    publisher = pid,
+                    "evicting a departed publisher whose queued samples were never collected"
+                );
+                self.remove_port_locked(kind, i, pid);
+                let _ = std::fs::remove_file(self.publisher_path(pid));
+            }
+        }
         for i in 0..self.table_len(kind) {
             let s = self.port_slot(kind, i);
             // Relaxed: writers are serialised by the domain lock.
             if s.port_id.load(Ordering::Relaxed) == 0 {
-                // Relaxed (three stores): published by the Release store of port_id.
+                // Relaxed (all stores): published by the Release store of port_id.
                 s.node_id.store(self.node.id, Ordering::Relaxed);
                 s.max_len.store(max_len, Ordering::Relaxed);
                 s.chunk_count.store(chunk_count, Ordering::Relaxed);
                 s.flags.store(0, Ordering::Relaxed);
+                s.wake.waiters.store(0, Ordering::Relaxed);
+                s.wake.fd_waiters.store(0, Ordering::Relaxed);
+                init(i);
                 // ORDERING: Release; pairs with the Acquire loads of port_id by
                 // readers of the table, publishing the fields above.
                 s.port_id.store(port_id, Ordering::Release);
@@ -844,6 +846,11 @@ impl ServiceInner {
     pub(crate) fn publisher_path(&self, port_id: u64) -> PathBuf {
         self.dir.join(format!("pub_{port_id:016x}"))
     }
+
+    /// Path of a port's wake-up FIFO.
+    pub(crate) fn fifo_path(&self, port_id: u64) -> PathBuf {
+        self.dir.join(format!("wake_{port_id:016x}"))
+    }
 }
 
 impl Drop for ServiceInner {
@@ -860,7 +867,7 @@ impl Drop for ServiceInner {
         if slot.refs.fetch_sub(1, Ordering::Relaxed) == 1 {
             slot.node_id.store(0, Ordering::Relaxed);
         }
-        let nodes_left = (0..self.desc.qos.max_nodes as usize)
+        let nodes_left = (0..self.tables.nodes as usize)
             .any(|i| self.node_slot_ref(i).node_id.load(Ordering::Relaxed) != 0);
         let ports_left = [PortKind::Publisher, PortKind::Subscriber]
             .iter()
@@ -871,56 +878,5 @@ impl Drop for ServiceInner {
         if !nodes_left && !ports_left {
             remove_service_files(&self.dir);
         }
-    }
-}
-
-/// An open publish/subscribe service carrying `T`.
-///
-/// `Send` and `Sync`; cheap to clone. Create ports with
-/// [`publisher_builder`](Self::publisher_builder) and
-/// [`subscriber_builder`](Self::subscriber_builder). The service's files are
-/// removed when the last handle and port in the domain are dropped.
-pub struct PubSubService<T: Payload + ?Sized> {
-    pub(crate) inner: Arc<ServiceInner>,
-    _t: PhantomData<fn() -> Box<T>>,
-}
-
-impl<T: Payload + ?Sized> Clone for PubSubService<T> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            _t: PhantomData,
-        }
-    }
-}
-
-impl<T: Payload + ?Sized> std::fmt::Debug for PubSubService<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PubSubService")
-            .field("name", &self.inner.name)
-            .field("description", &self.inner.desc)
-            .finish()
-    }
-}
-
-impl<T: Payload + ?Sized> PubSubService<T> {
-    /// The service name.
-    pub fn name(&self) -> &ServiceName {
-        &self.inner.name
-    }
-
-    /// The service's static description (type and quality of service).
-    pub fn description(&self) -> &StaticDescription {
-        &self.inner.desc
-    }
-
-    /// Starts building a publisher.
-    pub fn publisher_builder(&self) -> PublisherBuilder<T> {
-        PublisherBuilder::new(self.inner.clone())
-    }
-
-    /// Starts building a subscriber.
-    pub fn subscriber_builder(&self) -> SubscriberBuilder<T> {
-        SubscriberBuilder::new(self.inner.clone())
     }
 }

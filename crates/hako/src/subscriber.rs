@@ -78,12 +78,12 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
         let svc = self.service;
         let port_id = new_id();
         let index = svc
-            .register(PortKind::Subscriber, port_id, 0, 0)?
+            .register(PortKind::Subscriber, port_id, 0, 0, |_| {})?
             .ok_or_else(|| SubscriberCreateError::TooManySubscribers {
                 service: svc.name.to_string(),
-                max: svc.desc.qos.max_subscribers,
+                max: svc.pubsub().1.max_subscribers,
             })?;
-        let max_borrowed = svc.desc.qos.subscriber_max_borrowed_samples as usize;
+        let max_borrowed = svc.pubsub().1.subscriber_max_borrowed_samples as usize;
         let reg = Arc::new(Registration {
             service: svc,
             port_id,
@@ -119,6 +119,7 @@ impl Drop for Registration {
     fn drop(&mut self) {
         self.service
             .unregister(PortKind::Subscriber, self.index, self.port_id);
+        reap_retired(&self.service);
     }
 }
 
@@ -145,7 +146,7 @@ impl SubConn {
         else {
             return Ok(None);
         };
-        let q = &svc.desc.qos;
+        let (payload, q) = svc.pubsub();
         let p = &h.params;
         let ps = svc.port_slot(PortKind::Publisher, slot);
         // Relaxed (both): published by the Acquire load of port_id that found it.
@@ -154,9 +155,9 @@ impl SubConn {
             ps.chunk_count.load(Ordering::Relaxed),
         );
         if h.port_id != pid
-            || p.elem_size != svc.desc.size
-            || p.align != svc.desc.align
-            || (!svc.desc.slice && p.max_len != 1)
+            || p.elem_size != payload.size
+            || p.align != payload.align
+            || (!payload.slice && p.max_len != 1)
             || p.max_subscribers != u64::from(q.max_subscribers)
             || p.buffer != u64::from(q.subscriber_max_buffer_size)
             || p.borrowed != u64::from(q.subscriber_max_borrowed_samples)
@@ -403,7 +404,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
             .pool
             .atomic(conn.chunk_offset(idx))
             .load(Ordering::Relaxed);
-        if len > conn.max_len || (!conn.reg.service.desc.slice && len != 1) {
+        if len > conn.max_len || (!conn.reg.service.pubsub().0.slice && len != 1) {
             // Give the chunk back so the publisher does not lose it.
             conn.completion().push(&conn.comp_tail, idx);
             return Err(bad("payload length out of range"));

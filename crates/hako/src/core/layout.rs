@@ -30,9 +30,10 @@
 //! ## Service dynamic segment (one file per service)
 //!
 //! ```text
-//!  +-----------+------------------+--------------------+---------------------+
-//!  | DynHeader | NodeSlot × nodes | PortSlot × pubs    | PortSlot × subs     |
-//!  +-----------+------------------+--------------------+---------------------+
+//!  +-----------+------------------+-----------------+-----------------+-------------------+
+//!  | DynHeader | NodeSlot × nodes | PortSlot × pubs | PortSlot × subs | extra × subs      |
+//!  +-----------+------------------+-----------------+-----------------+-------------------+
+//!  (events: pubs = notifiers, subs = listeners, extra = a listener's event counters)
 //! ```
 //! Tables are changed only under the domain lock; readers use atomics. A port
 //! slot is in use while `port_id != 0`; `generation` counts table changes.
@@ -247,7 +248,9 @@ pub struct NodeSlot {
 }
 const _: () = assert!(size_of::<NodeSlot>() == 16);
 
-/// A publisher or subscriber registered with the service.
+/// A port registered with the service (publishers and subscribers; for
+/// events, notifiers and listeners).
+#[cfg(not(loom))]
 #[repr(C)]
 #[derive(Debug)]
 pub struct PortSlot {
@@ -255,15 +258,17 @@ pub struct PortSlot {
     pub port_id: AtomicU64,
     /// Node that owns the port.
     pub node_id: AtomicU64,
-    /// Publishers: maximum elements per sample. Subscribers: unused.
+    /// Publishers: maximum elements per sample. Others: unused.
     pub max_len: AtomicU64,
-    /// Publishers: chunks in the pool. Subscribers: unused.
+    /// Publishers: chunks in the pool. Others: unused.
     pub chunk_count: AtomicU64,
     /// [`PORT_RETIRED`] for a publisher that has left while a subscriber
     /// still had to map its segment to collect queued samples.
     pub flags: AtomicU64,
+    /// How to wake the port when it sleeps (subscribers, listeners).
+    pub wake: super::park::WakeBlock,
     /// Reserved; zero.
-    pub reserved: [AtomicU64; 3],
+    pub reserved: AtomicU64,
 }
 
 /// Bytes per port table entry.
@@ -271,43 +276,47 @@ pub const PORT_SLOT_SIZE: u64 = 64;
 /// [`PortSlot::flags`]: the publisher is gone; its segment stays until every
 /// subscriber with queued samples has mapped it.
 pub const PORT_RETIRED: u64 = 1;
-const _: () = assert!(offset_of!(PortSlot, port_id) == 0);
-const _: () = assert!(offset_of!(PortSlot, node_id) == 8);
-const _: () = assert!(offset_of!(PortSlot, max_len) == 16);
-const _: () = assert!(offset_of!(PortSlot, chunk_count) == 24);
-const _: () = assert!(offset_of!(PortSlot, flags) == 32);
-const _: () = assert!(size_of::<PortSlot>() as u64 == PORT_SLOT_SIZE);
+#[cfg(not(loom))]
+const _: () = {
+    assert!(offset_of!(PortSlot, port_id) == 0);
+    assert!(offset_of!(PortSlot, node_id) == 8);
+    assert!(offset_of!(PortSlot, max_len) == 16);
+    assert!(offset_of!(PortSlot, chunk_count) == 24);
+    assert!(offset_of!(PortSlot, flags) == 32);
+    assert!(offset_of!(PortSlot, wake) == 40);
+    assert!(size_of::<PortSlot>() as u64 == PORT_SLOT_SIZE);
+};
 
 /// Where the tables sit in a dynamic segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DynGeometry {
     /// Offset of the node table.
     pub nodes_offset: u64,
-    /// Offset of the publisher table.
+    /// Offset of the first port table (publishers, notifiers).
     pub pubs_offset: u64,
-    /// Offset of the subscriber table.
+    /// Offset of the second port table (subscribers, listeners).
     pub subs_offset: u64,
+    /// Offset of the extra area: `extra_per_second` bytes per entry of the
+    /// second table (the event counters of listeners).
+    pub extra_offset: u64,
     /// Size of the segment.
     pub total_size: u64,
 }
 
 impl DynGeometry {
     /// Geometry for the given table sizes.
-    pub fn new(max_nodes: u32, max_publishers: u32, max_subscribers: u32) -> Self {
+    pub fn new(max_nodes: u32, first: u32, second: u32, extra_per_second: u64) -> Self {
         let nodes_offset = LINE;
         let pubs_offset = round_up(nodes_offset + 16 * u64::from(max_nodes), LINE);
-        let subs_offset = round_up(
-            pubs_offset + PORT_SLOT_SIZE * u64::from(max_publishers),
-            LINE,
-        );
-        let total_size = round_up(
-            subs_offset + PORT_SLOT_SIZE * u64::from(max_subscribers),
-            PAGE,
-        );
+        let subs_offset = round_up(pubs_offset + PORT_SLOT_SIZE * u64::from(first), LINE);
+        let extra_offset = round_up(subs_offset + PORT_SLOT_SIZE * u64::from(second), LINE);
+        let total_size =
+            round_up(extra_offset + extra_per_second * u64::from(second), PAGE).max(PAGE);
         Self {
             nodes_offset,
             pubs_offset,
             subs_offset,
+            extra_offset,
             total_size,
         }
     }
@@ -411,7 +420,7 @@ mod tests {
 
     #[test]
     fn dyn_geometry() {
-        let g = DynGeometry::new(4, 2, 8);
+        let g = DynGeometry::new(4, 2, 8, 0);
         assert!(g.pubs_offset >= g.nodes_offset + 64);
         assert!(g.subs_offset >= g.pubs_offset + 64);
         assert_eq!(g.total_size % PAGE, 0);
