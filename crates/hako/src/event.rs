@@ -485,7 +485,7 @@ impl ListenerBuilder {
         let port_id = new_id();
         let fifo_path = svc.fifo_path(port_id);
         let fifo = fifo::create(&fifo_path)
-            .map_err(|e| ServiceError::from(io_err("create FIFO", &fifo_path)(e)))?;
+            .map_err(io_err("create FIFO", &fifo_path))?;
         let index = match svc.register(PortKind::Subscriber, port_id, 0, 0, |j| {
             let (summary, counter) = counters(&svc, j);
             // Relaxed (all): published by the Release store of the port id.
@@ -549,6 +549,11 @@ impl Listener {
     /// The listener's unique port id.
     pub fn id(&self) -> u64 {
         self.port_id
+    }
+
+    /// Whether events are waiting (without taking them).
+    pub fn has_events(&self) -> bool {
+        self.pending()
     }
 
     fn pending(&self) -> bool {

@@ -111,6 +111,8 @@ mod service;
 mod subscriber;
 #[cfg(not(loom))]
 mod wait;
+#[cfg(not(loom))]
+mod waitset;
 
 #[cfg(not(loom))]
 pub use config::Config;
@@ -124,7 +126,7 @@ pub use hako_derive::ShmSafe;
 #[cfg(not(loom))]
 pub use name::{NameError, NodeName, ServiceName};
 #[cfg(not(loom))]
-pub use node::{node_is_alive, Node, NodeBuilder, NodeCreateError};
+pub use node::{node_is_alive, Node, NodeBuilder, NodeCreateError, NodeWaitError};
 #[cfg(not(loom))]
 pub use payload::{Payload, ShmSafe, TypeDetails};
 #[cfg(not(loom))]
@@ -140,3 +142,5 @@ pub use service::{Pattern, PayloadDescription, ServiceBuilder, ServiceError, Sta
 pub use subscriber::{ReceiveError, Sample, Subscriber, SubscriberBuilder, SubscriberCreateError};
 #[cfg(not(loom))]
 pub use wait::WaitStrategy;
+#[cfg(not(loom))]
+pub use waitset::{AttachmentId, WaitEvent, WaitOutcome, WaitSet, WaitSetError};

@@ -40,6 +40,18 @@ pub enum NodeCreateError {
     },
 }
 
+/// Why [`Node::wait`] returned early.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeWaitError {
+    /// SIGINT or SIGTERM arrived: the program should stop.
+    #[error("termination requested (SIGINT or SIGTERM)")]
+    TerminationRequest,
+    /// The signal handlers could not be installed or polling failed.
+    #[error("cannot wait: {0}")]
+    Io(#[from] io::Error),
+}
+
 /// Builds a [`Node`].
 ///
 /// ```no_run
@@ -226,6 +238,33 @@ impl Node {
     /// The config the node uses.
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// Sleeps for `cycle`; returns [`NodeWaitError::TerminationRequest`] as
+    /// soon as SIGINT or SIGTERM arrives (at once if one already has), so
+    /// that `while node.wait(CYCLE).is_ok() { ... }` ends cleanly on Ctrl-C.
+    pub fn wait(&self, cycle: std::time::Duration) -> Result<(), NodeWaitError> {
+        use rustix::event::{poll, PollFd, PollFlags};
+        let fd = crate::os::signal::fd()?;
+        let end = std::time::Instant::now() + cycle;
+        loop {
+            if crate::os::signal::requested() {
+                return Err(NodeWaitError::TerminationRequest);
+            }
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            let ts = rustix::time::Timespec {
+                tv_sec: left.as_secs() as i64,
+                tv_nsec: i64::from(left.subsec_nanos()),
+            };
+            let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+            match poll(&mut fds, Some(&ts)) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(NodeWaitError::Io(e.into())),
+            }
+        }
     }
 
     /// Starts building a service with the given name.

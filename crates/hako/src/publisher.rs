@@ -4,15 +4,19 @@ use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::core::layout::{
     SegmentGeometry, SegmentHeader, SegmentParams, LAYOUT_VERSION, SEGMENT_MAGIC,
 };
+use crate::core::park::Kernel;
 use crate::core::pool::{ChunkBook, Outstanding};
 use crate::core::ring::{Completion, Corrupted, Producer, Push, Submission};
 use crate::node::{new_id, node_is_alive};
+use crate::os::fifo;
+use crate::os::futex::OsKernel;
 use crate::os::lock::DomainLock;
 use crate::os::shm::{self, Mapping};
 use crate::payload::{Payload, ShmSafe};
@@ -227,6 +231,8 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
                     comp_head: 0,
                     outstanding: Outstanding::new(n),
                     broken: false,
+                    delivered: false,
+                    fifo: None,
                 })
                 .collect(),
             history: VecDeque::with_capacity(q.history_size as usize),
@@ -273,6 +279,10 @@ struct ConnState {
     outstanding: Outstanding,
     /// The subscriber wrote garbage; it gets nothing more.
     broken: bool,
+    /// Got the sample being sent (wake it if it sleeps).
+    delivered: bool,
+    /// Write end of the subscriber's wake-up FIFO, opened when first needed.
+    fifo: Option<OwnedFd>,
 }
 
 struct PubState {
@@ -439,6 +449,7 @@ impl PubState {
         comp.reset(&mut conn.comp_head);
         conn.sub_port = pid;
         conn.broken = false;
+        conn.fifo = None;
         // History, newest last, as much as the queue holds.
         let skip = self.history.len().saturating_sub(p.buffer as usize);
         for &idx in self.history.iter().skip(skip) {
@@ -451,20 +462,58 @@ impl PubState {
         // connected word: the reset rings and history are visible before it
         // starts consuming.
         p.connected_word(j).store(pid, Ordering::Release);
+        // A subscriber may already sleep waiting for its first sample.
+        for (k, c) in self.conns.iter_mut().enumerate() {
+            c.delivered = k == j;
+        }
+        self.wake_sleepers(p);
     }
 
     /// Delivers chunk `idx` to every connected subscriber; returns how many got it.
     fn deliver(&mut self, p: &PublisherInner, idx: u32) -> usize {
         let mut delivered = 0;
         for j in 0..self.conns.len() {
+            self.conns[j].delivered = false;
             if self.conns[j].sub_port == 0 || self.conns[j].broken {
                 continue;
             }
             if self.deliver_one(p, j, idx) {
+                self.conns[j].delivered = true;
                 delivered += 1;
             }
         }
+        if delivered > 0 {
+            self.wake_sleepers(p);
+        }
         delivered
+    }
+
+    /// Wakes the subscribers that got something and sleep. One SeqCst fence
+    /// for all; no system call unless one of them sleeps.
+    fn wake_sleepers(&mut self, p: &PublisherInner) {
+        // ORDERING: SeqCst fence; pairs with the fences of sleeping
+        // subscribers (see core::park): after our descriptor stores, before
+        // reading their registrations.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        for j in 0..self.conns.len() {
+            if !self.conns[j].delivered {
+                continue;
+            }
+            let block = p.service.wake_block(PortKind::Subscriber, j);
+            let w = block.sleepers_after_fence();
+            if w.futex {
+                OsKernel.futex_wake(&block.epoch);
+            }
+            if w.fd {
+                let conn = &mut self.conns[j];
+                if conn.fifo.is_none() {
+                    conn.fifo = fifo::open_writer(&p.service.fifo_path(conn.sub_port)).ok();
+                }
+                if let Some(fd) = &conn.fifo {
+                    fifo::poke(fd);
+                }
+            }
+        }
     }
 
     fn deliver_one(&mut self, p: &PublisherInner, j: usize, idx: u32) -> bool {

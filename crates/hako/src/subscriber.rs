@@ -2,16 +2,22 @@
 
 use std::marker::PhantomData;
 use std::ops::Deref;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
 use crate::core::ring::{Completion, Corrupted, Pop, Submission};
-use crate::node::new_id;
+use crate::node::{new_id, node_is_alive};
+use crate::os::fifo;
 use crate::os::shm::Mapping;
 use crate::payload::Payload;
 use crate::segment::{open_segment, reap_retired, OpenSegment};
+use crate::service::io_err;
 use crate::service::{PortKind, ServiceError, ServiceInner};
+use crate::wait::{Adaptive, WaitStrategy, Waiter};
 
 /// Why a subscriber could not be created.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +40,10 @@ pub enum SubscriberCreateError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReceiveError {
+    /// Every publisher seen during a blocking receive has left or died and
+    /// nothing is queued; waiting on could only hang.
+    #[error("every publisher of service {0:?} is gone and nothing is queued")]
+    PublishersGone(String),
     /// The subscriber already holds `subscriber_max_borrowed_samples` samples.
     #[error("{0} samples are held already (subscriber_max_borrowed_samples); drop one before receiving more")]
     ExceedsMaxBorrowed(usize),
@@ -53,6 +63,7 @@ pub enum ReceiveError {
 /// [`PubSubService::subscriber_builder`](crate::PubSubService::subscriber_builder).
 pub struct SubscriberBuilder<T: Payload + ?Sized> {
     service: Arc<ServiceInner>,
+    strategy: WaitStrategy,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
@@ -68,8 +79,17 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
     pub(crate) fn new(service: Arc<ServiceInner>) -> Self {
         Self {
             service,
+            strategy: WaitStrategy::default(),
             _t: PhantomData,
         }
+    }
+
+    /// How [`receive_timeout`](Subscriber::receive_timeout) and
+    /// [`blocking_receive`](Subscriber::blocking_receive) wait (default:
+    /// spin, then park).
+    pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.strategy = strategy;
+        self
     }
 
     /// Creates the subscriber and registers it with the service. Publishers
@@ -77,22 +97,36 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
     pub fn create(self) -> Result<Subscriber<T>, SubscriberCreateError> {
         let svc = self.service;
         let port_id = new_id();
-        let index = svc
-            .register(PortKind::Subscriber, port_id, 0, 0, |_| {})?
-            .ok_or_else(|| SubscriberCreateError::TooManySubscribers {
-                service: svc.name.to_string(),
-                max: svc.pubsub().1.max_subscribers,
-            })?;
+        let fifo_path = svc.fifo_path(port_id);
+        let fifo = fifo::create(&fifo_path)
+            .map_err(io_err("create FIFO", &fifo_path))?;
+        let index = match svc.register(PortKind::Subscriber, port_id, 0, 0, |_| {}) {
+            Ok(Some(i)) => i,
+            other => {
+                let _ = std::fs::remove_file(&fifo_path);
+                return Err(match other {
+                    Err(e) => e.into(),
+                    _ => SubscriberCreateError::TooManySubscribers {
+                        service: svc.name.to_string(),
+                        max: svc.pubsub().1.max_subscribers,
+                    },
+                });
+            }
+        };
         let max_borrowed = svc.pubsub().1.subscriber_max_borrowed_samples as usize;
         let reg = Arc::new(Registration {
             service: svc,
             port_id,
             index,
             borrowed: AtomicUsize::new(0),
+            fifo,
+            fifo_path,
         });
         let sub = Subscriber {
             reg,
             max_borrowed,
+            strategy: self.strategy,
+            adaptive: Adaptive::default(),
             state: Mutex::new(SubState {
                 seen_generation: u64::MAX,
                 conns: Vec::new(),
@@ -113,6 +147,9 @@ struct Registration {
     port_id: u64,
     index: usize,
     borrowed: AtomicUsize,
+    /// Read end of the wake-up FIFO a waitset polls.
+    fifo: OwnedFd,
+    fifo_path: PathBuf,
 }
 
 impl Drop for Registration {
@@ -120,6 +157,7 @@ impl Drop for Registration {
         self.service
             .unregister(PortKind::Subscriber, self.index, self.port_id);
         reap_retired(&self.service);
+        let _ = std::fs::remove_file(&self.fifo_path);
     }
 }
 
@@ -308,6 +346,8 @@ impl SubState {
 pub struct Subscriber<T: Payload + ?Sized> {
     reg: Arc<Registration>,
     max_borrowed: usize,
+    strategy: WaitStrategy,
+    adaptive: Adaptive,
     state: Mutex<SubState>,
     _t: PhantomData<fn() -> Box<T>>,
 }
@@ -419,6 +459,91 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         }))
     }
 
+    /// Waits up to `timeout` for a sample; `Ok(None)` on timeout. A zero
+    /// timeout is the same as [`receive`](Self::receive).
+    pub fn receive_timeout(&self, timeout: Duration) -> Result<Option<Sample<T>>, ReceiveError> {
+        self.wait(Some(Instant::now() + timeout))
+    }
+
+    /// Waits until a sample arrives. Returns
+    /// [`ReceiveError::PublishersGone`] when every publisher seen during the
+    /// wait has left or died and nothing is queued (a subscriber started
+    /// before any publisher waits for one to come).
+    pub fn blocking_receive(&self) -> Result<Sample<T>, ReceiveError> {
+        loop {
+            if let Some(s) = self.wait(None)? {
+                return Ok(s);
+            }
+        }
+    }
+
+    fn wait(&self, deadline: Option<Instant>) -> Result<Option<Sample<T>>, ReceiveError> {
+        let waiter = Waiter {
+            strategy: self.strategy,
+            adaptive: &self.adaptive,
+            block: self
+                .reg
+                .service
+                .wake_block(PortKind::Subscriber, self.reg.index),
+        };
+        let mut saw_publisher = self.publishers_alive();
+        waiter.wait(
+            deadline,
+            || self.receive(),
+            || self.ready(),
+            || {
+                if self.publishers_alive() {
+                    saw_publisher = true;
+                    Ok(())
+                } else if saw_publisher && !self.ready() {
+                    Err(ReceiveError::PublishersGone(
+                        self.reg.service.name.to_string(),
+                    ))
+                } else {
+                    Ok(())
+                }
+            },
+        )
+    }
+
+    /// Whether a receive would find something (without taking it).
+    fn ready(&self) -> bool {
+        let mut st = self.lock();
+        st.update(&self.reg);
+        st.conns
+            .iter()
+            .any(|e| e.conn.connected() && e.conn.submission().has_item())
+    }
+
+    fn publishers_alive(&self) -> bool {
+        let svc = &self.reg.service;
+        (0..svc.table_len(PortKind::Publisher)).any(|i| {
+            let slot = svc.port_slot(PortKind::Publisher, i);
+            // ORDERING: Acquire; pairs with the Release store in register().
+            slot.port_id.load(Ordering::Acquire) != 0
+                // Relaxed (both): published with the port id.
+                && slot.flags.load(Ordering::Relaxed) == 0
+                && node_is_alive(&svc.node.config.root, slot.node_id.load(Ordering::Relaxed))
+        })
+    }
+
+    /// Registers interest before a waitset sleeps; true if samples wait.
+    pub(crate) fn arm(&self) -> bool {
+        self.reg
+            .service
+            .wake_block(PortKind::Subscriber, self.reg.index)
+            .register_fd(|| self.ready())
+    }
+
+    /// Withdraws the interest taken by [`arm`](Self::arm); empties the FIFO.
+    pub(crate) fn disarm(&self) {
+        self.reg
+            .service
+            .wake_block(PortKind::Subscriber, self.reg.index)
+            .unregister_fd();
+        fifo::drain(&self.reg.fifo);
+    }
+
     /// Whether a sample is waiting (a hint: another thread may take it).
     pub fn has_samples(&self) -> bool {
         let mut st = self.lock();
@@ -481,5 +606,13 @@ impl<T: Payload + ?Sized> Drop for Sample<T> {
 impl<T: Payload + ?Sized + std::fmt::Debug> std::fmt::Debug for Sample<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Sample").field(&&**self).finish()
+    }
+}
+
+impl<T: Payload + ?Sized> AsFd for Subscriber<T> {
+    /// The subscriber's wake-up FIFO, readable after a send while a waitset
+    /// waits on it.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.reg.fifo.as_fd()
     }
 }

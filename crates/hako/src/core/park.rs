@@ -62,11 +62,19 @@ impl WakeBlock {
     /// Bumps the epoch if a thread is parked; says which wake-ups to send.
     #[inline]
     pub fn after_publish(&self) -> Wake {
-        // ORDERING: SeqCst fence; pairs with the SeqCst fetch_add of waiters in
-        // park(): either we see the registration or the receiver's re-check
-        // sees our data.
+        // ORDERING: SeqCst fence; pairs with the SeqCst fence in park() and
+        // register_fd(): either we see the registration or the receiver's
+        // re-check sees our data.
         fence(Ordering::SeqCst);
-        // Relaxed (both): ordered by the fence above.
+        self.sleepers_after_fence()
+    }
+
+    /// Sender: [`after_publish`](Self::after_publish) for a sender that
+    /// published to several ports and issued one SeqCst fence for all of
+    /// them after its last data store.
+    #[inline]
+    pub fn sleepers_after_fence(&self) -> Wake {
+        // Relaxed (both): ordered by the caller's SeqCst fence.
         let futex = self.waiters.load(Ordering::Relaxed) != 0;
         let fd = self.fd_waiters.load(Ordering::Relaxed) != 0;
         if futex {
@@ -152,7 +160,7 @@ mod tests {
         assert!(!b.notify(&k));
         assert_eq!(k.0.get(), 1);
         assert_eq!(b.epoch.load(Ordering::Relaxed), 1);
-        assert!(b.register_fd(|| false) == false);
+        assert!(!b.register_fd(|| false));
         assert!(b.notify(&k));
         b.unregister_fd();
     }

@@ -6,3 +6,4 @@ pub mod fifo;
 pub mod futex;
 pub mod lock;
 pub mod shm;
+pub mod signal;

@@ -1,0 +1,60 @@
+//! Termination requests: SIGINT and SIGTERM become a flag and a readable
+//! file descriptor, so waiting loops can end cleanly.
+//!
+//! The handlers are installed the first time something waits
+//! ([`WaitSet`](crate::WaitSet), [`Node::wait`](crate::Node::wait)). The first
+//! signal sets the flag; a second one, while the flag is set, ends the
+//! process at once (exit status 130), so a program that ignores the request
+//! can still be stopped with a second Ctrl-C.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+
+struct Termination {
+    flag: Arc<AtomicBool>,
+    read: OwnedFd,
+}
+
+static STATE: OnceLock<Result<Termination, String>> = OnceLock::new();
+
+fn install() -> Result<Termination, String> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let (read, write) = UnixStream::pair().map_err(|e| e.to_string())?;
+    read.set_nonblocking(true).map_err(|e| e.to_string())?;
+    for sig in [SIGINT, SIGTERM] {
+        // Registered first, so it sees the flag before this signal sets it.
+        signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())
+            .map_err(|e| e.to_string())?;
+        signal_hook::flag::register(sig, flag.clone()).map_err(|e| e.to_string())?;
+        let w = write.try_clone().map_err(|e| e.to_string())?;
+        signal_hook::low_level::pipe::register(sig, w).map_err(|e| e.to_string())?;
+    }
+    Ok(Termination {
+        flag,
+        read: read.into(),
+    })
+}
+
+fn state() -> io::Result<&'static Termination> {
+    STATE
+        .get_or_init(install)
+        .as_ref()
+        .map_err(|e| io::Error::other(e.clone()))
+}
+
+/// Installs the handlers (once) and returns the descriptor that becomes
+/// readable when termination is requested.
+pub fn fd() -> io::Result<BorrowedFd<'static>> {
+    Ok(state()?.read.as_fd())
+}
+
+/// Whether SIGINT or SIGTERM has arrived (installs the handlers if needed).
+pub fn requested() -> bool {
+    // SeqCst: matches signal-hook's own store in the handler.
+    state().is_ok_and(|s| s.flag.load(Ordering::SeqCst))
+}

@@ -1,0 +1,395 @@
+//! The waitset: one thread waits on many sources at once.
+//!
+//! Attach listeners, subscribers, any file descriptor, periodic intervals and
+//! deadlines ("tell me if this source stays silent for longer than d"), then
+//! call [`WaitSet::wait_and_process`]: it sleeps in `epoll` until something
+//! happens and calls your function once per event. It also returns when
+//! SIGINT or SIGTERM arrives, so a program ends its loop cleanly.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use hako::{NodeBuilder, WaitSet, WaitEvent, WaitOutcome};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let node = NodeBuilder::new().create()?;
+//! let events = node.service_builder(&"door/bell".try_into()?).event().open_or_create()?;
+//! let listener = events.listener_builder().create()?;
+//!
+//! let mut ws = WaitSet::new()?;
+//! let bell = ws.attach_listener(&listener)?;
+//! let tick = ws.attach_interval(Duration::from_secs(1));
+//! loop {
+//!     let outcome = ws.wait_and_process(|event| match event {
+//!         WaitEvent::Ready(id) if id == bell => println!("{:?}", listener.try_wait()),
+//!         WaitEvent::Tick(id) if id == tick => println!("tick"),
+//!         _ => {}
+//!     })?;
+//!     if outcome == WaitOutcome::TerminationRequest {
+//!         break;
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! A port is armed before each sleep: it records in its wake block that a
+//! waitset waits on its FIFO, so senders write one byte there (and only
+//! then); see [`crate::core::park`].
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use rustix::event::epoll;
+
+use crate::event::Listener;
+use crate::os::signal;
+use crate::payload::Payload;
+use crate::subscriber::Subscriber;
+
+/// Identifies an attachment of a [`WaitSet`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AttachmentId(usize);
+
+/// What happened, passed to the function given to
+/// [`WaitSet::wait_and_process`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitEvent {
+    /// A listener has events, a subscriber has samples, or a file
+    /// descriptor is readable.
+    Ready(AttachmentId),
+    /// An interval elapsed.
+    Tick(AttachmentId),
+    /// The source a deadline watches stayed silent for the whole deadline;
+    /// the id is the deadline's.
+    DeadlineMissed(AttachmentId),
+}
+
+/// How a call of [`WaitSet::wait_and_process`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// This many events were processed.
+    Processed(usize),
+    /// The timeout passed with nothing to process.
+    TimedOut,
+    /// SIGINT or SIGTERM arrived: the program should stop.
+    TerminationRequest,
+}
+
+/// Why a waitset operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WaitSetError {
+    /// epoll or the signal handlers could not be set up.
+    #[error("waitset system call failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The attachment a deadline should watch does not exist or is a timer.
+    #[error("attachment {0:?} cannot carry a deadline (only listeners, subscribers and descriptors can)")]
+    NotWatchable(AttachmentId),
+    /// A period or deadline of zero.
+    #[error("an interval or deadline of zero would fire without end")]
+    ZeroDuration,
+}
+
+impl From<rustix::io::Errno> for WaitSetError {
+    fn from(e: rustix::io::Errno) -> Self {
+        Self::Io(e.into())
+    }
+}
+
+/// A port a waitset can arm.
+trait Port {
+    fn arm(&self) -> bool;
+    fn disarm(&self);
+    fn ready(&self) -> bool;
+}
+
+impl Port for Listener {
+    fn arm(&self) -> bool {
+        Listener::arm(self)
+    }
+    fn disarm(&self) {
+        Listener::disarm(self)
+    }
+    fn ready(&self) -> bool {
+        self.has_events()
+    }
+}
+
+impl<T: Payload + ?Sized> Port for Subscriber<T> {
+    fn arm(&self) -> bool {
+        Subscriber::arm(self)
+    }
+    fn disarm(&self) {
+        Subscriber::disarm(self)
+    }
+    fn ready(&self) -> bool {
+        self.has_samples()
+    }
+}
+
+enum Source<'a> {
+    Port(&'a dyn Port),
+    Fd,
+    Interval {
+        period: Duration,
+        next: Instant,
+    },
+    Deadline {
+        of: usize,
+        period: Duration,
+        next: Instant,
+    },
+}
+
+const SIGNAL_TOKEN: u64 = u64::MAX;
+
+/// Waits on many sources in one thread; see the [module docs](self).
+///
+/// The lifetime `'a` ties the waitset to the ports and descriptors attached
+/// to it.
+pub struct WaitSet<'a> {
+    epoll: OwnedFd,
+    sources: Vec<Source<'a>>,
+    events: Vec<epoll::Event>,
+}
+
+impl std::fmt::Debug for WaitSet<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitSet")
+            .field("attachments", &self.sources.len())
+            .finish()
+    }
+}
+
+impl<'a> WaitSet<'a> {
+    /// An empty waitset. Installs the SIGINT/SIGTERM handlers (once per
+    /// process; see [`crate::os::signal`]).
+    pub fn new() -> Result<Self, WaitSetError> {
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        epoll::add(
+            &epoll,
+            signal::fd()?,
+            epoll::EventData::new_u64(SIGNAL_TOKEN),
+            epoll::EventFlags::IN,
+        )?;
+        Ok(Self {
+            epoll,
+            sources: Vec::new(),
+            events: Vec::with_capacity(16),
+        })
+    }
+
+    fn add_fd(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        source: Source<'a>,
+    ) -> Result<AttachmentId, WaitSetError> {
+        let id = self.sources.len();
+        epoll::add(
+            &self.epoll,
+            fd,
+            epoll::EventData::new_u64(id as u64),
+            epoll::EventFlags::IN,
+        )?;
+        self.sources.push(source);
+        Ok(AttachmentId(id))
+    }
+
+    /// Wakes when the listener has events.
+    pub fn attach_listener(
+        &mut self,
+        listener: &'a Listener,
+    ) -> Result<AttachmentId, WaitSetError> {
+        self.add_fd(listener.as_fd(), Source::Port(listener))
+    }
+
+    /// Wakes when the subscriber has samples.
+    pub fn attach_subscriber<T: Payload + ?Sized>(
+        &mut self,
+        subscriber: &'a Subscriber<T>,
+    ) -> Result<AttachmentId, WaitSetError> {
+        self.add_fd(subscriber.as_fd(), Source::Port(subscriber))
+    }
+
+    /// Wakes when `fd` is readable. Read from it in your function, or it
+    /// stays ready.
+    pub fn attach_fd(&mut self, fd: BorrowedFd<'a>) -> Result<AttachmentId, WaitSetError> {
+        self.add_fd(fd, Source::Fd)
+    }
+
+    /// Fires [`WaitEvent::Tick`] every `period`.
+    pub fn attach_interval(&mut self, period: Duration) -> AttachmentId {
+        let id = self.sources.len();
+        self.sources.push(Source::Interval {
+            period,
+            next: Instant::now() + period,
+        });
+        AttachmentId(id)
+    }
+
+    /// Fires [`WaitEvent::DeadlineMissed`] whenever `source` (a listener,
+    /// subscriber or descriptor attachment) stays silent for `deadline`.
+    pub fn attach_deadline(
+        &mut self,
+        source: AttachmentId,
+        deadline: Duration,
+    ) -> Result<AttachmentId, WaitSetError> {
+        if deadline.is_zero() {
+            return Err(WaitSetError::ZeroDuration);
+        }
+        match self.sources.get(source.0) {
+            Some(Source::Port(_) | Source::Fd) => {}
+            _ => return Err(WaitSetError::NotWatchable(source)),
+        }
+        let id = self.sources.len();
+        self.sources.push(Source::Deadline {
+            of: source.0,
+            period: deadline,
+            next: Instant::now() + deadline,
+        });
+        Ok(AttachmentId(id))
+    }
+
+    /// Number of attachments.
+    pub fn len(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// Whether nothing is attached.
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+
+    /// Sleeps until at least one event happens (or termination is
+    /// requested), then calls `f` once per event.
+    pub fn wait_and_process(
+        &mut self,
+        f: impl FnMut(WaitEvent),
+    ) -> Result<WaitOutcome, WaitSetError> {
+        self.run(f, None)
+    }
+
+    /// As [`wait_and_process`](Self::wait_and_process), but returns
+    /// [`WaitOutcome::TimedOut`] after `timeout` with nothing to process.
+    pub fn wait_and_process_timeout(
+        &mut self,
+        f: impl FnMut(WaitEvent),
+        timeout: Duration,
+    ) -> Result<WaitOutcome, WaitSetError> {
+        self.run(f, Some(Instant::now() + timeout))
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        self.sources
+            .iter()
+            .filter_map(|s| match s {
+                Source::Interval { next, .. } | Source::Deadline { next, .. } => Some(*next),
+                _ => None,
+            })
+            .min()
+    }
+
+    fn run(
+        &mut self,
+        mut f: impl FnMut(WaitEvent),
+        until: Option<Instant>,
+    ) -> Result<WaitOutcome, WaitSetError> {
+        loop {
+            if signal::requested() {
+                return Ok(WaitOutcome::TerminationRequest);
+            }
+            let mut armed_ready = false;
+            for s in &self.sources {
+                if let Source::Port(p) = s {
+                    armed_ready |= p.arm();
+                }
+            }
+            let now = Instant::now();
+            let wake_at = [self.next_timer(), until].into_iter().flatten().min();
+            let mut readable = vec![false; self.sources.len()];
+            let sleep = !armed_ready && wake_at.is_none_or(|w| w > now);
+            let timeout = if sleep {
+                wake_at.map(|w| w.saturating_duration_since(now))
+            } else {
+                Some(Duration::ZERO)
+            };
+            self.events.clear();
+            let ts = timeout.map(|d| rustix::time::Timespec {
+                tv_sec: d.as_secs() as i64,
+                tv_nsec: i64::from(d.subsec_nanos()),
+            });
+            match epoll::wait(
+                &self.epoll,
+                rustix::buffer::spare_capacity(&mut self.events),
+                ts.as_ref(),
+            ) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => {
+                    self.disarm_all();
+                    return Err(WaitSetError::Io(e.into()));
+                }
+            }
+            for ev in &self.events {
+                let token = ev.data.u64();
+                if let Some(r) = readable.get_mut(token as usize) {
+                    *r = true;
+                }
+            }
+            self.disarm_all();
+            if signal::requested() {
+                return Ok(WaitOutcome::TerminationRequest);
+            }
+
+            let now = Instant::now();
+            let mut fired: Vec<WaitEvent> = Vec::new();
+            let mut active = vec![false; self.sources.len()];
+            for (i, s) in self.sources.iter().enumerate() {
+                let ready = match s {
+                    Source::Port(p) => p.ready(),
+                    Source::Fd => readable[i],
+                    _ => false,
+                };
+                if ready {
+                    active[i] = true;
+                    fired.push(WaitEvent::Ready(AttachmentId(i)));
+                }
+            }
+            for (i, s) in self.sources.iter_mut().enumerate() {
+                match s {
+                    Source::Interval { period, next } if *next <= now => {
+                        fired.push(WaitEvent::Tick(AttachmentId(i)));
+                        while *next <= now {
+                            *next += *period;
+                        }
+                    }
+                    Source::Deadline { of, period, next } => {
+                        if active[*of] {
+                            *next = now + *period;
+                        } else if *next <= now {
+                            fired.push(WaitEvent::DeadlineMissed(AttachmentId(i)));
+                            *next = now + *period;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if !fired.is_empty() {
+                let n = fired.len();
+                for e in fired {
+                    f(e);
+                }
+                return Ok(WaitOutcome::Processed(n));
+            }
+            if until.is_some_and(|u| now >= u) {
+                return Ok(WaitOutcome::TimedOut);
+            }
+        }
+    }
+
+    fn disarm_all(&self) {
+        for s in &self.sources {
+            if let Source::Port(p) = s {
+                p.disarm();
+            }
+        }
+    }
+}
