@@ -41,8 +41,12 @@ pub trait DynTransport: Send + Sync {
 
     /// Builds the follower's side of `row`, calls `ready`, then serves
     /// `rounds` messages.
-    fn follow(&self, row: &RowSpec, rounds: u64, ready: &mut dyn FnMut() -> Result<()>)
-        -> Result<()>;
+    fn follow(
+        &self,
+        row: &RowSpec,
+        rounds: u64,
+        ready: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()>;
 }
 
 impl<T: Transport> DynTransport for T {
@@ -76,6 +80,10 @@ pub struct SessionConfig {
     pub follower_cpu: Option<usize>,
     /// Program to run as the follower; `None`: this binary.
     pub program: Option<PathBuf>,
+    /// Write every row's round-trip times (nanoseconds, one per line, in
+    /// order) to `<dir>/<row id>_<transport>_<size>.txt`, to see whether the
+    /// floor or the transport changed speed within a row.
+    pub dump_dir: Option<PathBuf>,
 }
 
 /// Round-trip times of one row, in nanoseconds.
@@ -126,6 +134,8 @@ pub struct RowResult {
     pub size: usize,
     /// Round-trip times.
     pub stats: Stats,
+    /// Every timed round trip in nanoseconds, in order.
+    pub samples: Vec<u64>,
 }
 
 /// Average cost of one `Instant::now()` in nanoseconds. Every timed round
@@ -171,17 +181,17 @@ pub struct Session {
     root: PathBuf,
     next_row: u64,
     follower_cpu: Option<usize>,
+    dump_dir: Option<PathBuf>,
     /// A row failed halfway; the follower may be stuck in it.
     broken: bool,
 }
 
 impl Session {
-    /// Pins the calling thread, starts the follower (which pins itself) and
-    /// waits for its greeting.
+    /// Starts the follower (which pins itself), pins the calling thread and
+    /// waits for the follower's greeting.
     pub fn start(cfg: &SessionConfig) -> Result<Self> {
-        if let Some(c) = cfg.leader_cpu {
-            cpu::pin_to(c)?;
-        }
+        // The follower is spawned before the leader pins itself, so it does
+        // not start out crowded onto the leader's CPU.
         let program = match &cfg.program {
             Some(p) => p.clone(),
             None => std::env::current_exe()?,
@@ -213,8 +223,12 @@ impl Session {
             root: cfg.root.clone(),
             next_row: 0,
             follower_cpu: None,
+            dump_dir: cfg.dump_dir.clone(),
             broken: false,
         };
+        if let Some(c) = cfg.leader_cpu {
+            cpu::pin_to(c)?;
+        }
         let hello = s.read_reply()?;
         match hello.strip_prefix("hello ") {
             Some(c) => s.follower_cpu = c.parse().ok(),
@@ -294,10 +308,17 @@ impl Session {
         self.expect("done")?;
         drop(leader);
         self.broken = false;
+        if let Some(dir) = &self.dump_dir {
+            let path = dir.join(format!("{}_{}_{size}.txt", row.row_id, transport.name()));
+            let text: String = samples.iter().map(|s| format!("{s}\n")).collect();
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
         Ok(RowResult {
             transport: transport.name(),
             size,
             stats: Stats::from_samples(&samples)?,
+            samples,
         })
     }
 
@@ -316,16 +337,45 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        // Still running: `finish` was not reached (a row failed, or the
+        // caller bailed out). Kill and reap it; never leave it spinning.
         if let Ok(None) = self.child.try_wait() {
-            if self.broken {
-                let _ = self.child.kill();
-            }
-            // Not broken: a `quit` was sent, or stdin closes when we return,
-            // which also ends the follower. Either way reap it.
-            if self.broken {
-                let _ = self.child.wait();
-            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
+    }
+}
+
+/// A [`Transport`] as the leader's [`Session`] sees it, so that rows of
+/// different transports can be listed together. Implemented for every
+/// `Transport`.
+pub trait RunRow {
+    /// [`Transport::name`].
+    fn row_name(&self) -> &'static str;
+
+    /// [`Session::run`].
+    fn run_row(
+        &self,
+        session: &mut Session,
+        size: usize,
+        warmup: u64,
+        iterations: u64,
+    ) -> Result<RowResult>;
+}
+
+impl<T: Transport> RunRow for T {
+    fn row_name(&self) -> &'static str {
+        self.name()
+    }
+
+    fn run_row(
+        &self,
+        session: &mut Session,
+        size: usize,
+        warmup: u64,
+        iterations: u64,
+    ) -> Result<RowResult> {
+        session.run(self, size, warmup, iterations)
     }
 }
 

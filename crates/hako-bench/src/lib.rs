@@ -15,9 +15,14 @@
 //! * [`floor`] — the floor: one cache-line-aligned `AtomicU64` in shared memory.
 //! * [`hako_pubsub`] — hako publish/subscribe, busy-polling: services "ping"
 //!   and "pong", payload `[u8]`, written and checked at both ends only.
+//! * [`reference`](mod@reference) — hako's data path (chunk pool, stamped submission and
+//!   completion rings) hand-written with nothing else: what the zero-copy
+//!   design costs before any library overhead.
 //! * [`harness`] — starts the follower as a child process of the same binary,
 //!   pins CPUs, runs warm-up and timed iterations, and summarises the round
-//!   trips in an HDR histogram.
+//!   trips in an HDR histogram (optionally dumping the raw times).
+//! * [`blocks`] — a row measured in blocks between floor probes, so a floor
+//!   that changes mid-row does not skew the ratio.
 //! * [`cpu`] — CPU pinning; [`shm`] — a shared mapping for the floor;
 //!   [`rundir`] — the per-run domain root and the cleanup of dead runs'
 //!   leftovers; [`report`] — the table and the JSON file.
@@ -30,10 +35,12 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
+pub mod blocks;
 pub mod cpu;
 pub mod floor;
 pub mod hako_pubsub;
 pub mod harness;
+pub mod reference;
 pub mod report;
 pub mod rundir;
 pub mod shm;

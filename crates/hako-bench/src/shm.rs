@@ -6,7 +6,7 @@
 use std::io;
 use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicU8};
 
 use rustix::fs::{ftruncate, open, Mode, OFlags};
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
@@ -75,11 +75,36 @@ impl SharedRegion {
     /// # Panics
     /// If `offset` is not 8-byte aligned or the word is out of range.
     pub fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
-        assert!(offset % 8 == 0 && offset + 8 <= self.len);
+        assert!(offset & 7 == 0 && offset + 8 <= self.len);
         // SAFETY: in range and aligned (the mapping is page aligned; checked
         // above); the memory lives as long as `self`, zero-initialised by the
         // kernel, and every process touches it only through atomics.
         unsafe { &*self.ptr.as_ptr().add(offset).cast::<AtomicU64>() }
+    }
+}
+
+impl SharedRegion {
+    /// The byte at `offset`, as an atomic (a plain byte load or store on
+    /// x86-64, but sound while another process writes the same memory).
+    ///
+    /// # Panics
+    /// If `offset` is out of range.
+    pub fn atomic_u8(&self, offset: usize) -> &AtomicU8 {
+        assert!(offset < self.len);
+        // SAFETY: in range (checked above); the memory lives as long as
+        // `self`, is initialised (zero-filled by the kernel) and is only
+        // accessed through atomics.
+        unsafe { &*self.ptr.as_ptr().add(offset).cast::<AtomicU8>() }
+    }
+
+    /// Length of the mapping in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never: empty regions are refused).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 

@@ -81,7 +81,7 @@ pub fn poll<T>(what: &str, mut f: impl FnMut() -> Result<Option<T>>) -> Result<T
             return Ok(v);
         }
         spins = spins.wrapping_add(1);
-        if spins % (1 << 16) == 0 {
+        if spins & 0xffff == 0 {
             let start = *since.get_or_insert_with(Instant::now);
             if start.elapsed() > PEER_TIMEOUT {
                 return Err(format!(

@@ -1,0 +1,281 @@
+//! A reference zero-copy transport: hako's data path with nothing else.
+//!
+//! Same shape as hako's publish/subscribe — a pool of chunks, a submission
+//! ring of lap-stamped descriptors and a completion ring that returns chunks —
+//! but single-owner and minimal: no locks, no reference counts, no atomic
+//! read-modify-write at all, no port tables, no validation beyond the chunk
+//! index and length. It shows what the zero-copy design itself costs on this
+//! machine (at least two cache-line transfers per message: the descriptor,
+//! then the chunk it names), so hako's number can be read as
+//! "design cost + library overhead".
+//!
+//! One file per direction:
+//!
+//! ```text
+//!  0      submission slots  [SLOTS × u64]   producer writes, consumer polls
+//!  128    completion slots  [SLOTS × u64]   consumer writes, producer drains
+//!  4096   chunk 0 | chunk 1 | … (SLOTS chunks of chunk_size bytes)
+//!  chunk: +0 len (u64) | +8 payload (size bytes) | padding to 64
+//!
+//!  slot value: (lap stamp << 32) | chunk index; stamp of position p = p / SLOTS + 1
+//! ```
+//!
+//! The pool has as many chunks as each ring has slots, so neither ring can
+//! overflow and no shared head index is needed.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use crate::shm::SharedRegion;
+use crate::transport::{poll, tag, Follower, Leader, RowSpec, Transport};
+use crate::Result;
+
+/// Slots per ring, and chunks in the pool.
+const SLOTS: u64 = 4;
+const SUB_OFFSET: usize = 0;
+const COMP_OFFSET: usize = 128;
+const POOL_OFFSET: usize = 4096;
+const HEADER: usize = 8;
+
+/// The reference transport.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Reference;
+
+fn chunk_size(size: usize) -> usize {
+    (HEADER + size).div_ceil(64) * 64
+}
+
+fn region_len(size: usize) -> usize {
+    POOL_OFFSET + SLOTS as usize * chunk_size(size)
+}
+
+fn encode(pos: u64, index: u64) -> u64 {
+    ((pos / SLOTS + 1) << 32) | index
+}
+
+fn paths(row: &RowSpec) -> [PathBuf; 2] {
+    [
+        row.root.join(format!("ref_{}_ping", row.row_id)),
+        row.root.join(format!("ref_{}_pong", row.row_id)),
+    ]
+}
+
+/// Sending end of one direction.
+#[derive(Debug)]
+struct Tx {
+    region: SharedRegion,
+    size: usize,
+    chunk: usize,
+    free: Vec<u64>,
+    tail: u64,
+    comp_head: u64,
+}
+
+/// Receiving end of one direction.
+#[derive(Debug)]
+struct Rx {
+    region: SharedRegion,
+    size: usize,
+    chunk: usize,
+    head: u64,
+    comp_tail: u64,
+}
+
+impl Tx {
+    fn new(region: SharedRegion, size: usize) -> Self {
+        Self {
+            region,
+            size,
+            chunk: chunk_size(size),
+            free: (0..SLOTS).rev().collect(),
+            tail: 0,
+            comp_head: 0,
+        }
+    }
+
+    /// Takes back every chunk the receiver returned.
+    fn drain(&mut self) -> Result<()> {
+        loop {
+            let pos = self.comp_head;
+            let slot = self
+                .region
+                .atomic_u64(COMP_OFFSET + 8 * (pos % SLOTS) as usize);
+            // ORDERING: Acquire; pairs with the Release store in Rx::recv: the
+            // receiver's reads of the chunk happened before we reuse it.
+            let v = slot.load(Ordering::Acquire);
+            if v >> 32 != pos / SLOTS + 1 {
+                return Ok(());
+            }
+            let idx = v & 0xffff_ffff;
+            if idx >= SLOTS {
+                return Err(format!("completion ring returned chunk {idx}").into());
+            }
+            self.free.push(idx);
+            self.comp_head += 1;
+        }
+    }
+
+    #[inline]
+    fn send(&mut self, t: u8) -> Result<()> {
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.drain()?;
+                self.free.pop().ok_or("reference pool exhausted")?
+            }
+        };
+        let base = POOL_OFFSET + idx as usize * self.chunk;
+        // Relaxed (all three): published by the Release store of the slot.
+        self.region
+            .atomic_u8(base + HEADER)
+            .store(t, Ordering::Relaxed);
+        self.region
+            .atomic_u8(base + HEADER + self.size - 1)
+            .store(t, Ordering::Relaxed);
+        self.region
+            .atomic_u64(base)
+            .store(self.size as u64, Ordering::Relaxed);
+        let pos = self.tail;
+        // ORDERING: Release; pairs with the Acquire load in Rx::recv: publishes
+        // the chunk written above.
+        self.region
+            .atomic_u64(SUB_OFFSET + 8 * (pos % SLOTS) as usize)
+            .store(encode(pos, idx), Ordering::Release);
+        self.tail += 1;
+        Ok(())
+    }
+}
+
+impl Rx {
+    fn new(region: SharedRegion, size: usize) -> Self {
+        Self {
+            region,
+            size,
+            chunk: chunk_size(size),
+            head: 0,
+            comp_tail: 0,
+        }
+    }
+
+    #[inline]
+    fn recv(&mut self, t: u8) -> Result<()> {
+        let pos = self.head;
+        let slot = self
+            .region
+            .atomic_u64(SUB_OFFSET + 8 * (pos % SLOTS) as usize);
+        let v = poll("a reference message", || {
+            // ORDERING: Acquire; pairs with the Release store in Tx::send.
+            let v = slot.load(Ordering::Acquire);
+            Ok((v >> 32 == pos / SLOTS + 1).then_some(v))
+        })?;
+        let idx = v & 0xffff_ffff;
+        if idx >= SLOTS {
+            return Err(format!("submission ring named chunk {idx}").into());
+        }
+        let base = POOL_OFFSET + idx as usize * self.chunk;
+        // Relaxed (all three): ordered after the writer's stores by the
+        // Acquire load of the slot.
+        let len = self.region.atomic_u64(base).load(Ordering::Relaxed);
+        let first = self.region.atomic_u8(base + HEADER).load(Ordering::Relaxed);
+        let last = self
+            .region
+            .atomic_u8(base + HEADER + self.size - 1)
+            .load(Ordering::Relaxed);
+        if len != self.size as u64 || first != t || last != t {
+            return Err(format!(
+                "reference: expected {} bytes tagged {t}, got {len} tagged {first} / {last}",
+                self.size
+            )
+            .into());
+        }
+        let cpos = self.comp_tail;
+        // ORDERING: Release; pairs with the Acquire load in Tx::drain: our reads
+        // of the chunk happen before the sender reuses it.
+        self.region
+            .atomic_u64(COMP_OFFSET + 8 * (cpos % SLOTS) as usize)
+            .store(encode(cpos, idx), Ordering::Release);
+        self.comp_tail += 1;
+        self.head += 1;
+        Ok(())
+    }
+}
+
+/// The leader's side: sends on "ping", receives on "pong"; removes the files.
+#[derive(Debug)]
+pub struct ReferenceLeader {
+    tx: Tx,
+    rx: Rx,
+    paths: [PathBuf; 2],
+}
+
+/// The follower's side: receives on "ping", sends on "pong".
+#[derive(Debug)]
+pub struct ReferenceFollower {
+    rx: Rx,
+    tx: Tx,
+}
+
+impl Transport for Reference {
+    type Leader = ReferenceLeader;
+    type Follower = ReferenceFollower;
+
+    fn name(&self) -> &'static str {
+        "reference"
+    }
+
+    fn leader(&self, row: &RowSpec) -> Result<ReferenceLeader> {
+        if row.size == 0 {
+            return Err("message size must be at least 1 byte".into());
+        }
+        let paths = paths(row);
+        let len = region_len(row.size);
+        let create = |p: &PathBuf| {
+            SharedRegion::create(p, len).map_err(|e| format!("cannot create {}: {e}", p.display()))
+        };
+        let (ping, pong) = (create(&paths[0])?, create(&paths[1])?);
+        Ok(ReferenceLeader {
+            tx: Tx::new(ping, row.size),
+            rx: Rx::new(pong, row.size),
+            paths,
+        })
+    }
+
+    fn follower(&self, row: &RowSpec) -> Result<ReferenceFollower> {
+        let paths = paths(row);
+        let len = region_len(row.size);
+        let open = |p: &PathBuf| {
+            SharedRegion::open(p, len).map_err(|e| format!("cannot open {}: {e}", p.display()))
+        };
+        let (ping, pong) = (open(&paths[0])?, open(&paths[1])?);
+        Ok(ReferenceFollower {
+            rx: Rx::new(ping, row.size),
+            tx: Tx::new(pong, row.size),
+        })
+    }
+}
+
+impl Leader for ReferenceLeader {
+    #[inline]
+    fn round_trip(&mut self, seq: u64) -> Result<()> {
+        let t = tag(seq);
+        self.tx.send(t)?;
+        self.rx.recv(t.wrapping_add(1))
+    }
+}
+
+impl Follower for ReferenceFollower {
+    #[inline]
+    fn serve_one(&mut self, seq: u64) -> Result<()> {
+        let t = tag(seq);
+        self.rx.recv(t)?;
+        self.tx.send(t.wrapping_add(1))
+    }
+}
+
+impl Drop for ReferenceLeader {
+    fn drop(&mut self) {
+        for p in &self.paths {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! Runs `hako-pingpong` end to end with a handful of round trips: the
+//! follower starts, every transport completes its rows, the JSON file is
+//! written, and the run directory is gone afterwards. Asserts behaviour only,
+//! never speed.
+
+use std::process::Command;
+
+#[test]
+fn pingpong_runs_and_cleans_up() {
+    let dir = std::env::temp_dir().join(format!("hako-bench-smoke-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // A leftover of a "dead run" (no process has a pid that large).
+    std::fs::create_dir_all(dir.join("hako-bench-999999999")).unwrap();
+    let json = dir.join("out.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_hako-pingpong"))
+        .args(["--no-pin", "--iterations", "200", "--warmup", "20"])
+        .args([
+            "--probe-iterations",
+            "100",
+            "--sizes",
+            "64,4K",
+            "--reference",
+        ])
+        .args(["--blocks", "2", "--shm-dir"])
+        .arg(&dir)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("64 B |"), "{stdout}");
+    assert!(stdout.contains("4 KiB |"), "{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(text.contains("\"size\": 4096"), "{text}");
+    assert!(text.contains("\"reference\": {\"ratio\""), "{text}");
+    assert!(text.contains("\"hako\": {\"ratio\""), "{text}");
+    // Only the JSON file is left: the run's root and the stale one are gone.
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("out.json")]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hako-pingpong"))
+        .args(["--sizes", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
