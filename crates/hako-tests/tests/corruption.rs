@@ -348,8 +348,10 @@ fn garbage_in_a_completion_ring() {
 #[test]
 fn garbage_consumer_index() {
     garbage_from_a_subscriber("garbage-head", |seg, slot| {
-        // The subscriber's head far beyond anything the publisher sent.
-        seg.write(seg.conn_base(slot) + LINE, 1 << 40);
+        // The subscriber's head far beyond anything the publisher sent (and
+        // not a multiple of 2^32 laps away, where lap stamps would alias and
+        // the connection would simply go on working).
+        seg.write(seg.conn_base(slot) + LINE, 0x5a5a_5a5a_5a5a_5a5a);
     });
 }
 

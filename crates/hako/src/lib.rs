@@ -67,11 +67,14 @@
 //!
 //! ## Threads
 //!
-//! Nodes, services, publishers, subscribers and samples are all `Send` and
-//! `Sync`. A publisher's or subscriber's private bookkeeping sits behind a
-//! process-local mutex, uncontended unless several threads share the port;
-//! nothing in shared memory is ever locked, so a crashed peer cannot block
-//! anyone.
+//! Everything is `Send`: nodes, services, ports and samples move freely
+//! between threads and into async tasks. Nodes, services, publishers,
+//! notifiers and samples are also `Sync`. A [`Subscriber`] is not `Sync`: it
+//! is used by one thread at a time, which keeps its receive path free of
+//! locks (move it, or wrap it in a mutex to share it). A publisher's private
+//! bookkeeping sits behind a process-local lock that costs one atomic
+//! operation when uncontended; nothing in shared memory is ever locked, so a
+//! crashed peer cannot block anyone.
 //!
 //! ## Layers
 //!
@@ -99,6 +102,8 @@ mod node;
 pub mod os;
 #[cfg(not(loom))]
 mod payload;
+#[cfg(not(loom))]
+mod portlock;
 #[cfg(not(loom))]
 mod publisher;
 #[cfg(not(loom))]

@@ -6,7 +6,7 @@ use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use crate::core::layout::{
     SegmentGeometry, SegmentHeader, SegmentParams, LAYOUT_VERSION, SEGMENT_MAGIC,
@@ -20,6 +20,7 @@ use crate::os::futex::OsKernel;
 use crate::os::lock::DomainLock;
 use crate::os::shm::{self, Mapping};
 use crate::payload::{Payload, ShmSafe};
+use crate::portlock::{PortGuard, PortLock};
 use crate::pubsub::{BackpressureStrategy, OverflowPolicy};
 use crate::segment;
 use crate::service::{io_err, PortKind, ServiceError, ServiceInner};
@@ -238,8 +239,37 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             history: VecDeque::with_capacity(q.history_size as usize),
             loaned: 0,
             seen_generation: u64::MAX,
+            active: Vec::with_capacity(q.max_subscribers as usize),
+            active_dirty: true,
         };
+        let views = (0..q.max_subscribers as u64)
+            .map(|j| {
+                let base = geo.conns_offset + j * geo.conn_stride;
+                // SAFETY (the four extensions to 'static): the references point
+                // into `map`, which moves into the PublisherInner built below
+                // together with these views and stays mapped until it drops.
+                let slots: &'static [std::sync::atomic::AtomicU64] = unsafe {
+                    &*std::ptr::from_ref(map.atomics(base + geo.sub_offset, 1 << geo.sub_log2))
+                };
+                // SAFETY: as above.
+                let head: &'static std::sync::atomic::AtomicU64 =
+                    unsafe { &*std::ptr::from_ref(map.atomic(base + crate::core::layout::LINE)) };
+                // SAFETY: as above.
+                let comp: &'static [std::sync::atomic::AtomicU64] = unsafe {
+                    &*std::ptr::from_ref(map.atomics(base + geo.comp_offset, 1 << geo.comp_log2))
+                };
+                // SAFETY: as above.
+                let connected: &'static std::sync::atomic::AtomicU64 =
+                    unsafe { &*std::ptr::from_ref(map.atomic(base)) };
+                ConnView {
+                    sub: Submission::new(slots, head, buffer),
+                    comp: Completion::new(comp),
+                    connected,
+                }
+            })
+            .collect();
         let inner = Arc::new(PublisherInner {
+            views,
             overflow: q.overflow,
             strategy: self.strategy,
             history_size: q.history_size as usize,
@@ -252,7 +282,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             index,
             path,
             map,
-            state: Mutex::new(state),
+            state: PortLock::new(state),
             service: svc,
         });
         inner.lock().update_connections(&inner);
@@ -285,12 +315,26 @@ struct ConnState {
     fifo: Option<OwnedFd>,
 }
 
+/// The rings and connected word of one connection block. The 'static
+/// lifetimes point into the publisher's own mapping, which lives as long as
+/// the `PublisherInner` holding these views; they are only handed out
+/// borrowed from it.
+struct ConnView {
+    sub: Submission<'static>,
+    comp: Completion<'static>,
+    connected: &'static std::sync::atomic::AtomicU64,
+}
+
 struct PubState {
     book: ChunkBook,
     conns: Vec<ConnState>,
     history: VecDeque<u32>,
     loaned: usize,
     seen_generation: u64,
+    /// Indices of the connections served (connected, not broken).
+    active: Vec<usize>,
+    /// `active` must be rebuilt.
+    active_dirty: bool,
 }
 
 pub(crate) struct PublisherInner {
@@ -306,41 +350,31 @@ pub(crate) struct PublisherInner {
     index: usize,
     path: std::path::PathBuf,
     map: Mapping,
-    state: Mutex<PubState>,
+    state: PortLock<PubState>,
+    /// Views of the connection blocks, computed once (see ConnView).
+    views: Vec<ConnView>,
     service: Arc<ServiceInner>,
 }
 
 impl PublisherInner {
-    fn lock(&self) -> MutexGuard<'_, PubState> {
-        // A panic while holding the lock cannot leave the bookkeeping half
-        // updated in a way that matters more than refusing service would.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    #[inline]
+    fn lock(&self) -> PortGuard<'_, PubState> {
+        self.state.lock()
     }
 
-    fn conn_base(&self, j: usize) -> u64 {
-        self.geo.conns_offset + j as u64 * self.geo.conn_stride
-    }
-
+    #[inline]
     fn submission(&self, j: usize) -> Submission<'_> {
-        let base = self.conn_base(j);
-        Submission::new(
-            self.map
-                .atomics(base + self.geo.sub_offset, 1 << self.geo.sub_log2),
-            self.map.atomic(base + crate::core::layout::LINE),
-            self.buffer,
-        )
+        self.views[j].sub
     }
 
+    #[inline]
     fn completion(&self, j: usize) -> Completion<'_> {
-        let base = self.conn_base(j);
-        Completion::new(
-            self.map
-                .atomics(base + self.geo.comp_offset, 1 << self.geo.comp_log2),
-        )
+        self.views[j].comp
     }
 
+    #[inline]
     fn connected_word(&self, j: usize) -> &std::sync::atomic::AtomicU64 {
-        self.map.atomic(self.conn_base(j))
+        self.views[j].connected
     }
 
     fn chunk_ptr(&self, idx: u32) -> *mut u8 {
@@ -391,10 +425,23 @@ impl PubState {
     }
 
     fn drain_all(&mut self, p: &PublisherInner) {
-        for j in 0..self.conns.len() {
+        for k in 0..self.active.len() {
+            let j = self.active[k];
             if self.conns[j].sub_port != 0 && !self.conns[j].broken {
                 self.drain_completions(p, j);
             }
+        }
+        self.refresh_active();
+    }
+
+    /// Rebuilds the list of connections that are served.
+    fn refresh_active(&mut self) {
+        if self.active_dirty {
+            self.active.clear();
+            let conns = &self.conns;
+            self.active
+                .extend((0..conns.len()).filter(|&j| conns[j].sub_port != 0 && !conns[j].broken));
+            self.active_dirty = false;
         }
     }
 
@@ -410,6 +457,7 @@ impl PubState {
         if !broken {
             conn.sub_port = 0;
         }
+        self.active_dirty = true;
         // ORDERING: Release; pairs with the subscriber's Acquire load of the
         // connected word; it stops using the rings once it sees the change.
         p.connected_word(j).store(0, Ordering::Release);
@@ -450,6 +498,7 @@ impl PubState {
         conn.sub_port = pid;
         conn.broken = false;
         conn.fifo = None;
+        self.active_dirty = true;
         // History, newest last, as much as the queue holds.
         let skip = self.history.len().saturating_sub(p.buffer as usize);
         for &idx in self.history.iter().skip(skip) {
@@ -463,16 +512,16 @@ impl PubState {
         // starts consuming.
         p.connected_word(j).store(pid, Ordering::Release);
         // A subscriber may already sleep waiting for its first sample.
-        for (k, c) in self.conns.iter_mut().enumerate() {
-            c.delivered = k == j;
-        }
-        self.wake_sleepers(p);
+        // ORDERING: SeqCst fence; as in deliver().
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.wake_one(p, j);
     }
 
     /// Delivers chunk `idx` to every connected subscriber; returns how many got it.
     fn deliver(&mut self, p: &PublisherInner, idx: u32) -> usize {
         let mut delivered = 0;
-        for j in 0..self.conns.len() {
+        for k in 0..self.active.len() {
+            let j = self.active[k];
             self.conns[j].delivered = false;
             if self.conns[j].sub_port == 0 || self.conns[j].broken {
                 continue;
@@ -483,35 +532,35 @@ impl PubState {
             }
         }
         if delivered > 0 {
-            self.wake_sleepers(p);
+            // ORDERING: SeqCst fence; pairs with the fences of sleeping
+            // subscribers (see core::park): after our descriptor stores,
+            // before reading their registrations. One fence for all.
+            std::sync::atomic::fence(Ordering::SeqCst);
+            for k in 0..self.active.len() {
+                let j = self.active[k];
+                if self.conns[j].delivered {
+                    self.wake_one(p, j);
+                }
+            }
         }
         delivered
     }
 
-    /// Wakes the subscribers that got something and sleep. One SeqCst fence
-    /// for all; no system call unless one of them sleeps.
-    fn wake_sleepers(&mut self, p: &PublisherInner) {
-        // ORDERING: SeqCst fence; pairs with the fences of sleeping
-        // subscribers (see core::park): after our descriptor stores, before
-        // reading their registrations.
-        std::sync::atomic::fence(Ordering::SeqCst);
-        for j in 0..self.conns.len() {
-            if !self.conns[j].delivered {
-                continue;
+    /// Wakes subscriber `j` if it sleeps; the caller has issued the SeqCst
+    /// fence after publishing. No system call unless it sleeps.
+    fn wake_one(&mut self, p: &PublisherInner, j: usize) {
+        let block = p.service.wake_block(PortKind::Subscriber, j);
+        let w = block.sleepers_after_fence();
+        if w.futex {
+            OsKernel.futex_wake(&block.epoch);
+        }
+        if w.fd {
+            let conn = &mut self.conns[j];
+            if conn.fifo.is_none() {
+                conn.fifo = fifo::open_writer(&p.service.fifo_path(conn.sub_port)).ok();
             }
-            let block = p.service.wake_block(PortKind::Subscriber, j);
-            let w = block.sleepers_after_fence();
-            if w.futex {
-                OsKernel.futex_wake(&block.epoch);
-            }
-            if w.fd {
-                let conn = &mut self.conns[j];
-                if conn.fifo.is_none() {
-                    conn.fifo = fifo::open_writer(&p.service.fifo_path(conn.sub_port)).ok();
-                }
-                if let Some(fd) = &conn.fifo {
-                    fifo::poke(fd);
-                }
+            if let Some(fd) = &conn.fifo {
+                fifo::poke(fd);
             }
         }
     }
@@ -520,7 +569,25 @@ impl PubState {
         let sub = p.submission(j);
         let mut attempts: u32 = 0;
         let mut spins: u32 = 0;
+        let mut drained = false;
         loop {
+            // Fast path: fewer chunks outstanding on this connection than its
+            // queue holds, so the queue has room; no need to look at the
+            // subscriber's position (a cache line it writes).
+            if (self.conns[j].outstanding.count() as u64) < p.buffer {
+                sub.push_known_room(&mut self.conns[j].producer, idx);
+                self.conns[j].outstanding.insert(idx);
+                self.book.add_ref(idx);
+                return true;
+            }
+            if !drained {
+                drained = true;
+                self.drain_completions(p, j);
+                if self.conns[j].broken {
+                    return false;
+                }
+                continue;
+            }
             if self.conns[j].outstanding.count() >= p.per_conn_limit {
                 self.drain_completions(p, j);
                 if self.conns[j].broken {
@@ -622,7 +689,20 @@ impl PubState {
 
     fn send(&mut self, p: &PublisherInner, idx: u32) -> usize {
         self.update_connections(p);
+        self.refresh_active();
         let n = self.deliver(p, idx);
+        // Housekeeping after the sample is visible, off the critical path:
+        // take back what subscribers returned, so the next send finds room
+        // without reading their queue positions.
+        for k in 0..self.active.len() {
+            let j = self.active[k];
+            if self.conns[j].delivered
+                && self.conns[j].outstanding.count() as u64 >= p.buffer.div_ceil(2)
+            {
+                self.drain_completions(p, j);
+            }
+        }
+        self.refresh_active();
         if p.history_size > 0 {
             self.book.add_ref(idx);
             self.history.push_back(idx);
@@ -749,10 +829,12 @@ impl RawLoan {
         // SAFETY: `me` is never used again and its Drop is suppressed, so this
         // moves the Arc out exactly once.
         let p = unsafe { std::ptr::read(&me.publisher) };
+        // SAFETY: idx comes from our ChunkBook (< chunk_count), so the chunk
+        // header is inside the mapping and 8-aligned; AtomicU64 may alias
+        // memory other processes read atomically.
+        let len_word = unsafe { &*p.chunk_ptr(me.idx).cast::<std::sync::atomic::AtomicU64>() };
         // Relaxed: published by the Release store of the descriptor.
-        p.map
-            .atomic(p.geo.pool_offset + u64::from(me.idx) * p.geo.chunk_size)
-            .store(me.len as u64, Ordering::Relaxed);
+        len_word.store(me.len as u64, Ordering::Relaxed);
         let n = p.lock().send(&p, me.idx);
         n
     }

@@ -1,11 +1,12 @@
 //! Subscribers: take descriptors, read payloads in place.
 
+use std::cell::{RefCell, RefMut};
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
@@ -14,6 +15,7 @@ use crate::node::{new_id, node_is_alive};
 use crate::os::fifo;
 use crate::os::shm::Mapping;
 use crate::payload::Payload;
+use crate::pubsub::OverflowPolicy;
 use crate::segment::{open_segment, reap_retired, OpenSegment};
 use crate::service::io_err;
 use crate::service::{PortKind, ServiceError, ServiceInner};
@@ -98,8 +100,7 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
         let svc = self.service;
         let port_id = new_id();
         let fifo_path = svc.fifo_path(port_id);
-        let fifo = fifo::create(&fifo_path)
-            .map_err(io_err("create FIFO", &fifo_path))?;
+        let fifo = fifo::create(&fifo_path).map_err(io_err("create FIFO", &fifo_path))?;
         let index = match svc.register(PortKind::Subscriber, port_id, 0, 0, |_| {}) {
             Ok(Some(i)) => i,
             other => {
@@ -118,7 +119,6 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             service: svc,
             port_id,
             index,
-            borrowed: AtomicUsize::new(0),
             fifo,
             fifo_path,
         });
@@ -127,7 +127,7 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             max_borrowed,
             strategy: self.strategy,
             adaptive: Adaptive::default(),
-            state: Mutex::new(SubState {
+            state: RefCell::new(SubState {
                 seen_generation: u64::MAX,
                 conns: Vec::new(),
                 bad: Vec::new(),
@@ -146,7 +146,6 @@ struct Registration {
     service: Arc<ServiceInner>,
     port_id: u64,
     index: usize,
-    borrowed: AtomicUsize,
     /// Read end of the wake-up FIFO a waitset polls.
     fifo: OwnedFd,
     fifo_path: PathBuf,
@@ -165,16 +164,28 @@ impl Drop for Registration {
 struct SubConn {
     reg: Arc<Registration>,
     publisher: u64,
-    /// Header and connection blocks, read-write.
-    rw: Mapping,
-    /// The chunk pool, read-only.
-    pool: Mapping,
+    /// Header and connection blocks, read-write; kept mapped for the views.
+    _rw: Mapping,
+    /// The chunk pool, read-only; kept mapped for the views.
+    _pool: Mapping,
     geo: SegmentGeometry,
     chunk_count: u32,
     max_len: u64,
-    buffer: u64,
-    /// Process-local reservation counter of the completion ring.
+    /// Whether the payload is a slice (else the length must be 1).
+    slice: bool,
+    /// Process-local reservation counter of the completion ring: the number
+    /// of samples of this connection dropped so far.
     comp_tail: AtomicU64,
+    /// Samples of this connection received so far (written by the
+    /// subscriber's thread only). `received - comp_tail` are held.
+    received: AtomicU64,
+    // Views into `rw` and `pool`, computed once. The 'static lifetimes are
+    // sound because the mappings live in this same struct, are never
+    // replaced, and the views are only handed out borrowed from `&self`.
+    sub: Submission<'static>,
+    comp: Completion<'static>,
+    connected: &'static AtomicU64,
+    pool_base: usize,
 }
 
 impl SubConn {
@@ -218,48 +229,80 @@ impl SubConn {
         // segment::still_needed(): once seen, the file may be removed.
         rw.atomic(base + ATTACHED_OFFSET)
             .store(reg.port_id, Ordering::Release);
+        // SAFETY (the three extensions to 'static below): the references
+        // point into the mappings `rw` and `pool`, which move into the
+        // returned struct with them and stay mapped until it is dropped; see
+        // the field comment.
+        let slots: &'static [AtomicU64] =
+            unsafe { &*std::ptr::from_ref(rw.atomics(base + geo.sub_offset, 1 << geo.sub_log2)) };
+        // SAFETY: as above.
+        let head: &'static AtomicU64 = unsafe { &*std::ptr::from_ref(rw.atomic(base + LINE)) };
+        // SAFETY: as above.
+        let comp_slots: &'static [AtomicU64] =
+            unsafe { &*std::ptr::from_ref(rw.atomics(base + geo.comp_offset, 1 << geo.comp_log2)) };
+        // SAFETY: as above.
+        let connected: &'static AtomicU64 = unsafe { &*std::ptr::from_ref(rw.atomic(base)) };
         Ok(Some(Self {
             reg: reg.clone(),
             publisher: pid,
-            rw,
-            pool,
+            pool_base: pool.ptr() as usize,
+            _rw: rw,
+            _pool: pool,
             geo,
             chunk_count: h.chunk_count,
             max_len: p.max_len,
-            buffer: p.buffer,
+            slice: payload.slice,
             comp_tail: AtomicU64::new(0),
+            sub: if q.overflow == OverflowPolicy::Backpressure {
+                Submission::new(slots, head, p.buffer).sole_consumer()
+            } else {
+                Submission::new(slots, head, p.buffer)
+            },
+            received: AtomicU64::new(0),
+            comp: Completion::new(comp_slots),
+            connected,
         }))
     }
 
-    fn base(&self) -> u64 {
-        self.geo.conns_offset + self.reg.index as u64 * self.geo.conn_stride
+    /// Samples of this connection currently held.
+    #[inline]
+    fn held(&self) -> usize {
+        // Relaxed (both): counters; a drop racing with this check at worst
+        // refuses one receive that would just have fitted.
+        let dropped = self.comp_tail.load(Ordering::Relaxed);
+        self.received.load(Ordering::Relaxed).wrapping_sub(dropped) as usize
     }
 
+    #[inline]
     fn connected(&self) -> bool {
         // ORDERING: Acquire; pairs with the publisher's Release store in
         // connect(): the reset rings are visible once we see our id.
-        self.rw.atomic(self.base()).load(Ordering::Acquire) == self.reg.port_id
+        self.connected.load(Ordering::Acquire) == self.reg.port_id
     }
 
+    #[inline]
     fn submission(&self) -> Submission<'_> {
-        let base = self.base();
-        Submission::new(
-            self.rw
-                .atomics(base + self.geo.sub_offset, 1 << self.geo.sub_log2),
-            self.rw.atomic(base + LINE),
-            self.buffer,
-        )
+        self.sub
     }
 
+    #[inline]
     fn completion(&self) -> Completion<'_> {
-        Completion::new(
-            self.rw
-                .atomics(self.base() + self.geo.comp_offset, 1 << self.geo.comp_log2),
-        )
+        self.comp
     }
 
     fn chunk_offset(&self, idx: u32) -> u64 {
         u64::from(idx) * self.geo.chunk_size
+    }
+
+    /// The length word of chunk `idx` (which must be < chunk_count).
+    #[inline]
+    fn chunk_len(&self, idx: u32) -> &AtomicU64 {
+        debug_assert!(idx < self.chunk_count);
+        // SAFETY: idx < chunk_count (validated by the caller), so the chunk
+        // header lies inside the pool mapping, 8-aligned (chunk sizes are
+        // multiples of 64 from a page-aligned base); the mapping lives as
+        // long as &self.
+        unsafe { &*((self.pool_base + self.chunk_offset(idx) as usize) as *const AtomicU64) }
     }
 }
 
@@ -278,6 +321,12 @@ struct SubState {
 }
 
 impl SubState {
+    /// Samples handed out and not yet dropped, over every connection. A
+    /// connection stays in the list while any of its samples is held.
+    fn borrowed(&self) -> usize {
+        self.conns.iter().map(|e| e.conn.held()).sum()
+    }
+
     fn update(&mut self, reg: &Arc<Registration>) -> Option<ReceiveError> {
         let svc = &reg.service;
         let gen = svc.generation();
@@ -339,7 +388,8 @@ impl SubState {
 
 /// Receives samples of `T` from every publisher of a service.
 ///
-/// `Send` and `Sync`. Samples it hands out are `Send` too and keep the
+/// `Send` but not `Sync`: one thread at a time uses it, so receiving needs no
+/// lock. Samples it hands out are `Send` too and keep the
 /// publisher's memory mapped, so they stay readable even if the publisher
 /// exits; the subscriber stays registered until it and all its samples are
 /// dropped.
@@ -348,7 +398,7 @@ pub struct Subscriber<T: Payload + ?Sized> {
     max_borrowed: usize,
     strategy: WaitStrategy,
     adaptive: Adaptive,
-    state: Mutex<SubState>,
+    state: RefCell<SubState>,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
@@ -362,8 +412,10 @@ impl<T: Payload + ?Sized> std::fmt::Debug for Subscriber<T> {
 }
 
 impl<T: Payload + ?Sized> Subscriber<T> {
-    fn lock(&self) -> MutexGuard<'_, SubState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> RefMut<'_, SubState> {
+        // No method of the subscriber calls another while holding the state,
+        // and the subscriber is not Sync, so this never finds it borrowed.
+        self.state.borrow_mut()
     }
 
     /// The subscriber's unique port id.
@@ -375,50 +427,54 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// arrive in the order sent; publishers are served round-robin.
     pub fn receive(&self) -> Result<Option<Sample<T>>, ReceiveError> {
         let mut st = self.lock();
-        if let Some(e) = st.update(&self.reg) {
-            return Err(e);
+        if self.reg.service.generation() != st.seen_generation {
+            if let Some(e) = st.update(&self.reg) {
+                return Err(e);
+            }
         }
-        // Relaxed: a count kept by this process only; exactness across
-        // threads is not needed for a limit check.
-        if self.reg.borrowed.load(Ordering::Relaxed) >= self.max_borrowed {
+        if st.borrowed() >= self.max_borrowed {
             return Err(ReceiveError::ExceedsMaxBorrowed(self.max_borrowed));
         }
         let n = st.conns.len();
+        let mut i = if st.next < n { st.next } else { 0 };
         let mut result = Ok(None);
         let mut remove = None;
-        for k in 0..n {
-            let i = (st.next + k) % n;
+        for _ in 0..n {
             let entry = &st.conns[i];
             let conn = &entry.conn;
             if !conn.connected() {
-                if entry.draining {
+                if entry.draining && conn.held() == 0 {
                     remove = Some(i);
                 }
-                continue;
+            } else {
+                match conn.sub.pop() {
+                    Ok(Pop::Item(idx)) => {
+                        result = self.accept(conn, idx);
+                        if result.is_err() {
+                            remove = Some(i);
+                        } else {
+                            st.next = i + 1;
+                        }
+                        break;
+                    }
+                    Ok(Pop::Empty) => {
+                        if entry.draining && conn.held() == 0 {
+                            remove = Some(i);
+                        }
+                    }
+                    Err(Corrupted) => {
+                        result = Err(ReceiveError::CorruptedPublisher {
+                            publisher: conn.publisher,
+                            what: "garbage in the submission queue",
+                        });
+                        remove = Some(i);
+                        break;
+                    }
+                }
             }
-            match conn.submission().pop() {
-                Ok(Pop::Item(idx)) => {
-                    result = self.accept(conn, idx);
-                    if result.is_err() {
-                        remove = Some(i);
-                    } else {
-                        st.next = i + 1;
-                    }
-                    break;
-                }
-                Ok(Pop::Empty) => {
-                    if entry.draining {
-                        remove = Some(i);
-                    }
-                }
-                Err(Corrupted) => {
-                    result = Err(ReceiveError::CorruptedPublisher {
-                        publisher: conn.publisher,
-                        what: "garbage in the submission queue",
-                    });
-                    remove = Some(i);
-                    break;
-                }
+            i += 1;
+            if i == n {
+                i = 0;
             }
         }
         if let Some(i) = remove {
@@ -440,17 +496,15 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         }
         // Relaxed: the Acquire load of the descriptor ordered this after the
         // publisher's write.
-        let len = conn
-            .pool
-            .atomic(conn.chunk_offset(idx))
-            .load(Ordering::Relaxed);
-        if len > conn.max_len || (!conn.reg.service.pubsub().0.slice && len != 1) {
+        let len = conn.chunk_len(idx).load(Ordering::Relaxed);
+        if len > conn.max_len || (!conn.slice && len != 1) {
             // Give the chunk back so the publisher does not lose it.
             conn.completion().push(&conn.comp_tail, idx);
             return Err(bad("payload length out of range"));
         }
-        // Relaxed: see the limit check in receive().
-        self.reg.borrowed.fetch_add(1, Ordering::Relaxed);
+        // Relaxed (both): only this thread writes `received`.
+        conn.received
+            .store(conn.received.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         Ok(Some(Sample {
             conn: conn.clone(),
             idx,
@@ -586,20 +640,19 @@ impl<T: Payload + ?Sized> Deref for Sample<T> {
     type Target = T;
     fn deref(&self) -> &T {
         let off = self.conn.chunk_offset(self.idx) + self.conn.geo.payload_offset;
+        let ptr = (self.conn.pool_base + off as usize) as *mut u8;
         // SAFETY: idx < chunk_count and len <= max_len were validated, so the
         // payload lies inside the pool mapping, aligned for T (chunk size and
         // payload offset are multiples of its alignment). The publisher does
         // not write the chunk while we hold it; T is ShmSafe, so any bytes a
         // misbehaving publisher might write are still a valid T.
-        unsafe { &*T::make_ptr(self.conn.pool.ptr().add(off as usize), self.len) }
+        unsafe { &*T::make_ptr(ptr, self.len) }
     }
 }
 
 impl<T: Payload + ?Sized> Drop for Sample<T> {
     fn drop(&mut self) {
         self.conn.completion().push(&self.conn.comp_tail, self.idx);
-        // Relaxed: see the limit check in receive().
-        self.conn.reg.borrowed.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -135,10 +135,13 @@ fn slices() {
 #[test]
 fn ports_and_samples_are_send_and_sync() {
     fn both<T: Send + Sync>() {}
+    fn send<T: Send>() {}
     both::<hako::Node>();
     both::<hako::PubSubService<Msg>>();
     both::<hako::Publisher<Msg>>();
-    both::<hako::Subscriber<Msg>>();
+    // A subscriber moves between threads but is used by one at a time.
+    send::<hako::Subscriber<Msg>>();
+    send::<hako::Listener>();
     both::<hako::Sample<Msg>>();
     both::<hako::SampleMut<Msg>>();
     both::<hako::SampleMutUninit<Msg>>();

@@ -16,13 +16,26 @@ fn slots(n: usize) -> Vec<AtomicU64> {
 /// consumer that sees an item also sees the data written before it.
 #[test]
 fn submission_ring_fifo() {
-    loom::model(|| {
+    fifo_model(false);
+}
+
+/// As above, with the store-only consumer of backpressure services.
+#[test]
+fn submission_ring_fifo_sole_consumer() {
+    fifo_model(true);
+}
+
+fn fifo_model(sole: bool) {
+    loom::model(move || {
         let s = Arc::new((slots(2), AtomicU64::new(0)));
         let data: Arc<Vec<UnsafeCell<u32>>> =
             Arc::new((0..3).map(|_| UnsafeCell::new(0)).collect());
         let (s2, d2) = (s.clone(), data.clone());
         let consumer = thread::spawn(move || {
-            let ring = Submission::new(&s2.0, &s2.1, 2);
+            let mut ring = Submission::new(&s2.0, &s2.1, 2);
+            if sole {
+                ring = ring.sole_consumer();
+            }
             let mut got = Vec::new();
             while got.len() < 3 {
                 match ring.pop().unwrap() {

@@ -99,6 +99,9 @@ pub struct Submission<'a> {
     head: &'a AtomicU64,
     log2: u32,
     capacity: u64,
+    /// The producer never takes entries back (no drop-oldest), so the
+    /// consumer may advance `head` with a plain store.
+    sole_consumer: bool,
 }
 
 impl<'a> Submission<'a> {
@@ -111,7 +114,17 @@ impl<'a> Submission<'a> {
             head,
             log2: slots.len().trailing_zeros(),
             capacity,
+            sole_consumer: false,
         }
+    }
+
+    /// The same ring, for a consumer whose producer never calls
+    /// [`reclaim_oldest`](Self::reclaim_oldest): `pop` then advances `head`
+    /// with a store instead of a compare-and-swap. A producer that reclaims
+    /// anyway only confuses its own connection.
+    pub fn sole_consumer(mut self) -> Self {
+        self.sole_consumer = true;
+        self
     }
 
     #[inline]
@@ -141,6 +154,19 @@ impl<'a> Submission<'a> {
             .store(encode(p.tail, self.log2, index), Ordering::Release);
         p.tail += 1;
         Ok(Push::Done)
+    }
+
+    /// Producer: appends `index` without looking at the consumer's position.
+    /// The caller must know that fewer than `capacity` entries are queued
+    /// (for instance because fewer chunks than that are outstanding on the
+    /// connection at all); this saves reading the consumer's cache line.
+    #[inline]
+    pub fn push_known_room(&self, p: &mut Producer, index: u32) {
+        // ORDERING: Release; pairs with the Acquire load in pop(): publishes the
+        // chunk's contents, written before this store, to the consumer.
+        self.slot(p.tail)
+            .store(encode(p.tail, self.log2, index), Ordering::Release);
+        p.tail += 1;
     }
 
     /// Producer: takes the oldest unconsumed entry back (drop-oldest overflow).
@@ -184,6 +210,12 @@ impl<'a> Submission<'a> {
             let value = self.slot(head).load(Ordering::Acquire);
             let st = stamp_of(value);
             if st == stamp(head, self.log2) {
+                if self.sole_consumer {
+                    // ORDERING: Release; pairs with the Acquire loads of head in
+                    // try_push(): our read of the slot happens before its reuse.
+                    self.head.store(head + 1, Ordering::Release);
+                    return Ok(Pop::Item(value as u32));
+                }
                 // ORDERING: AcqRel; Release lets the producer reuse the slot after
                 // our read; pairs with the Acquire loads of head in try_push and
                 // with reclaim_oldest's CAS.
@@ -334,6 +366,24 @@ mod tests {
                 assert_eq!(ring.pop(), Ok(Pop::Item(i)));
                 assert_eq!(ring.pop(), Ok(Pop::Empty));
             }
+        }
+    }
+
+    #[test]
+    fn sole_consumer_pops_in_order() {
+        let s = slots(4);
+        let head = AtomicU64::new(0);
+        let ring = Submission::new(&s, &head, 4);
+        let consumer = ring.sole_consumer();
+        let mut p = Producer::default();
+        for round in 0..10u32 {
+            for i in 0..4 {
+                assert_eq!(ring.try_push(&mut p, round * 4 + i), Ok(Push::Done));
+            }
+            for i in 0..4 {
+                assert_eq!(consumer.pop(), Ok(Pop::Item(round * 4 + i)));
+            }
+            assert_eq!(consumer.pop(), Ok(Pop::Empty));
         }
     }
 
