@@ -245,22 +245,17 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
         let views = (0..q.max_subscribers as u64)
             .map(|j| {
                 let base = geo.conns_offset + j * geo.conn_stride;
-                // SAFETY (the four extensions to 'static): the references point
-                // into `map`, which moves into the PublisherInner built below
-                // together with these views and stays mapped until it drops.
-                let slots: &'static [std::sync::atomic::AtomicU64] = unsafe {
-                    &*std::ptr::from_ref(map.atomics(base + geo.sub_offset, 1 << geo.sub_log2))
+                // SAFETY (the four views below): they point into `map`, which
+                // moves into the PublisherInner built below together with them
+                // and stays mapped until it drops; they are only used through it.
+                let (slots, head, comp, connected) = unsafe {
+                    (
+                        map.atomics_detached(base + geo.sub_offset, 1 << geo.sub_log2),
+                        map.atomic_detached(base + crate::core::layout::LINE),
+                        map.atomics_detached(base + geo.comp_offset, 1 << geo.comp_log2),
+                        map.atomic_detached(base),
+                    )
                 };
-                // SAFETY: as above.
-                let head: &'static std::sync::atomic::AtomicU64 =
-                    unsafe { &*std::ptr::from_ref(map.atomic(base + crate::core::layout::LINE)) };
-                // SAFETY: as above.
-                let comp: &'static [std::sync::atomic::AtomicU64] = unsafe {
-                    &*std::ptr::from_ref(map.atomics(base + geo.comp_offset, 1 << geo.comp_log2))
-                };
-                // SAFETY: as above.
-                let connected: &'static std::sync::atomic::AtomicU64 =
-                    unsafe { &*std::ptr::from_ref(map.atomic(base)) };
                 ConnView {
                     sub: Submission::new(slots, head, buffer),
                     comp: Completion::new(comp),

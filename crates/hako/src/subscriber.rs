@@ -229,19 +229,17 @@ impl SubConn {
         // segment::still_needed(): once seen, the file may be removed.
         rw.atomic(base + ATTACHED_OFFSET)
             .store(reg.port_id, Ordering::Release);
-        // SAFETY (the three extensions to 'static below): the references
-        // point into the mappings `rw` and `pool`, which move into the
-        // returned struct with them and stay mapped until it is dropped; see
-        // the field comment.
-        let slots: &'static [AtomicU64] =
-            unsafe { &*std::ptr::from_ref(rw.atomics(base + geo.sub_offset, 1 << geo.sub_log2)) };
-        // SAFETY: as above.
-        let head: &'static AtomicU64 = unsafe { &*std::ptr::from_ref(rw.atomic(base + LINE)) };
-        // SAFETY: as above.
-        let comp_slots: &'static [AtomicU64] =
-            unsafe { &*std::ptr::from_ref(rw.atomics(base + geo.comp_offset, 1 << geo.comp_log2)) };
-        // SAFETY: as above.
-        let connected: &'static AtomicU64 = unsafe { &*std::ptr::from_ref(rw.atomic(base)) };
+        // SAFETY (the four views below): they point into `rw`, which moves
+        // into the returned struct with them and stays mapped until it is
+        // dropped; they are only used through it (see the field comment).
+        let (slots, head, comp_slots, connected) = unsafe {
+            (
+                rw.atomics_detached(base + geo.sub_offset, 1 << geo.sub_log2),
+                rw.atomic_detached(base + LINE),
+                rw.atomics_detached(base + geo.comp_offset, 1 << geo.comp_log2),
+                rw.atomic_detached(base),
+            )
+        };
         Ok(Some(Self {
             reg: reg.clone(),
             publisher: pid,

@@ -136,6 +136,30 @@ impl Mapping {
         }
     }
 
+    /// [`Mapping::atomic`] with the lifetime detached from `self`, for views
+    /// stored next to the mapping they point into.
+    ///
+    /// # Safety
+    /// The reference must not be used after this mapping is dropped.
+    pub unsafe fn atomic_detached(&self, offset: u64) -> &'static std::sync::atomic::AtomicU64 {
+        // SAFETY: the memory stays mapped until `self` drops; the caller
+        // promises not to use the reference past that.
+        unsafe { &*std::ptr::from_ref(self.atomic(offset)) }
+    }
+
+    /// [`Mapping::atomics`] with the lifetime detached from `self`.
+    ///
+    /// # Safety
+    /// As [`Mapping::atomic_detached`].
+    pub unsafe fn atomics_detached(
+        &self,
+        offset: u64,
+        count: u64,
+    ) -> &'static [std::sync::atomic::AtomicU64] {
+        // SAFETY: as in atomic_detached.
+        unsafe { &*std::ptr::from_ref(self.atomics(offset, count)) }
+    }
+
     /// Copies a `T` out of the mapping at `offset` (for headers, which are
     /// then validated).
     ///
