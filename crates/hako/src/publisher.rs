@@ -245,7 +245,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
         let views = (0..q.max_subscribers as u64)
             .map(|j| {
                 let base = geo.conns_offset + j * geo.conn_stride;
-                // SAFETY (the four views below): they point into `map`, which
+                // SAFETY: the four views below point into `map`, which
                 // moves into the PublisherInner built below together with them
                 // and stays mapped until it drops; they are only used through it.
                 let (slots, head, comp, connected) = unsafe {

@@ -229,7 +229,7 @@ impl SubConn {
         // segment::still_needed(): once seen, the file may be removed.
         rw.atomic(base + ATTACHED_OFFSET)
             .store(reg.port_id, Ordering::Release);
-        // SAFETY (the four views below): they point into `rw`, which moves
+        // SAFETY: the four views below point into `rw`, which moves
         // into the returned struct with them and stays mapped until it is
         // dropped; they are only used through it (see the field comment).
         let (slots, head, comp_slots, connected) = unsafe {
