@@ -46,6 +46,28 @@
 //! with [`PublisherBuilder::max_slice_len`] and
 //! [`Publisher::loan_slice_uninit`].
 //!
+//! ## Waiting without burning a CPU
+//!
+//! `receive` never blocks. [`Subscriber::receive_timeout`] and
+//! [`Subscriber::blocking_receive`] wait, as their [`WaitStrategy`] says:
+//! busy-spin, spin-then-park (the default) or park at once in the kernel on
+//! a futex in shared memory. A publisher wakes a sleeping subscriber when it
+//! sends; when nobody sleeps, a send makes no system call.
+//!
+//! Events carry no payload: a [`Notifier`] signals event ids, a [`Listener`]
+//! learns which ids fired and how often ([`ServiceBuilder::event`]).
+//!
+//! A [`WaitSet`] waits on many listeners, subscribers, file descriptors,
+//! intervals and deadlines at once (epoll), and returns when SIGINT or
+//! SIGTERM arrives. For a plain cyclic loop, [`Node::wait`]:
+//!
+//! ```no_run
+//! # let node = hako::NodeBuilder::new().create().unwrap();
+//! while node.wait(std::time::Duration::from_millis(100)).is_ok() {
+//!     // one cycle of work; Ctrl-C ends the loop
+//! }
+//! ```
+//!
 //! ## Payload types
 //!
 //! A payload lives in shared memory and is read by another process, so it
@@ -80,7 +102,8 @@
 //!
 //! * [`core`] — rings, chunk bookkeeping and segment layouts; no system calls.
 //! * [`os`] — shared-memory files, mappings and `flock`, through `rustix`.
-//! * the API: [`Node`], [`PubSubService`], [`Publisher`], [`Subscriber`].
+//! * the API: [`Node`], [`PubSubService`], [`Publisher`], [`Subscriber`],
+//!   [`EventService`], [`Notifier`], [`Listener`], [`WaitSet`].
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]

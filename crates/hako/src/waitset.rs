@@ -142,7 +142,8 @@ enum Source<'a> {
 
 const SIGNAL_TOKEN: u64 = u64::MAX;
 
-/// Waits on many sources in one thread; see the [module docs](self).
+/// Waits on many sources in one thread: listeners, subscribers, file
+/// descriptors, intervals and deadlines, with `epoll`. See the crate docs.
 ///
 /// The lifetime `'a` ties the waitset to the ports and descriptors attached
 /// to it.
