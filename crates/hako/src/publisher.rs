@@ -94,6 +94,7 @@ pub struct PublisherBuilder<T: Payload + ?Sized> {
     max_loans: Option<u32>,
     max_slice_len: u64,
     strategy: BackpressureStrategy,
+    pool_size: Option<u32>,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
@@ -104,6 +105,7 @@ impl<T: Payload + ?Sized> std::fmt::Debug for PublisherBuilder<T> {
             .field("max_loans", &self.max_loans)
             .field("max_slice_len", &self.max_slice_len)
             .field("strategy", &self.strategy)
+            .field("pool_size", &self.pool_size)
             .finish()
     }
 }
@@ -115,6 +117,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             max_loans: None,
             max_slice_len: 1,
             strategy: BackpressureStrategy::Block,
+            pool_size: None,
             _t: PhantomData,
         }
     }
@@ -123,6 +126,17 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
     /// Default: the config's `publisher_max_loaned_samples`.
     pub fn max_loaned_samples(mut self, n: u32) -> Self {
         self.max_loans = Some(n);
+        self
+    }
+
+    /// Chunks in the publisher's pool. The default covers the worst case:
+    /// every subscriber's queue full and its borrow limit reached, plus the
+    /// history and the loans, so a loan never finds the pool empty. A
+    /// smaller pool saves shared memory (large payloads, many subscribers);
+    /// a loan then fails with [`LoanError::OutOfMemory`] while subscribers
+    /// hold every chunk. At least `max_loaned_samples`.
+    pub fn pool_size(mut self, chunks: u32) -> Self {
+        self.pool_size = Some(chunks);
         self
     }
 
@@ -157,9 +171,20 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
         }
         let buffer = u64::from(q.subscriber_max_buffer_size);
         let borrowed = u64::from(q.subscriber_max_borrowed_samples);
-        let chunk_count = u64::from(q.max_subscribers) * (buffer + borrowed)
+        let worst_case = u64::from(q.max_subscribers) * (buffer + borrowed)
             + u64::from(q.history_size)
             + u64::from(max_loans);
+        let chunk_count = match self.pool_size {
+            None => worst_case,
+            Some(n) if n >= max_loans => u64::from(n).min(worst_case),
+            Some(n) => {
+                return Err(PublisherCreateError::InvalidSetting {
+                    field: "pool_size",
+                    value: n.into(),
+                    rule: "at least max_loaned_samples",
+                })
+            }
+        };
         let params = SegmentParams {
             elem_size: payload.size,
             align: payload.align,

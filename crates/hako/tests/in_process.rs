@@ -193,3 +193,42 @@ fn loans_are_bounded() {
     drop((sub, publisher, svc, node));
     std::fs::remove_dir(&cfg.root).unwrap();
 }
+
+#[test]
+fn a_small_pool_runs_out_with_a_typed_error() {
+    let cfg = config("pool");
+    let node = NodeBuilder::new().config(&cfg).create().unwrap();
+    let svc = node
+        .service_builder(&"pool".try_into().unwrap())
+        .publish_subscribe::<Msg>()
+        .subscriber_max_buffer_size(4)
+        .subscriber_max_borrowed_samples(4)
+        .create()
+        .unwrap();
+    assert!(svc
+        .publisher_builder()
+        .max_loaned_samples(2)
+        .pool_size(1)
+        .create()
+        .is_err());
+    let publisher = svc
+        .publisher_builder()
+        .max_loaned_samples(1)
+        .pool_size(3)
+        .create()
+        .unwrap();
+    assert_eq!(publisher.pool_size(), 3);
+    let sub = svc.subscriber_builder().create().unwrap();
+    for _ in 0..3 {
+        publisher.send_copy(Msg::default()).unwrap();
+    }
+    let held: Vec<_> = (0..3).map(|_| sub.receive().unwrap().unwrap()).collect();
+    assert_eq!(
+        publisher.loan().unwrap_err(),
+        hako::LoanError::OutOfMemory(3)
+    );
+    drop(held);
+    assert!(publisher.loan().is_ok());
+    drop((sub, publisher, svc, node));
+    std::fs::remove_dir(&cfg.root).unwrap();
+}
