@@ -30,3 +30,94 @@ pub fn pin_to(cpu: usize) -> Result<()> {
     })?;
     Ok(())
 }
+
+/// CPU time a process has used, user and system, and how often it slept,
+/// from `getrusage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuTime {
+    /// User time in nanoseconds (microsecond resolution).
+    pub user_ns: u64,
+    /// System time in nanoseconds (microsecond resolution).
+    pub system_ns: u64,
+    /// Voluntary context switches (`ru_nvcsw`): how often the process
+    /// gave up its CPU to wait, e.g. slept on a futex or in a read.
+    pub sleeps: u64,
+}
+
+impl CpuTime {
+    /// CPU time of the calling process so far (`getrusage(RUSAGE_SELF)`:
+    /// all its threads).
+    pub fn now() -> Result<Self> {
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: `usage` is a valid, writable `rusage`; getrusage writes
+        // only into it, and RUSAGE_SELF is a valid `who`.
+        let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+        if rc != 0 {
+            return Err(format!("getrusage: {}", std::io::Error::last_os_error()).into());
+        }
+        // SAFETY: getrusage succeeded, so it filled the struct (and it was
+        // zeroed before, so every field is initialised either way).
+        let usage = unsafe { usage.assume_init() };
+        let ns = |tv: libc::timeval| {
+            u64::try_from(tv.tv_sec).unwrap_or(0) * 1_000_000_000
+                + u64::try_from(tv.tv_usec).unwrap_or(0) * 1_000
+        };
+        Ok(Self {
+            user_ns: ns(usage.ru_utime),
+            system_ns: ns(usage.ru_stime),
+            sleeps: u64::try_from(usage.ru_nvcsw).unwrap_or(0),
+        })
+    }
+
+    /// The time used between `earlier` and `self`.
+    pub fn since(self, earlier: Self) -> Self {
+        Self {
+            user_ns: self.user_ns.saturating_sub(earlier.user_ns),
+            system_ns: self.system_ns.saturating_sub(earlier.system_ns),
+            sleeps: self.sleeps.saturating_sub(earlier.sleeps),
+        }
+    }
+
+    /// User plus system time in nanoseconds.
+    pub fn total_ns(self) -> u64 {
+        self.user_ns + self.system_ns
+    }
+}
+
+impl std::ops::Add for CpuTime {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            user_ns: self.user_ns + other.user_ns,
+            system_ns: self.system_ns + other.system_ns,
+            sleeps: self.sleeps + other.sleeps,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_grows_with_work() {
+        let before = CpuTime::now().unwrap();
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < std::time::Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let used = CpuTime::now().unwrap().since(before);
+        assert!(used.total_ns() > 0, "{used:?}");
+        assert_eq!((used + used).total_ns(), 2 * used.total_ns());
+    }
+
+    #[test]
+    fn sleeping_counts_as_a_voluntary_switch() {
+        let before = CpuTime::now().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let used = CpuTime::now().unwrap().since(before);
+        assert!(used.sleeps >= 1, "{used:?}");
+    }
+}

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use crate::shm::SharedRegion;
-use crate::transport::{poll, Follower, Leader, RowSpec, Transport};
+use crate::transport::{poll, Follower, Leader, RowSpec, Transport, Waiting};
 use crate::Result;
 
 /// Bytes of the shared file (one page).
@@ -44,6 +44,10 @@ impl Transport for Floor {
 
     fn name(&self) -> &'static str {
         "floor"
+    }
+
+    fn waiting(&self) -> Waiting {
+        Waiting::BusyPoll
     }
 
     fn leader(&self, row: &RowSpec) -> Result<FloorLeader> {

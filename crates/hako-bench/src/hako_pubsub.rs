@@ -1,11 +1,15 @@
-//! hako publish/subscribe, busy-polling.
+//! hako publish/subscribe, busy-polling or blocking.
 //!
 //! Two services per row, `pingpong/<row>/ping` and `pingpong/<row>/pong`, each
 //! with one publisher and one subscriber, payload `[u8]` with
 //! `max_slice_len = size`. For message `seq` the leader loans a `size`-byte
-//! slice, writes its first and last byte, sends it on "ping" and busy-polls
-//! `receive()` on "pong"; the follower busy-polls "ping", checks both bytes,
+//! slice, writes its first and last byte, sends it on "ping" and waits for
+//! the answer on "pong"; the follower waits on "ping", checks both bytes,
 //! drops the sample (returning the chunk), and answers the same way on "pong".
+//! How both sides wait is a [`HakoWait`]: busy-polling `receive()` in this
+//! crate's loop (transport "hako"), or the library's `blocking_receive()`
+//! with a [`WaitStrategy`] ("hako-spin", "hako-spin-park", "hako-park"), so
+//! the publisher's `send()` wakes a parked subscriber through its futex.
 //! Nothing else of the payload is touched: this is the cost of zero-copy
 //! transfer itself, which should not depend on the size.
 //!
@@ -14,14 +18,27 @@
 //! [`HakoPubSub`]); the follower opens them as they are.
 
 use hako::{
-    Config, Node, NodeBuilder, OverflowPolicy, PubSubService, Publisher, SampleMutUninit,
-    ServiceName, Subscriber,
+    Config, Node, NodeBuilder, OverflowPolicy, PubSubService, Publisher, Sample, SampleMutUninit,
+    ServiceName, Subscriber, WaitStrategy,
 };
 
-use crate::transport::{poll, tag, Follower, Leader, RowSpec, Transport};
+use crate::transport::{check_tagged, poll, tag, Follower, Leader, RowSpec, Transport, Waiting};
 use crate::Result;
 
-/// hako publish/subscribe with busy-polling receivers.
+/// How the receiving side of [`HakoPubSub`] waits for a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HakoWait {
+    /// Busy-polls `Subscriber::receive()` in this crate's loop ([`poll`]);
+    /// the subscriber never registers as a sleeper, so `send()` never makes
+    /// a system call.
+    #[default]
+    Poll,
+    /// `Subscriber::blocking_receive()` on a subscriber built with this
+    /// strategy.
+    Blocking(WaitStrategy),
+}
+
+/// hako publish/subscribe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HakoPubSub {
     /// `subscriber_max_buffer_size` of both services.
@@ -30,6 +47,8 @@ pub struct HakoPubSub {
     pub borrowed: u32,
     /// `max_loaned_samples` of the leader's publisher (the follower's is 1).
     pub max_loans: u32,
+    /// How both sides wait for a message.
+    pub wait: HakoWait,
 }
 
 impl Default for HakoPubSub {
@@ -38,7 +57,37 @@ impl Default for HakoPubSub {
             buffer: 2,
             borrowed: 1,
             max_loans: 1,
+            wait: HakoWait::Poll,
         }
+    }
+}
+
+impl HakoPubSub {
+    /// The default configuration, waiting with `wait`.
+    pub fn waiting_with(wait: HakoWait) -> Self {
+        Self {
+            wait,
+            ..Self::default()
+        }
+    }
+
+    /// A subscriber on `service` that waits as configured.
+    fn subscriber(&self, service: &PubSubService<[u8]>) -> Result<Subscriber<[u8]>> {
+        let builder = service.subscriber_builder();
+        let builder = match self.wait {
+            HakoWait::Poll => builder,
+            HakoWait::Blocking(strategy) => builder.wait_strategy(strategy),
+        };
+        Ok(builder.create()?)
+    }
+}
+
+/// Waits for the next sample on `subscriber` as `wait` says.
+#[inline]
+fn next_sample(wait: HakoWait, subscriber: &Subscriber<[u8]>, what: &str) -> Result<Sample<[u8]>> {
+    match wait {
+        HakoWait::Poll => poll(what, || Ok(subscriber.receive()?)),
+        HakoWait::Blocking(_) => Ok(subscriber.blocking_receive()?),
     }
 }
 
@@ -50,6 +99,7 @@ pub struct HakoLeader {
     _services: [PubSubService<[u8]>; 2],
     _node: Node,
     size: usize,
+    wait: HakoWait,
 }
 
 /// The follower's side: subscribes to "ping", publishes "pong".
@@ -59,6 +109,7 @@ pub struct HakoFollower {
     _services: [PubSubService<[u8]>; 2],
     _node: Node,
     size: usize,
+    wait: HakoWait,
 }
 
 impl std::fmt::Debug for HakoLeader {
@@ -115,26 +166,24 @@ fn loan_tagged(publisher: &Publisher<[u8]>, size: usize, t: u8) -> Result<usize>
     Ok(sample.send())
 }
 
-#[inline]
-fn check_tagged(bytes: &[u8], size: usize, t: u8, what: &str) -> Result<()> {
-    if bytes.len() != size || bytes[0] != t || bytes[size - 1] != t {
-        return Err(format!(
-            "{what}: expected {size} bytes tagged {t}, got {} bytes tagged {} / {}",
-            bytes.len(),
-            bytes.first().copied().unwrap_or(0),
-            bytes.last().copied().unwrap_or(0),
-        )
-        .into());
-    }
-    Ok(())
-}
-
 impl Transport for HakoPubSub {
     type Leader = HakoLeader;
     type Follower = HakoFollower;
 
     fn name(&self) -> &'static str {
-        "hako"
+        match self.wait {
+            HakoWait::Poll => "hako",
+            HakoWait::Blocking(WaitStrategy::BusySpin) => "hako-spin",
+            HakoWait::Blocking(WaitStrategy::SpinThenPark) => "hako-spin-park",
+            HakoWait::Blocking(WaitStrategy::Park) => "hako-park",
+        }
+    }
+
+    fn waiting(&self) -> Waiting {
+        match self.wait {
+            HakoWait::Poll | HakoWait::Blocking(WaitStrategy::BusySpin) => Waiting::BusyPoll,
+            HakoWait::Blocking(_) => Waiting::Blocking,
+        }
     }
 
     fn leader(&self, row: &RowSpec) -> Result<HakoLeader> {
@@ -159,13 +208,14 @@ impl Transport for HakoPubSub {
             .max_slice_len(row.size)
             .max_loaned_samples(self.max_loans)
             .create()?;
-        let pong = services[1].subscriber_builder().create()?;
+        let pong = self.subscriber(&services[1])?;
         Ok(HakoLeader {
             ping,
             pong,
             _services: services,
             _node: node,
             size: row.size,
+            wait: self.wait,
         })
     }
 
@@ -179,7 +229,7 @@ impl Transport for HakoPubSub {
                 .open()
         };
         let services = [open(&ping_name)?, open(&pong_name)?];
-        let ping = services[0].subscriber_builder().create()?;
+        let ping = self.subscriber(&services[0])?;
         let pong = services[1]
             .publisher_builder()
             .max_slice_len(row.size)
@@ -191,6 +241,7 @@ impl Transport for HakoPubSub {
             _services: services,
             _node: node,
             size: row.size,
+            wait: self.wait,
         })
     }
 }
@@ -212,7 +263,7 @@ impl Leader for HakoLeader {
         if reached != 1 {
             return Err(format!("ping {seq} reached {reached} subscribers, expected 1").into());
         }
-        let answer = poll("a pong", || Ok(self.pong.receive()?))?;
+        let answer = next_sample(self.wait, &self.pong, "a pong")?;
         check_tagged(&answer, self.size, t.wrapping_add(1), "pong")
     }
 }
@@ -221,7 +272,7 @@ impl Follower for HakoFollower {
     #[inline]
     fn serve_one(&mut self, seq: u64) -> Result<()> {
         let t = tag(seq);
-        let ping = poll("a ping", || Ok(self.ping.receive()?))?;
+        let ping = next_sample(self.wait, &self.ping, "a ping")?;
         check_tagged(&ping, self.size, t, "ping")?;
         drop(ping);
         let reached = loan_tagged(&self.pong, self.size, t.wrapping_add(1))?;

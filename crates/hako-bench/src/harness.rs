@@ -8,13 +8,18 @@
 //!
 //! ```text
 //!  follower → leader   hello <cpu>                        (after pinning)
-//!  leader → follower   row <transport> <size> <rounds> <row id>
+//!  leader → follower   row <transport> <size> <warmup> <iterations> <row id>
 //!  follower → leader   ready                              (its side is built)
-//!                      … <rounds> round trips through the transport …
-//!  follower → leader   done
+//!                      … <warmup> + <iterations> round trips …
+//!  follower → leader   done <user ns> <system ns> <sleeps> (of the timed part)
 //!  leader → follower   quit
 //!  follower → leader   error <message>                    (instead of any reply)
 //! ```
+//!
+//! Both processes take their CPU time (`getrusage(RUSAGE_SELF)`, user and
+//! system) and their count of voluntary context switches (sleeps) around
+//! the timed round trips only; the follower's figures come back in its
+//! `done` line.
 //!
 //! The follower dies with the leader: it asks the kernel for `SIGKILL` when
 //! its parent exits (`PR_SET_PDEATHSIG`), and [`Session`]'s `Drop` kills and
@@ -27,8 +32,9 @@ use std::time::Instant;
 
 use hdrhistogram::Histogram;
 
-use crate::transport::{Follower, Leader, RowSpec, Transport};
-use crate::{cpu, Result};
+use crate::cpu::{self, CpuTime};
+use crate::transport::{Follower, Leader, RowSpec, Transport, Waiting};
+use crate::Result;
 
 /// First argument that makes a binary of this crate act as the follower.
 pub const FOLLOWER_ARG: &str = "__hako-bench-follower";
@@ -40,13 +46,15 @@ pub trait DynTransport: Send + Sync {
     fn dyn_name(&self) -> &'static str;
 
     /// Builds the follower's side of `row`, calls `ready`, then serves
-    /// `rounds` messages.
+    /// `warmup` untimed and `iterations` timed messages; returns the CPU
+    /// time this process used for the timed ones.
     fn follow(
         &self,
         row: &RowSpec,
-        rounds: u64,
+        warmup: u64,
+        iterations: u64,
         ready: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()>;
+    ) -> Result<CpuTime>;
 }
 
 impl<T: Transport> DynTransport for T {
@@ -57,15 +65,20 @@ impl<T: Transport> DynTransport for T {
     fn follow(
         &self,
         row: &RowSpec,
-        rounds: u64,
+        warmup: u64,
+        iterations: u64,
         ready: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<CpuTime> {
         let mut side = self.follower(row)?;
         ready()?;
-        for seq in 1..=rounds {
+        for seq in 1..=warmup {
             side.serve_one(seq)?;
         }
-        Ok(())
+        let before = CpuTime::now()?;
+        for seq in warmup + 1..=warmup + iterations {
+            side.serve_one(seq)?;
+        }
+        Ok(CpuTime::now()?.since(before))
     }
 }
 
@@ -136,6 +149,10 @@ pub struct RowResult {
     pub stats: Stats,
     /// Every timed round trip in nanoseconds, in order.
     pub samples: Vec<u64>,
+    /// CPU time the leader used for the timed round trips.
+    pub leader_cpu: CpuTime,
+    /// CPU time the follower used for the timed round trips.
+    pub follower_cpu: CpuTime,
 }
 
 /// Average cost of one `Instant::now()` in nanoseconds. Every timed round
@@ -151,15 +168,21 @@ pub fn clock_cost_ns() -> f64 {
 }
 
 /// Runs `warmup` untimed, then `iterations` timed round trips; returns the
-/// time of each in nanoseconds. One clock read per round trip: each interval
-/// runs from the end of the previous round trip to the end of this one.
-pub fn measure<L: Leader>(leader: &mut L, warmup: u64, iterations: u64) -> Result<Vec<u64>> {
+/// time of each in nanoseconds and the CPU time this process used for the
+/// timed ones. One clock read per round trip: each interval runs from the end
+/// of the previous round trip to the end of this one.
+pub fn measure<L: Leader>(
+    leader: &mut L,
+    warmup: u64,
+    iterations: u64,
+) -> Result<(Vec<u64>, CpuTime)> {
     for seq in 1..=warmup {
         leader.round_trip(seq)?;
     }
     // Written (not just reserved) now, so no page fault lands in the timing.
     let mut samples = vec![0u64; usize::try_from(iterations)?];
     let mut seq = warmup;
+    let cpu_before = CpuTime::now()?;
     let mut t0 = Instant::now();
     for s in samples.iter_mut() {
         seq += 1;
@@ -168,7 +191,8 @@ pub fn measure<L: Leader>(leader: &mut L, warmup: u64, iterations: u64) -> Resul
         *s = u64::try_from(t1.duration_since(t0).as_nanos()).unwrap_or(u64::MAX);
         t0 = t1;
     }
-    Ok(samples)
+    let cpu = CpuTime::now()?.since(cpu_before);
+    Ok((samples, cpu))
 }
 
 /// The leader's end of a benchmark run: a follower process and the rows run
@@ -297,15 +321,15 @@ impl Session {
         self.next_row += 1;
         let mut leader = transport.leader(&row)?;
         self.send(&format!(
-            "row {} {size} {} {}",
+            "row {} {size} {warmup} {iterations} {}",
             transport.name(),
-            warmup + iterations,
             row.row_id
         ))?;
         self.expect("ready")?;
         leader.connect()?;
-        let samples = measure(&mut leader, warmup, iterations)?;
-        self.expect("done")?;
+        let (samples, leader_cpu) = measure(&mut leader, warmup, iterations)?;
+        let done = self.read_reply()?;
+        let follower_cpu = parse_done(&done)?;
         drop(leader);
         self.broken = false;
         if let Some(dir) = &self.dump_dir {
@@ -319,6 +343,8 @@ impl Session {
             size,
             stats: Stats::from_samples(&samples)?,
             samples,
+            leader_cpu,
+            follower_cpu,
         })
     }
 
@@ -346,12 +372,33 @@ impl Drop for Session {
     }
 }
 
+/// The follower's `done <user ns> <system ns> <sleeps>` line.
+fn parse_done(line: &str) -> Result<CpuTime> {
+    match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+        ["done", user, system, sleeps] => Ok(CpuTime {
+            user_ns: user.parse()?,
+            system_ns: system.parse()?,
+            sleeps: sleeps.parse()?,
+        }),
+        _ => Err(format!(
+            "expected \"done <user ns> <system ns> <sleeps>\" from the follower, got {line:?}"
+        )
+        .into()),
+    }
+}
+
 /// A [`Transport`] as the leader's [`Session`] sees it, so that rows of
 /// different transports can be listed together. Implemented for every
 /// `Transport`.
 pub trait RunRow {
     /// [`Transport::name`].
     fn row_name(&self) -> &'static str;
+
+    /// [`Transport::waiting`].
+    fn row_waiting(&self) -> Waiting;
+
+    /// [`Transport::skip_reason`].
+    fn row_skip_reason(&self, size: usize) -> Option<String>;
 
     /// [`Session::run`].
     fn run_row(
@@ -366,6 +413,14 @@ pub trait RunRow {
 impl<T: Transport> RunRow for T {
     fn row_name(&self) -> &'static str {
         self.name()
+    }
+
+    fn row_waiting(&self) -> Waiting {
+        self.waiting()
+    }
+
+    fn row_skip_reason(&self, size: usize) -> Option<String> {
+        self.skip_reason(size)
     }
 
     fn run_row(
@@ -437,8 +492,8 @@ pub fn follower_main(args: &[String], transports: &[&dyn DynTransport]) -> Resul
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["quit"] => return Ok(()),
-            ["row", name, size, rounds, row_id] => {
-                let result = (|| -> Result<()> {
+            ["row", name, size, warmup, iterations, row_id] => {
+                let result = (|| -> Result<CpuTime> {
                     let t = transports
                         .iter()
                         .find(|t| t.dyn_name() == *name)
@@ -448,10 +503,15 @@ pub fn follower_main(args: &[String], transports: &[&dyn DynTransport]) -> Resul
                         row_id: row_id.parse()?,
                         size: size.parse()?,
                     };
-                    t.follow(&row, rounds.parse()?, &mut || reply("ready"))
+                    t.follow(&row, warmup.parse()?, iterations.parse()?, &mut || {
+                        reply("ready")
+                    })
                 })();
                 match result {
-                    Ok(()) => reply("done")?,
+                    Ok(cpu) => reply(&format!(
+                        "done {} {} {}",
+                        cpu.user_ns, cpu.system_ns, cpu.sleeps
+                    ))?,
                     Err(e) => reply(&format!("error {}", e.to_string().replace('\n', " ")))?,
                 }
             }
@@ -481,6 +541,22 @@ mod tests {
         );
         assert!(parse_follower_args(&args[..2]).is_err());
         assert!(parse_follower_args(&["--root".to_string()]).is_err());
+    }
+
+    #[test]
+    fn done_lines_parse() {
+        assert_eq!(
+            parse_done("done 12 34 5").unwrap(),
+            CpuTime {
+                user_ns: 12,
+                system_ns: 34,
+                sleeps: 5
+            }
+        );
+        assert!(parse_done("done").is_err());
+        assert!(parse_done("done 12 34").is_err());
+        assert!(parse_done("done x 1 2").is_err());
+        assert!(parse_done("ready 1 2 3").is_err());
     }
 
     #[test]

@@ -1,11 +1,29 @@
 //! # hako-bench — cross-process benchmarks of hako against a shared-memory floor
 //!
 //! Every number this crate prints is a *round trip* between two processes,
-//! each pinned to its own CPU: a *leader* sends, a *follower* answers, and the
-//! leader times the pair. On a VM the cross-CPU cost of moving one cache line
-//! changes as the host moves the vCPUs, so each result is quoted next to a
-//! *floor* — two processes ping-ponging one cache line — measured just before
-//! it (see `DESIGN.md`, "Measuring").
+//! each pinned to its own CPU (or both to one CPU, `--same-cpu`): a *leader*
+//! sends, a *follower* answers, and the leader times the pair. On a VM the
+//! cross-CPU cost of moving one cache line changes as the host moves the
+//! vCPUs, so each result is quoted next to a *floor* — two processes
+//! ping-ponging one cache line — measured just before it (see `DESIGN.md`,
+//! "Measuring"). Transports that sleep in the kernel are also quoted against
+//! the *futex floor* (two processes waking each other through one futex
+//! word) and against each other, block by block.
+//!
+//! ## The binary
+//!
+//! `hako-pingpong` measures the transports named by `--transports` (default
+//! `hako,hako-spin,hako-park,hako-spin-park,futex,pipe,unix,mq`; see
+//! [`select`]) at each of `--sizes` (64 B … 4 MiB), with the processes on two
+//! CPUs (`--pinning cross`, the default), on one (`--pinning same` or
+//! `--same-cpu`, which leaves out the busy-polling transports and probes the
+//! futex floor instead of the cache line) or both in turn (`--pinning
+//! both`). Per transport and size it prints the median and p99 round trip,
+//! the ratios to the probes and to `futex`, the CPU time (user + system) per
+//! round trip of each process and how often each slept (voluntary context
+//! switches), then hako against the futex floor and each kernel mechanism,
+//! and whether the goals of issues #2 and #3 are met. `--quick` takes about
+//! 10 s per pinning mode; `--json FILE` writes everything.
 //!
 //! ## Pieces
 //!
@@ -13,8 +31,13 @@
 //!   move a message of `size` bytes from leader to follower and back, with a
 //!   [`Leader`](transport::Leader) and a [`Follower`](transport::Follower) side.
 //! * [`floor`] — the floor: one cache-line-aligned `AtomicU64` in shared memory.
-//! * [`hako_pubsub`] — hako publish/subscribe, busy-polling: services "ping"
-//!   and "pong", payload `[u8]`, written and checked at both ends only.
+//! * [`futex_floor`] — the blocking floor: one futex word in shared memory,
+//!   each side wakes the other and sleeps.
+//! * [`hako_pubsub`] — hako publish/subscribe: services "ping" and "pong",
+//!   payload `[u8]`, written and checked at both ends only; busy-polling
+//!   `receive()`, or `blocking_receive()` with a `WaitStrategy`.
+//! * [`kernel`] — pipes, a unix socket and POSIX message queues, the payload
+//!   copied through the kernel.
 //! * [`reference`](mod@reference) — hako's data path (chunk pool, stamped submission and
 //!   completion rings) hand-written with nothing else: what the zero-copy
 //!   design costs before any library overhead.
@@ -22,8 +45,11 @@
 //!   pins CPUs, runs warm-up and timed iterations, and summarises the round
 //!   trips in an HDR histogram (optionally dumping the raw times).
 //! * [`blocks`] — a row measured in blocks between floor probes, so a floor
-//!   that changes mid-row does not skew the ratio.
-//! * [`cpu`] — CPU pinning; [`shm`] — a shared mapping for the floor;
+//!   that changes mid-row does not skew the ratio; transports of a row are
+//!   also compared block by block.
+//! * [`select`] — every transport by name, for `--transports`.
+//! * [`cpu`] — CPU pinning and CPU time (`getrusage`); [`shm`] — a shared
+//!   mapping for the floors;
 //!   [`rundir`] — the per-run domain root and the cleanup of dead runs'
 //!   leftovers; [`report`] — the table and the JSON file.
 //!
@@ -38,11 +64,14 @@
 pub mod blocks;
 pub mod cpu;
 pub mod floor;
+pub mod futex_floor;
 pub mod hako_pubsub;
 pub mod harness;
+pub mod kernel;
 pub mod reference;
 pub mod report;
 pub mod rundir;
+pub mod select;
 pub mod shm;
 pub mod transport;
 

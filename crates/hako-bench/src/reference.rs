@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use crate::shm::SharedRegion;
-use crate::transport::{poll, tag, Follower, Leader, RowSpec, Transport};
+use crate::transport::{poll, tag, Follower, Leader, RowSpec, Transport, Waiting};
 use crate::Result;
 
 /// Slots per ring, and chunks in the pool.
@@ -221,6 +221,10 @@ impl Transport for Reference {
 
     fn name(&self) -> &'static str {
         "reference"
+    }
+
+    fn waiting(&self) -> Waiting {
+        Waiting::BusyPoll
     }
 
     fn leader(&self, row: &RowSpec) -> Result<ReferenceLeader> {

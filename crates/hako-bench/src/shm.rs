@@ -1,4 +1,4 @@
-//! A small shared mapping of a tmpfs file, for the floor.
+//! A small shared mapping of a tmpfs file, for the floors.
 //!
 //! Kept apart from hako's own OS layer on purpose: the floor must not change
 //! when the library does.
@@ -6,7 +6,7 @@
 use std::io;
 use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, AtomicU8};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
 
 use rustix::fs::{ftruncate, open, Mode, OFlags};
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
@@ -19,7 +19,8 @@ pub struct SharedRegion {
 }
 
 // SAFETY: the region is plain memory shared with other processes; it is only
-// reached through atomics handed out by `atomic_u64`.
+// reached through the atomics handed out by `atomic_u64`, `atomic_u32` and
+// `atomic_u8`.
 unsafe impl Send for SharedRegion {}
 // SAFETY: as above.
 unsafe impl Sync for SharedRegion {}
@@ -84,6 +85,19 @@ impl SharedRegion {
 }
 
 impl SharedRegion {
+    /// The `AtomicU32` at byte `offset` (usable as a futex word shared
+    /// between processes).
+    ///
+    /// # Panics
+    /// If `offset` is not 4-byte aligned or the word is out of range.
+    pub fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
+        assert!(offset & 3 == 0 && offset + 4 <= self.len);
+        // SAFETY: in range and aligned (the mapping is page aligned; checked
+        // above); the memory lives as long as `self`, zero-initialised by the
+        // kernel, and every process touches it only through atomics.
+        unsafe { &*self.ptr.as_ptr().add(offset).cast::<AtomicU32>() }
+    }
+
     /// The byte at `offset`, as an atomic (a plain byte load or store on
     /// x86-64, but sound while another process writes the same memory).
     ///

@@ -7,8 +7,9 @@
 //! 1. the leader calls [`Transport::leader`] (it creates shared resources),
 //! 2. the follower calls [`Transport::follower`] (it opens them),
 //! 3. the leader calls [`Leader::connect`] (it waits until both are linked),
-//! 4. both run `rounds` exchanges numbered 1, 2, …: the leader with
-//!    [`Leader::round_trip`], the follower with [`Follower::serve_one`].
+//! 4. both run exchanges numbered 1, 2, … — first untimed warm-up ones,
+//!    then timed ones: the leader with [`Leader::round_trip`], the follower
+//!    with [`Follower::serve_one`].
 //!
 //! Sequence numbers let each side check that it got the message it expects,
 //! so a transport that loses or reorders messages fails loudly instead of
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::Result;
 
-/// How long a side busy-polls for its peer before it gives up on it.
+/// How long a side waits for its peer before it gives up on it.
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What both sides of one row know.
@@ -51,6 +52,17 @@ pub trait Follower {
     fn serve_one(&mut self, seq: u64) -> Result<()>;
 }
 
+/// How a transport's sides wait for each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// They never sleep: each polls memory until the peer's message is
+    /// there. Two such processes on one CPU hand over only when the
+    /// scheduler preempts the spinning one, milliseconds per message.
+    BusyPoll,
+    /// They may sleep in the kernel until the peer wakes them.
+    Blocking,
+}
+
 /// A way of moving messages between two processes.
 pub trait Transport: Send + Sync {
     /// The leader's side.
@@ -61,6 +73,16 @@ pub trait Transport: Send + Sync {
     /// Short name, unique among the transports of a binary; the follower
     /// process finds the transport by it.
     fn name(&self) -> &'static str;
+
+    /// How its sides wait.
+    fn waiting(&self) -> Waiting;
+
+    /// Why it cannot carry `size`-byte messages on this machine, if it
+    /// cannot: the row is skipped and the reason shown. Default: it can.
+    fn skip_reason(&self, size: usize) -> Option<String> {
+        let _ = size;
+        None
+    }
 
     /// Builds the leader's side of a row; runs before [`Self::follower`].
     fn leader(&self, row: &RowSpec) -> Result<Self::Leader>;
@@ -100,4 +122,20 @@ pub fn poll<T>(what: &str, mut f: impl FnMut() -> Result<Option<T>>) -> Result<T
 pub fn tag(seq: u64) -> u8 {
     // Truncation intended: neighbouring messages differ in the low byte.
     (seq % 251) as u8
+}
+
+/// Checks that `bytes` is a whole `size`-byte message tagged `t` in its
+/// first and last byte; `what` names the message in the error.
+#[inline]
+pub fn check_tagged(bytes: &[u8], size: usize, t: u8, what: &str) -> Result<()> {
+    if size == 0 || bytes.len() != size || bytes[0] != t || bytes[size - 1] != t {
+        return Err(format!(
+            "{what}: expected {size} bytes tagged {t}, got {} bytes tagged {} / {}",
+            bytes.len(),
+            bytes.first().copied().unwrap_or(0),
+            bytes.last().copied().unwrap_or(0),
+        )
+        .into());
+    }
+    Ok(())
 }

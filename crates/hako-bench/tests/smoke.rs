@@ -14,7 +14,15 @@ fn pingpong_runs_and_cleans_up() {
     std::fs::create_dir_all(dir.join("hako-bench-999999999")).unwrap();
     let json = dir.join("out.json");
     let out = Command::new(env!("CARGO_BIN_EXE_hako-pingpong"))
-        .args(["--no-pin", "--iterations", "200", "--warmup", "20"])
+        .args([
+            "--no-pin",
+            "--iterations",
+            "200",
+            "--warmup",
+            "20",
+            "--block-ms",
+            "5",
+        ])
         .args([
             "--probe-iterations",
             "100",
@@ -35,8 +43,24 @@ fn pingpong_runs_and_cleans_up() {
     assert!(stdout.contains("4 KiB |"), "{stdout}");
     let text = std::fs::read_to_string(&json).unwrap();
     assert!(text.contains("\"size\": 4096"), "{text}");
-    assert!(text.contains("\"reference\": {\"ratio\""), "{text}");
-    assert!(text.contains("\"hako\": {\"ratio\""), "{text}");
+    // The default transports and the reference all ran.
+    for name in [
+        "reference",
+        "hako",
+        "hako-park",
+        "hako-spin-park",
+        "futex",
+        "pipe",
+        "unix",
+        "mq",
+    ] {
+        assert!(
+            text.contains(&format!("\"{name}\": {{\"ratio\"")),
+            "{name}: {text}"
+        );
+    }
+    assert!(text.contains("\"cpu_per_round_trip\""), "{text}");
+    assert!(stdout.contains("issue #3:"), "{stdout}");
     // Only the JSON file is left: the run's root and the stale one are gone.
     let left: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -53,4 +77,54 @@ fn bad_arguments_are_refused() {
         .output()
         .unwrap();
     assert!(!out.status.success());
+}
+
+#[test]
+fn unknown_transports_are_refused_by_name() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hako-pingpong"))
+        .args(["--transports", "hako,carrier-pigeon"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown transport \"carrier-pigeon\""),
+        "{stderr}"
+    );
+    // The message lists what is known.
+    assert!(stderr.contains("hako-spin-park"), "{stderr}");
+}
+
+#[test]
+fn same_cpu_mode_leaves_out_busy_polling_and_skips_large_mq() {
+    let dir = std::env::temp_dir().join(format!("hako-bench-same-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let cpu = hako_bench::cpu::allowed_cpus().unwrap()[0];
+    let out = Command::new(env!("CARGO_BIN_EXE_hako-pingpong"))
+        .args(["--same-cpu", "--leader-cpu", &cpu.to_string()])
+        .args(["--transports", "hako,hako-park,futex,mq"])
+        .args(["--iterations", "100", "--probe-iterations", "50"])
+        .args(["--blocks", "2", "--block-ms", "5", "--sizes", "64,1M"])
+        .arg("--shm-dir")
+        .arg(&dir)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("left out: hako (busy-polling"), "{stdout}");
+    assert!(stdout.contains("(futex probes)"), "{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(text.contains("\"pinning\": \"same-cpu\""), "{text}");
+    assert!(!text.contains("\"hako\": {"), "{text}");
+    assert!(text.contains("\"hako-park\": {\"ratio\""), "{text}");
+    if hako_bench::kernel::msgsize_max().is_some_and(|m| m < 1 << 20) {
+        assert!(stdout.contains("skipped: "), "{stdout}");
+        assert!(text.contains("\"mq\": {\"skipped\""), "{text}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

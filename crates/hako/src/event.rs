@@ -615,8 +615,10 @@ impl Listener {
             adaptive: &self.adaptive,
             block: self.service.wake_block(PortKind::Subscriber, self.index),
         };
+        // A cheap look at the table (no system call); liveness is checked
+        // only when a sleep times out. Relaxed: used by this thread only.
         self.saw_notifier
-            .store(self.notifiers_alive(), Ordering::Relaxed);
+            .store(self.notifiers_registered(), Ordering::Relaxed);
         let r = waiter.wait(
             deadline,
             || {
@@ -638,6 +640,17 @@ impl Listener {
             },
         )?;
         Ok(r.unwrap_or_default())
+    }
+
+    fn notifiers_registered(&self) -> bool {
+        let svc = &self.service;
+        (0..svc.table_len(PortKind::Publisher)).any(|i| {
+            // Relaxed: a hint; notifiers_alive() does the real check.
+            svc.port_slot(PortKind::Publisher, i)
+                .port_id
+                .load(Ordering::Relaxed)
+                != 0
+        })
     }
 
     fn notifiers_alive(&self) -> bool {

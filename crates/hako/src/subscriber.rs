@@ -538,7 +538,9 @@ impl<T: Payload + ?Sized> Subscriber<T> {
                 .service
                 .wake_block(PortKind::Subscriber, self.reg.index),
         };
-        let mut saw_publisher = self.publishers_alive();
+        // A cheap look at the table (no system call); liveness is checked
+        // only when a sleep times out.
+        let mut saw_publisher = self.publishers_registered();
         waiter.wait(
             deadline,
             || self.receive(),
@@ -565,6 +567,15 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         st.conns
             .iter()
             .any(|e| e.conn.connected() && e.conn.submission().has_item())
+    }
+
+    fn publishers_registered(&self) -> bool {
+        let svc = &self.reg.service;
+        (0..svc.table_len(PortKind::Publisher)).any(|i| {
+            let slot = svc.port_slot(PortKind::Publisher, i);
+            // Relaxed (both): a hint; publishers_alive() does the real check.
+            slot.port_id.load(Ordering::Relaxed) != 0 && slot.flags.load(Ordering::Relaxed) == 0
+        })
     }
 
     fn publishers_alive(&self) -> bool {

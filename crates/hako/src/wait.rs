@@ -118,7 +118,9 @@ impl Waiter<'_> {
         for _ in 0..yields {
             std::thread::yield_now();
             if let Some(r) = poll()? {
-                self.adaptive.spun_ok();
+                // Found after yielding: the peer needed our CPU (one CPU, or
+                // an overloaded machine), so spinning longer would not help.
+                self.adaptive.had_to_park();
                 return Ok(Some(r));
             }
         }
