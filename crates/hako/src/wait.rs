@@ -37,12 +37,18 @@ pub(crate) const PARK_SLICE: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub(crate) struct Adaptive {
     spins: AtomicU32,
+    /// Confined to one CPU when the port was created: never spin.
+    one_cpu: bool,
 }
 
 impl Default for Adaptive {
     fn default() -> Self {
+        // A process confined to one CPU (by affinity or by the machine) can
+        // only lose by spinning: the sender needs that CPU to send.
+        let one_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
         Self {
-            spins: AtomicU32::new(MAX_SPINS / 4),
+            spins: AtomicU32::new(if one_cpu { 0 } else { MAX_SPINS / 4 }),
+            one_cpu,
         }
     }
 }
@@ -54,6 +60,9 @@ impl Adaptive {
     }
 
     fn spun_ok(&self) {
+        if self.one_cpu {
+            return;
+        }
         let s = self.budget();
         // Relaxed: as above.
         self.spins.store((s * 2).min(MAX_SPINS), Ordering::Relaxed);
@@ -61,8 +70,9 @@ impl Adaptive {
 
     fn had_to_park(&self) {
         let s = self.budget();
+        let floor = if self.one_cpu { 0 } else { MIN_SPINS };
         // Relaxed: as above.
-        self.spins.store((s / 2).max(MIN_SPINS), Ordering::Relaxed);
+        self.spins.store((s / 2).max(floor), Ordering::Relaxed);
     }
 }
 
