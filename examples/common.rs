@@ -16,3 +16,10 @@ pub struct Transmission {
 
 /// The service both programs use.
 pub const SERVICE: &str = "Examples/Transmission";
+
+/// The event service of the notifier/listener pair.
+pub const EVENT_SERVICE: &str = "Examples/Doorbell";
+
+/// Largest event id the notifier/listener pair uses. Both programs create
+/// the service with the same setting, so either may start first.
+pub const EVENT_ID_MAX: u64 = 7;

@@ -97,6 +97,7 @@ impl Domain {
             label: label.to_owned(),
             args: args.iter().map(|s| (*s).to_owned()).collect(),
             child: Some(child),
+            exited: None,
             started: Instant::now(),
             bound,
             stdout: out,
@@ -160,6 +161,40 @@ impl Domain {
         }
     }
 
+    /// Waits until `cond(procs)` holds, polling. Fails the test if one of
+    /// `procs` exits with a failure first, or after [`WATCHDOG`]; `what`
+    /// names the condition in the failure message.
+    ///
+    /// ```no_run
+    /// # let d = hako_tests::harness::Domain::new("doc", "helper");
+    /// # let mut procs = vec![d.spawn("recv", &["recv", "--expect", "1"])];
+    /// d.wait_until("the receiver parks", &mut procs, |p| p[0].parked_in_futex());
+    /// ```
+    pub fn wait_until(
+        &self,
+        what: &str,
+        procs: &mut [Proc],
+        mut cond: impl FnMut(&[Proc]) -> bool,
+    ) {
+        let start = Instant::now();
+        while !cond(procs) {
+            for p in procs.iter_mut() {
+                p.fail_if_failed();
+                p.check_watchdog();
+            }
+            if start.elapsed() > WATCHDOG {
+                panic!(
+                    "watchdog: {what} did not happen within {WATCHDOG:?}{}",
+                    procs.iter().fold(String::new(), |mut s, p| {
+                        let _ = write!(s, "\n--- {} ---\n{}", p.label, p.output_so_far());
+                        s
+                    })
+                );
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     /// What is left in the domain root: its entries, and the entries of
     /// directories in it (`svc_<hash>/static.toml`).
     pub fn leftovers(&self) -> Vec<String> {
@@ -201,6 +236,9 @@ pub struct Proc {
     label: String,
     args: Vec<String>,
     child: Option<Child>,
+    /// How it ended, once reaped by a check that does not return it
+    /// ([`fail_if_failed`](Self::fail_if_failed) during `wait_file`).
+    exited: Option<Outcome>,
     started: Instant,
     bound: Duration,
     stdout: PathBuf,
@@ -211,6 +249,43 @@ impl Proc {
     /// The label given at spawn.
     pub fn label(&self) -> &str {
         &self.label
+    }
+
+    /// The process id (panics if the process was already reaped).
+    pub fn pid(&self) -> u32 {
+        self.child
+            .as_ref()
+            .expect("the process already exited")
+            .id()
+    }
+
+    /// Sends `sig` to the process (SIGTERM, SIGINT, ...).
+    pub fn signal(&self, sig: rustix::process::Signal) {
+        let pid =
+            rustix::process::Pid::from_raw(self.pid() as i32).expect("a child's pid is positive");
+        rustix::process::kill_process(pid, sig)
+            .unwrap_or_else(|e| panic!("cannot signal {}: {e}", self.label));
+    }
+
+    /// Whether the process (its main thread) is asleep in a futex wait,
+    /// from `/proc/<pid>/stat` (state `S`) and `/proc/<pid>/wchan`. Where the
+    /// kernel hides wchan (it reads `0`), the sleeping state alone counts.
+    /// False once the process has exited.
+    pub fn parked_in_futex(&self) -> bool {
+        let Some(child) = self.child.as_ref() else {
+            return false;
+        };
+        let pid = child.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state follows the command name, which is in parentheses.
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next());
+        if state != Some('S') {
+            return false;
+        }
+        let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+        wchan.contains("futex") || wchan.trim() == "0" || wchan.is_empty()
     }
 
     /// Waits for the process to exit (any code) under the watchdog.
@@ -236,6 +311,9 @@ impl Proc {
 
     /// The outcome if the process has exited.
     fn poll(&mut self) -> Option<Outcome> {
+        if let Some(o) = &self.exited {
+            return Some(o.clone());
+        }
         let child = self.child.as_mut()?;
         match child.try_wait() {
             Ok(Some(status)) => {
@@ -269,12 +347,15 @@ impl Proc {
             if o.code != Some(0) {
                 panic!("{}", o.describe("exited with a failure"));
             }
+            // Kept for poll(): a helper that finished while the test waited
+            // for a file must not look like one that hangs.
+            self.exited = Some(o);
         }
     }
 
     /// Kills the process and fails the test if it outlived its bound.
     fn check_watchdog(&mut self) {
-        if self.started.elapsed() <= self.bound {
+        if self.child.is_none() || self.started.elapsed() <= self.bound {
             return;
         }
         if let Some(mut child) = self.child.take() {

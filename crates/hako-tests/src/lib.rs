@@ -137,6 +137,23 @@ pub mod exit {
     pub const EXCEEDS_MAX_BORROWED: i32 = 22;
     /// `ReceiveError::CorruptedPublisher`.
     pub const CORRUPTED_PUBLISHER: i32 = 23;
+    /// `ServiceError::IncompatiblePattern` (an event service opened as
+    /// publish/subscribe, or the other way round).
+    pub const INCOMPATIBLE_PATTERN: i32 = 17;
+    /// `ListenerError::NotifiersGone`.
+    pub const NOTIFIERS_GONE: i32 = 24;
+    /// `ReceiveError::PublishersGone`.
+    pub const PUBLISHERS_GONE: i32 = 25;
+    /// `NotifyError::EventIdOutOfRange`.
+    pub const EVENT_ID_OUT_OF_RANGE: i32 = 26;
+    /// `EventPortCreateError::EventIdOutOfRange` (a default event id above
+    /// the service's `event_id_max`).
+    pub const DEFAULT_EVENT_ID_OUT_OF_RANGE: i32 = 27;
+    /// `EventPortCreateError::TooMany`.
+    pub const TOO_MANY_PORTS: i32 = 28;
+    /// A waiting loop ended in another way than the test asked for (for
+    /// example `WaitOutcome::TerminationRequest` where none was sent).
+    pub const UNEXPECTED_WAKE: i32 = 29;
 }
 
 pub mod harness;

@@ -189,7 +189,7 @@ pub enum ServiceError {
         actual: String,
     },
     /// The service exists with another messaging pattern.
-    #[error("service {service:?} is a {actual} service, not {requested}")]
+    #[error("service {service:?} uses the {actual} pattern, not {requested}; open it with the matching builder or use another name")]
     IncompatiblePattern {
         /// The service.
         service: String,

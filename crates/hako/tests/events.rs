@@ -167,4 +167,8 @@ fn waitset_sources_and_timers() {
         .wait_and_process_timeout(|_| {}, Duration::from_millis(10))
         .unwrap();
     assert_eq!(out, WaitOutcome::TimedOut);
+    drop(ws);
+    drop((listener, notifier, sub, publisher, ev, ps, node));
+    assert_eq!(std::fs::read_dir(&cfg.root).unwrap().count(), 0);
+    std::fs::remove_dir(&cfg.root).unwrap();
 }

@@ -23,6 +23,23 @@
 //! * `churn` — repeatedly opens-or-creates a service, creates a port (and
 //!   sends or receives a little), and drops everything.
 //!
+//! Roles of the waiting features (events, blocking receive, waitset,
+//! termination requests):
+//!
+//! * `notify` — creates a notifier and notifies `--count` times.
+//! * `listen` — creates a listener and waits (blocking or with a timeout)
+//!   until `--expect-total` notifications arrived; reports them per id.
+//! * `recv` — a subscriber that waits in `blocking_receive` for each message.
+//! * `ping` — one side of a ping-pong over two event services or two
+//!   publish/subscribe services; the initiator reports the round-trip time.
+//! * `waitset` — a waitset on a listener, a subscriber, a silent subscriber
+//!   with a deadline, and an interval; counts what fired.
+//! * `sigwait` — a `node.wait` or waitset loop that only SIGTERM/SIGINT ends.
+//! * `zero-timeouts` — the waits with a zero timeout, before and after
+//!   another process notified and sent.
+//! * `event-port` — opens an event service and creates a port (for the
+//!   error cases: too many ports, default id too large, wrong pattern).
+//!
 //! Synchronisation with the test and with other helpers goes through the
 //! library (subscriber and publisher counts) and through signal files that
 //! the test names (`--ready-file`, `--wait-file`, ...): a helper creates a
@@ -31,12 +48,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use hako::{
-    BackpressureStrategy, LoanError, Node, NodeBuilder, OverflowPolicy, Payload, PubSubService,
-    Publisher, ReceiveError, Sample, ServiceError, ServiceName, Subscriber,
+    BackpressureStrategy, EventId, EventPortCreateError, EventService, Listener, ListenerError,
+    LoanError, Node, NodeBuilder, NodeWaitError, NotifyError, OverflowPolicy, Payload,
+    PubSubService, Publisher, ReceiveError, Sample, ServiceError, ServiceName, Subscriber,
+    WaitEvent, WaitOutcome, WaitSet, WaitSetError, WaitStrategy,
 };
 use hako_tests::{exit, ImpostorMsg, OtherMsg, TestMsg};
 
@@ -66,6 +85,22 @@ enum Cmd {
     Loans(LoansArgs),
     /// Repeat: node, open_or_create, port, one message, drop everything.
     Churn(ChurnArgs),
+    /// Notify --count times.
+    Notify(NotifyArgs),
+    /// Wait until --expect-total notifications arrived.
+    Listen(ListenArgs),
+    /// Receive --expect TestMsgs with blocking_receive.
+    Recv(RecvArgs),
+    /// One side of a ping-pong (events or publish/subscribe).
+    Ping(PingArgs),
+    /// A waitset on several sources fed by other processes.
+    Waitset(WaitsetArgs),
+    /// A waiting loop that only SIGTERM/SIGINT ends.
+    Sigwait(SigwaitArgs),
+    /// Waits with a zero timeout.
+    ZeroTimeouts(ZeroArgs),
+    /// Open an event service and create a port.
+    EventPort(EventPortArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -166,9 +201,16 @@ struct PublishArgs {
     /// that queued samples stay reachable until they are read).
     #[arg(long)]
     linger: bool,
+    /// Before exiting, wait for this file.
+    #[arg(long)]
+    release_file: Option<PathBuf>,
     /// Print every send's return value (deliveries=1,1,0,...).
     #[arg(long)]
     print_deliveries: bool,
+    /// Sleep this many microseconds after each send (pacing, so that a
+    /// reader sees the messages spread over time).
+    #[arg(long, default_value_t = 0)]
+    pace_us: u64,
 }
 
 #[derive(Args, Debug)]
@@ -316,6 +358,17 @@ fn main() {
         Cmd::Name(a) => name(a),
         Cmd::Loans(a) => loans(a),
         Cmd::Churn(a) => churn(a),
+        Cmd::Notify(a) => notify(a),
+        Cmd::Listen(a) => listen(a),
+        Cmd::Recv(a) => recv(a),
+        Cmd::Ping(a) => match a.transport {
+            Transport::Event => ping_event(a),
+            Transport::Pubsub => ping_pubsub(a),
+        },
+        Cmd::Waitset(a) => waitset(a),
+        Cmd::Sigwait(a) => sigwait(a),
+        Cmd::ZeroTimeouts(a) => zero_timeouts(a),
+        Cmd::EventPort(a) => event_port(a),
     });
     match run {
         Ok(()) => {}
@@ -358,6 +411,9 @@ fn die_service(e: ServiceError) -> ! {
         ServiceError::Corrupted { .. } => (exit::CORRUPTED, "Corrupted".into()),
         ServiceError::DoesNotExist(_) => (exit::DOES_NOT_EXIST, "DoesNotExist".into()),
         ServiceError::AlreadyExists(_) => (exit::ALREADY_EXISTS, "AlreadyExists".into()),
+        ServiceError::IncompatiblePattern { .. } => {
+            (exit::INCOMPATIBLE_PATTERN, "IncompatiblePattern".into())
+        }
         other => (exit::OTHER_SERVICE, format!("ServiceError({other:?})")),
     };
     die(code, &kind, e)
@@ -379,6 +435,7 @@ fn die_receive(e: ReceiveError) -> ! {
         ReceiveError::CorruptedPublisher { .. } => {
             die(exit::CORRUPTED_PUBLISHER, "CorruptedPublisher", e)
         }
+        ReceiveError::PublishersGone(_) => die(exit::PUBLISHERS_GONE, "PublishersGone", e),
         other => die(exit::FAILURE, "ReceiveError", other),
     }
 }
@@ -514,6 +571,9 @@ fn publish(a: PublishArgs) {
         if a.print_deliveries {
             deliveries.push(n.to_string());
         }
+        if a.pace_us > 0 {
+            std::thread::sleep(Duration::from_micros(a.pace_us));
+        }
     }
     touch(&a.done_file);
 
@@ -526,6 +586,7 @@ fn publish(a: PublishArgs) {
     if a.linger {
         poll_until(|| publisher.subscriber_count() == 0);
     }
+    wait_for(&a.release_file);
     let mut line = format!(
         "RESULT role=publish id={} sent={} delivered={delivered} zero={zero} free={} pool={}",
         a.id,
@@ -827,4 +888,817 @@ fn churn(a: ChurnArgs) {
         "RESULT role=churn iterations={} delivered={delivered} received={received}",
         a.iterations
     );
+}
+
+// ================================================================ waiting
+//
+// Roles of the waiting features: events, blocking receive, waitsets and
+// termination requests.
+
+#[derive(Args, Debug, Clone)]
+struct EvArgs {
+    /// Event service name.
+    #[arg(long, default_value = "it/events")]
+    service: String,
+    /// How to get the service.
+    #[arg(long, value_enum, default_value_t = Mode::OpenOrCreate)]
+    mode: Mode,
+    #[arg(long)]
+    event_id_max: Option<u64>,
+    #[arg(long)]
+    max_notifiers: Option<u32>,
+    #[arg(long)]
+    max_listeners: Option<u32>,
+    #[arg(long)]
+    max_nodes: Option<u32>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum Strategy {
+    BusySpin,
+    SpinThenPark,
+    Park,
+}
+
+impl From<Strategy> for WaitStrategy {
+    fn from(s: Strategy) -> Self {
+        match s {
+            Strategy::BusySpin => WaitStrategy::BusySpin,
+            Strategy::SpinThenPark => WaitStrategy::SpinThenPark,
+            Strategy::Park => WaitStrategy::Park,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct NotifyArgs {
+    #[command(flatten)]
+    ev: EvArgs,
+    /// Notify this id with notify_with_id (else notify(), the default id).
+    #[arg(long)]
+    id: Option<u64>,
+    /// The notifier's default event id.
+    #[arg(long)]
+    default_id: Option<u64>,
+    /// Notifications to send.
+    #[arg(long, default_value_t = 1)]
+    count: u64,
+    /// Sleep this many microseconds after each notification (pacing).
+    #[arg(long, default_value_t = 0)]
+    pace_us: u64,
+    /// Create this file once the notifier exists.
+    #[arg(long)]
+    ready_file: Option<PathBuf>,
+    /// Before notifying, wait for this file.
+    #[arg(long)]
+    wait_file: Option<PathBuf>,
+    /// Create this file once every notification is sent.
+    #[arg(long)]
+    done_file: Option<PathBuf>,
+    /// After notifying, keep the notifier until this file exists.
+    #[arg(long)]
+    release_file: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct ListenArgs {
+    #[command(flatten)]
+    ev: EvArgs,
+    #[arg(long, value_enum, default_value_t = Strategy::SpinThenPark)]
+    strategy: Strategy,
+    /// Notifications (summed over ids) to wait for.
+    #[arg(long)]
+    expect_total: u64,
+    /// Use timed_wait with this timeout instead of blocking_wait.
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    /// Create this file once the listener exists.
+    #[arg(long)]
+    ready_file: Option<PathBuf>,
+    /// Create this file after the first wait that returned events.
+    #[arg(long)]
+    progress_file: Option<PathBuf>,
+    /// After the first wait that returned events, wait for this file before
+    /// waiting again.
+    #[arg(long)]
+    pause_file: Option<PathBuf>,
+    /// Create this file once --expect-total notifications arrived.
+    #[arg(long)]
+    done_file: Option<PathBuf>,
+    /// At the end, require that try_wait returns nothing more.
+    #[arg(long)]
+    check_empty: bool,
+}
+
+#[derive(Args, Debug)]
+struct RecvArgs {
+    #[command(flatten)]
+    svc: SvcArgs,
+    #[arg(long, value_enum, default_value_t = Strategy::SpinThenPark)]
+    strategy: Strategy,
+    /// Messages to receive.
+    #[arg(long)]
+    expect: u64,
+    /// Create this file once the subscriber exists.
+    #[arg(long)]
+    ready_file: Option<PathBuf>,
+    /// After the n-th message (from 1), create the file `<prefix><n>`.
+    #[arg(long)]
+    got_prefix: Option<String>,
+    /// After the first message, wait for this file before receiving again.
+    #[arg(long)]
+    pause_file: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum Transport {
+    Event,
+    Pubsub,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum PingRole {
+    /// Sends the pings and times the round trips.
+    Initiator,
+    /// Answers each ping.
+    Responder,
+}
+
+#[derive(Args, Debug)]
+struct PingArgs {
+    #[arg(long, value_enum)]
+    transport: Transport,
+    #[arg(long, value_enum)]
+    role: PingRole,
+    /// Round trips.
+    #[arg(long)]
+    count: u64,
+    #[arg(long, value_enum, default_value_t = Strategy::SpinThenPark)]
+    strategy: Strategy,
+    /// Prefix of the two services: `<prefix>/there` carries pings,
+    /// `<prefix>/back` the answers.
+    #[arg(long, default_value = "it/ping")]
+    service: String,
+}
+
+#[derive(Args, Debug)]
+struct WaitsetArgs {
+    /// The publish/subscribe service a publisher process feeds (--service).
+    #[command(flatten)]
+    svc: SvcArgs,
+    /// The event service a notifier process feeds.
+    #[arg(long)]
+    events: String,
+    /// A publish/subscribe service nobody sends on, watched by a deadline.
+    #[arg(long)]
+    silent: String,
+    /// Notifications to wait for (summed).
+    #[arg(long)]
+    expect_events: u64,
+    /// Samples to wait for.
+    #[arg(long)]
+    expect_samples: u64,
+    /// Period of the interval.
+    #[arg(long)]
+    interval_ms: u64,
+    /// Deadline on the silent subscriber.
+    #[arg(long)]
+    deadline_ms: u64,
+    /// Keep waiting at least this long (from before the timers were
+    /// attached), even once all data arrived.
+    #[arg(long)]
+    min_span_ms: u64,
+    /// Create this file once every port is attached.
+    #[arg(long)]
+    ready_file: Option<PathBuf>,
+    /// Create this file at the end.
+    #[arg(long)]
+    done_file: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum LoopKind {
+    /// `while node.wait(cycle).is_ok() { .. }`
+    Node,
+    /// `wait_and_process` on a waitset with an interval and a listener,
+    /// until `WaitOutcome::TerminationRequest`.
+    Waitset,
+}
+
+#[derive(Args, Debug)]
+struct SigwaitArgs {
+    #[arg(long = "loop", value_enum)]
+    kind: LoopKind,
+    /// The node.wait cycle, or the waitset's interval.
+    #[arg(long, default_value_t = 20)]
+    cycle_ms: u64,
+    /// Create this file once the signal handlers are installed.
+    #[arg(long)]
+    ready_file: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct ZeroArgs {
+    /// The event service.
+    #[arg(long)]
+    events: String,
+    /// The publish/subscribe service (--service).
+    #[command(flatten)]
+    svc: SvcArgs,
+    /// Create this file after the first round (nothing pending).
+    #[arg(long)]
+    ready_file: Option<PathBuf>,
+    /// Wait for this file (another process notified and sent), then do the
+    /// second round.
+    #[arg(long)]
+    wait_file: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum EvPort {
+    None,
+    Notifier,
+    Listener,
+}
+
+#[derive(Args, Debug)]
+struct EventPortArgs {
+    #[command(flatten)]
+    ev: EvArgs,
+    #[arg(long, value_enum, default_value_t = EvPort::None)]
+    port: EvPort,
+    /// The notifier's default event id.
+    #[arg(long)]
+    default_id: Option<u64>,
+    /// Create this file once the port exists.
+    #[arg(long)]
+    ready_file: Option<PathBuf>,
+    /// Exit once this file exists (else at once).
+    #[arg(long)]
+    release_file: Option<PathBuf>,
+}
+
+// ---------------------------------------------------------------- plumbing
+
+fn service_name(s: &str) -> ServiceName {
+    ServiceName::new(s).unwrap_or_else(|e| die(exit::NAME, "NameError", e))
+}
+
+fn event_service(node: &Node, a: &EvArgs) -> EventService {
+    let mut b = node.service_builder(&service_name(&a.service)).event();
+    if let Some(v) = a.event_id_max {
+        b = b.event_id_max(v);
+    }
+    if let Some(v) = a.max_notifiers {
+        b = b.max_notifiers(v);
+    }
+    if let Some(v) = a.max_listeners {
+        b = b.max_listeners(v);
+    }
+    if let Some(v) = a.max_nodes {
+        b = b.max_nodes(v);
+    }
+    let r = match a.mode {
+        Mode::Create => b.create(),
+        Mode::Open => b.open(),
+        Mode::OpenOrCreate => b.open_or_create(),
+    };
+    r.unwrap_or_else(|e| die_service(e))
+}
+
+/// An event service with default settings, opened or created.
+fn event_named(node: &Node, name: &str) -> EventService {
+    node.service_builder(&service_name(name))
+        .event()
+        .open_or_create()
+        .unwrap_or_else(|e| die_service(e))
+}
+
+/// A `TestMsg` service with default settings, opened or created.
+fn pubsub_named(node: &Node, name: &str) -> PubSubService<TestMsg> {
+    node.service_builder(&service_name(name))
+        .publish_subscribe::<TestMsg>()
+        .open_or_create()
+        .unwrap_or_else(|e| die_service(e))
+}
+
+fn die_event_port(e: EventPortCreateError) -> ! {
+    match e {
+        EventPortCreateError::TooMany { .. } => die(exit::TOO_MANY_PORTS, "TooMany", e),
+        EventPortCreateError::EventIdOutOfRange { .. } => die(
+            exit::DEFAULT_EVENT_ID_OUT_OF_RANGE,
+            "EventPortCreateError::EventIdOutOfRange",
+            e,
+        ),
+        EventPortCreateError::Service(s) => die_service(s),
+        other => die(exit::FAILURE, "EventPortCreateError", other),
+    }
+}
+
+fn die_notify(e: NotifyError) -> ! {
+    match e {
+        NotifyError::EventIdOutOfRange { .. } => die(
+            exit::EVENT_ID_OUT_OF_RANGE,
+            "NotifyError::EventIdOutOfRange",
+            e,
+        ),
+        other => die(exit::FAILURE, "NotifyError", other),
+    }
+}
+
+fn die_listener(e: ListenerError) -> ! {
+    match e {
+        ListenerError::NotifiersGone(_) => die(exit::NOTIFIERS_GONE, "NotifiersGone", e),
+        other => die(exit::FAILURE, "ListenerError", other),
+    }
+}
+
+fn die_waitset(e: WaitSetError) -> ! {
+    die(exit::FAILURE, "WaitSetError", e)
+}
+
+fn listener(svc: &EventService, strategy: Strategy) -> Listener {
+    svc.listener_builder()
+        .wait_strategy(strategy.into())
+        .create()
+        .unwrap_or_else(|e| die_event_port(e))
+}
+
+fn subscriber(svc: &PubSubService<TestMsg>, strategy: Strategy) -> Subscriber<TestMsg> {
+    svc.subscriber_builder()
+        .wait_strategy(strategy.into())
+        .create()
+        .unwrap_or_else(|e| die(exit::FAILURE, "SubscriberCreateError", e))
+}
+
+/// `0:10/3:2`: notifications per id.
+fn id_counts(counts: &BTreeMap<u64, u64>) -> String {
+    if counts.is_empty() {
+        return "none".into();
+    }
+    let v: Vec<String> = counts.iter().map(|(id, n)| format!("{id}:{n}")).collect();
+    v.join("/")
+}
+
+/// Adds what a wait returned to `counts`; returns the sum. Every id must be
+/// in range and every count positive.
+fn account(events: &[(EventId, u64)], counts: &mut BTreeMap<u64, u64>) -> u64 {
+    let mut sum = 0;
+    for &(id, n) in events {
+        if n == 0 {
+            die_verify(format!("a wait reported id {} with count 0", id.value()));
+        }
+        *counts.entry(id.value()).or_default() += n;
+        sum += n;
+    }
+    sum
+}
+
+// ---------------------------------------------------------------- notify
+
+fn notify(a: NotifyArgs) {
+    let node = node();
+    let svc = event_service(&node, &a.ev);
+    let mut b = svc.notifier_builder();
+    if let Some(id) = a.default_id {
+        b = b.default_event_id(EventId(id));
+    }
+    let notifier = b.create().unwrap_or_else(|e| die_event_port(e));
+    touch(&a.ready_file);
+    wait_for(&a.wait_file);
+    let (mut delivered, mut zero) = (0u64, 0u64);
+    for _ in 0..a.count {
+        let r = match a.id {
+            Some(id) => notifier.notify_with_id(EventId(id)),
+            None => notifier.notify(),
+        };
+        let n = r.unwrap_or_else(|e| die_notify(e));
+        delivered += n as u64;
+        if n == 0 {
+            zero += 1;
+        }
+        if a.pace_us > 0 {
+            std::thread::sleep(Duration::from_micros(a.pace_us));
+        }
+    }
+    touch(&a.done_file);
+    wait_for(&a.release_file);
+    println!(
+        "RESULT role=notify sent={} delivered={delivered} zero={zero}",
+        a.count
+    );
+}
+
+// ---------------------------------------------------------------- listen
+
+fn listen(a: ListenArgs) {
+    let node = node();
+    let svc = event_service(&node, &a.ev);
+    let listener = listener(&svc, a.strategy);
+    touch(&a.ready_file);
+    let mut counts = BTreeMap::new();
+    let (mut total, mut waits, mut empty) = (0u64, 0u64, 0u64);
+    while total < a.expect_total {
+        let r = match a.timeout_ms {
+            Some(ms) => listener.timed_wait(Duration::from_millis(ms)),
+            None => listener.blocking_wait(),
+        };
+        let events = r.unwrap_or_else(|e| die_listener(e));
+        if events.is_empty() {
+            if a.timeout_ms.is_none() {
+                die_verify("blocking_wait returned no events");
+            }
+            empty += 1;
+            continue;
+        }
+        waits += 1;
+        total += account(&events, &mut counts);
+        if waits == 1 {
+            touch(&a.progress_file);
+            wait_for(&a.pause_file);
+        }
+    }
+    touch(&a.done_file);
+    if a.check_empty {
+        let more = listener.try_wait();
+        if !more.is_empty() {
+            die_verify(format!(
+                "expected nothing after {total} notifications, got {more:?}"
+            ));
+        }
+    }
+    println!(
+        "RESULT role=listen total={total} waits={waits} timeouts={empty} counts={}",
+        id_counts(&counts)
+    );
+}
+
+// ---------------------------------------------------------------- recv
+
+fn recv(a: RecvArgs) {
+    let node = node();
+    let svc = service::<TestMsg>(&node, &a.svc);
+    let sub = subscriber(&svc, a.strategy);
+    touch(&a.ready_file);
+    let mut v = Verifier::default();
+    while v.total < a.expect {
+        let s = sub.blocking_receive().unwrap_or_else(|e| die_receive(e));
+        v.check(&s);
+        drop(s);
+        if let Some(prefix) = &a.got_prefix {
+            touch(&Some(PathBuf::from(format!("{prefix}{}", v.total))));
+        }
+        if v.total == 1 {
+            wait_for(&a.pause_file);
+        }
+    }
+    println!(
+        "RESULT role=recv received={} publishers={} seqs={}",
+        v.total,
+        v.per_publisher.len(),
+        v.seqs()
+    );
+}
+
+// ---------------------------------------------------------------- ping
+
+/// Checks that a wait of the ping-pong returned exactly one notification of
+/// id 0: one is outstanding at a time, so nothing may coalesce or get lost.
+fn expect_one(events: &[(EventId, u64)], round: u64) {
+    if events != [(EventId(0), 1)] {
+        die_verify(format!(
+            "round {round}: expected exactly [(EventId(0), 1)], got {events:?}"
+        ));
+    }
+}
+
+fn ping_event(a: PingArgs) {
+    let node = node();
+    let there = event_named(&node, &format!("{}/there", a.service));
+    let back = event_named(&node, &format!("{}/back", a.service));
+    match a.role {
+        PingRole::Initiator => {
+            // The listener for the answers exists before the first ping.
+            let answers = listener(&back, a.strategy);
+            let pings = there
+                .notifier_builder()
+                .create()
+                .unwrap_or_else(|e| die_event_port(e));
+            // The first ping goes out once the responder listens (a
+            // notification nobody listens to reaches no one: returns 0).
+            poll_until(|| pings.notify().unwrap_or_else(|e| die_notify(e)) == 1);
+            let start = Instant::now();
+            for round in 0..a.count {
+                if round > 0 {
+                    let n = pings.notify().unwrap_or_else(|e| die_notify(e));
+                    if n != 1 {
+                        die_verify(format!("round {round}: ping reached {n} listeners"));
+                    }
+                }
+                let ev = answers.blocking_wait().unwrap_or_else(|e| die_listener(e));
+                expect_one(&ev, round);
+            }
+            report_ping("event", a.strategy, a.count, start.elapsed());
+        }
+        PingRole::Responder => {
+            // The answering notifier exists before the listener, so the
+            // initiator's first ping (which waits for the listener) finds
+            // it there.
+            let answers = back
+                .notifier_builder()
+                .create()
+                .unwrap_or_else(|e| die_event_port(e));
+            let pings = listener(&there, a.strategy);
+            for round in 0..a.count {
+                let ev = pings.blocking_wait().unwrap_or_else(|e| die_listener(e));
+                expect_one(&ev, round);
+                let n = answers.notify().unwrap_or_else(|e| die_notify(e));
+                if n != 1 {
+                    die_verify(format!("round {round}: answer reached {n} listeners"));
+                }
+            }
+            println!("RESULT role=ping side=responder count={}", a.count);
+        }
+    }
+}
+
+fn ping_pubsub(a: PingArgs) {
+    let node = node();
+    let there = pubsub_named(&node, &format!("{}/there", a.service));
+    let back = pubsub_named(&node, &format!("{}/back", a.service));
+    let check = |s: &Sample<TestMsg>, from: u64, round: u64| {
+        let m: TestMsg = **s;
+        if !m.is_intact() || m.publisher != from || m.seq != round {
+            die_verify(format!(
+                "round {round}: expected seq {round} from {from}, got {m:?}"
+            ));
+        }
+    };
+    let send = |p: &Publisher<TestMsg>, from: u64, round: u64| {
+        let n = p
+            .send_copy(TestMsg::new(from, round))
+            .unwrap_or_else(|e| die(exit::FAILURE, "SendError", e));
+        if n != 1 {
+            die_verify(format!("round {round}: message reached {n} subscribers"));
+        }
+    };
+    let publisher = |svc: &PubSubService<TestMsg>| {
+        svc.publisher_builder()
+            .create()
+            .unwrap_or_else(|e| die(exit::FAILURE, "PublisherCreateError", e))
+    };
+    match a.role {
+        PingRole::Initiator => {
+            let answers = subscriber(&back, a.strategy);
+            let pings = publisher(&there);
+            poll_until(|| pings.subscriber_count() >= 1);
+            let start = Instant::now();
+            for round in 0..a.count {
+                send(&pings, 0, round);
+                let s = answers
+                    .blocking_receive()
+                    .unwrap_or_else(|e| die_receive(e));
+                check(&s, 1, round);
+            }
+            report_ping("pubsub", a.strategy, a.count, start.elapsed());
+        }
+        PingRole::Responder => {
+            let answers = publisher(&back);
+            let pings = subscriber(&there, a.strategy);
+            for round in 0..a.count {
+                let s = pings.blocking_receive().unwrap_or_else(|e| die_receive(e));
+                check(&s, 0, round);
+                drop(s);
+                send(&answers, 1, round);
+            }
+            println!("RESULT role=ping side=responder count={}", a.count);
+        }
+    }
+}
+
+fn report_ping(transport: &str, strategy: Strategy, count: u64, elapsed: Duration) {
+    println!(
+        "RESULT role=ping side=initiator transport={transport} strategy={strategy:?} \
+         count={count} elapsed_ms={} round_trip_ns={}",
+        elapsed.as_millis(),
+        elapsed.as_nanos() / u128::from(count.max(1))
+    );
+}
+
+// ---------------------------------------------------------------- waitset
+
+fn waitset(a: WaitsetArgs) {
+    let node = node();
+    let events = event_named(&node, &a.events);
+    let data = service::<TestMsg>(&node, &a.svc);
+    let silent = pubsub_named(&node, &a.silent);
+    let listener = listener(&events, Strategy::SpinThenPark);
+    let sub = subscriber(&data, Strategy::SpinThenPark);
+    let quiet = subscriber(&silent, Strategy::SpinThenPark);
+
+    let start = Instant::now();
+    let mut ws = WaitSet::new().unwrap_or_else(|e| die_waitset(e));
+    let at_listener = ws
+        .attach_listener(&listener)
+        .unwrap_or_else(|e| die_waitset(e));
+    let at_sub = ws
+        .attach_subscriber(&sub)
+        .unwrap_or_else(|e| die_waitset(e));
+    let at_quiet = ws
+        .attach_subscriber(&quiet)
+        .unwrap_or_else(|e| die_waitset(e));
+    let at_deadline = ws
+        .attach_deadline(at_quiet, Duration::from_millis(a.deadline_ms))
+        .unwrap_or_else(|e| die_waitset(e));
+    let at_tick = ws.attach_interval(Duration::from_millis(a.interval_ms));
+    touch(&a.ready_file);
+
+    let mut counts = BTreeMap::new();
+    let mut v = Verifier::default();
+    let (mut notified, mut ticks, mut missed, mut quiet_ready, mut calls) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
+    let min_span = Duration::from_millis(a.min_span_ms);
+    loop {
+        let outcome = ws
+            .wait_and_process(|e| match e {
+                WaitEvent::Ready(id) if id == at_listener => {
+                    notified += account(&listener.try_wait(), &mut counts);
+                }
+                WaitEvent::Ready(id) if id == at_sub => {
+                    while let Some(s) = receive_one(&sub) {
+                        v.check(&s);
+                    }
+                }
+                WaitEvent::Ready(id) if id == at_quiet => {
+                    quiet_ready += 1;
+                    while receive_one(&quiet).is_some() {}
+                }
+                WaitEvent::Tick(id) if id == at_tick => ticks += 1,
+                WaitEvent::DeadlineMissed(id) if id == at_deadline => missed += 1,
+                other => die_verify(format!("unexpected waitset event {other:?}")),
+            })
+            .unwrap_or_else(|e| die_waitset(e));
+        calls += 1;
+        match outcome {
+            WaitOutcome::Processed(n) if n > 0 => {}
+            other => die(
+                exit::UNEXPECTED_WAKE,
+                "UnexpectedOutcome",
+                format!("wait_and_process returned {other:?}"),
+            ),
+        }
+        if notified >= a.expect_events && v.total >= a.expect_samples && start.elapsed() >= min_span
+        {
+            break;
+        }
+    }
+    let span = start.elapsed();
+    touch(&a.done_file);
+    println!(
+        "RESULT role=waitset events={notified} counts={} samples={} seqs={} ticks={ticks} \
+         deadline_missed={missed} silent_ready={quiet_ready} calls={calls} span_ms={}",
+        id_counts(&counts),
+        v.total,
+        v.seqs(),
+        span.as_millis()
+    );
+}
+
+// ---------------------------------------------------------------- sigwait
+
+fn sigwait(a: SigwaitArgs) {
+    let node = node();
+    let cycle = Duration::from_millis(a.cycle_ms);
+    match a.kind {
+        LoopKind::Node => {
+            // The first wait installs the SIGINT/SIGTERM handlers; only then
+            // may the test send a signal (before, it would kill us).
+            if let Err(e) = node.wait(Duration::ZERO) {
+                die(exit::UNEXPECTED_WAKE, "NodeWaitError", e);
+            }
+            touch(&a.ready_file);
+            let mut cycles = 0u64;
+            while node.wait(cycle).is_ok() {
+                cycles += 1;
+            }
+            match node.wait(Duration::ZERO) {
+                Err(NodeWaitError::TerminationRequest) => {}
+                other => die(
+                    exit::UNEXPECTED_WAKE,
+                    "NodeWaitError",
+                    format!("the loop ended, but a further wait returned {other:?}"),
+                ),
+            }
+            println!("stopping: termination requested");
+            println!("RESULT role=sigwait loop=node cycles={cycles}");
+        }
+        LoopKind::Waitset => {
+            let events = event_named(&node, "it/sigwait");
+            let listener = listener(&events, Strategy::SpinThenPark);
+            // WaitSet::new installs the handlers.
+            let mut ws = WaitSet::new().unwrap_or_else(|e| die_waitset(e));
+            let at_listener = ws
+                .attach_listener(&listener)
+                .unwrap_or_else(|e| die_waitset(e));
+            let tick = ws.attach_interval(cycle);
+            touch(&a.ready_file);
+            let mut ticks = 0u64;
+            loop {
+                let outcome = ws
+                    .wait_and_process(|e| match e {
+                        WaitEvent::Tick(id) if id == tick => ticks += 1,
+                        WaitEvent::Ready(id) if id == at_listener => {
+                            listener.try_wait();
+                        }
+                        other => die_verify(format!("unexpected waitset event {other:?}")),
+                    })
+                    .unwrap_or_else(|e| die_waitset(e));
+                match outcome {
+                    WaitOutcome::TerminationRequest => break,
+                    WaitOutcome::Processed(_) => {}
+                    WaitOutcome::TimedOut => die(
+                        exit::UNEXPECTED_WAKE,
+                        "UnexpectedOutcome",
+                        "wait_and_process without timeout returned TimedOut",
+                    ),
+                }
+            }
+            println!("stopping: termination requested");
+            println!("RESULT role=sigwait loop=waitset ticks={ticks}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------- zero-timeouts
+
+fn zero_timeouts(a: ZeroArgs) {
+    let node = node();
+    let events = event_named(&node, &a.events);
+    let data = service::<TestMsg>(&node, &a.svc);
+    let listener = listener(&events, Strategy::SpinThenPark);
+    let sub = subscriber(&data, Strategy::SpinThenPark);
+    let mut ws = WaitSet::new().unwrap_or_else(|e| die_waitset(e));
+    ws.attach_listener(&listener)
+        .unwrap_or_else(|e| die_waitset(e));
+    ws.attach_subscriber(&sub)
+        .unwrap_or_else(|e| die_waitset(e));
+
+    // Round 1: nothing is pending; every wait returns at once, empty.
+    let t = Instant::now();
+    let ev = listener
+        .timed_wait(Duration::ZERO)
+        .unwrap_or_else(|e| die_listener(e));
+    let got = sub
+        .receive_timeout(Duration::ZERO)
+        .unwrap_or_else(|e| die_receive(e));
+    let out = ws
+        .wait_and_process_timeout(|_| {}, Duration::ZERO)
+        .unwrap_or_else(|e| die_waitset(e));
+    let idle_us = t.elapsed().as_micros();
+    let idle = format!(
+        "idle_listener={} idle_subscriber={} idle_waitset={out:?}",
+        ev.len(),
+        u8::from(got.is_some())
+    );
+    touch(&a.ready_file);
+
+    // Round 2: another process notified and sent; zero timeouts take it.
+    wait_for(&a.wait_file);
+    let mut fired = 0;
+    let out2 = ws
+        .wait_and_process_timeout(|_| fired += 1, Duration::ZERO)
+        .unwrap_or_else(|e| die_waitset(e));
+    let ev = listener
+        .timed_wait(Duration::ZERO)
+        .unwrap_or_else(|e| die_listener(e));
+    let mut counts = BTreeMap::new();
+    account(&ev, &mut counts);
+    let got = sub
+        .receive_timeout(Duration::ZERO)
+        .unwrap_or_else(|e| die_receive(e));
+    let seq = got.map_or("none".to_owned(), |s| s.seq.to_string());
+    println!(
+        "RESULT role=zero-timeouts {idle} idle_us={idle_us} busy_waitset={out2:?} \
+         busy_fired={fired} busy_listener={} busy_seq={seq}",
+        id_counts(&counts)
+    );
+}
+
+// ---------------------------------------------------------------- event-port
+
+fn event_port(a: EventPortArgs) {
+    let node = node();
+    let svc = event_service(&node, &a.ev);
+    let notifier = (a.port == EvPort::Notifier).then(|| {
+        let mut b = svc.notifier_builder();
+        if let Some(id) = a.default_id {
+            b = b.default_event_id(EventId(id));
+        }
+        b.create().unwrap_or_else(|e| die_event_port(e))
+    });
+    let listener = (a.port == EvPort::Listener).then(|| listener(&svc, Strategy::SpinThenPark));
+    touch(&a.ready_file);
+    wait_for(&a.release_file);
+    drop((notifier, listener));
+    println!("RESULT role=event-port port={:?}", a.port);
 }

@@ -5,7 +5,9 @@
 //! ([`WaitSet`](crate::WaitSet), [`Node::wait`](crate::Node::wait)). The first
 //! signal sets the flag; a second one, while the flag is set, ends the
 //! process at once (exit status 130), so a program that ignores the request
-//! can still be stopped with a second Ctrl-C.
+//! can still be stopped with a second Ctrl-C. Until the first wait, SIGINT
+//! and SIGTERM keep their default effect (the process ends), so a program
+//! that never waits behaves as it always did.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
