@@ -639,6 +639,15 @@ impl PubState {
                     Ok(Some(old)) => {
                         if self.conns[j].outstanding.remove(old) {
                             self.book.release(old);
+                        } else {
+                            // Only a subscriber rewriting its queue can put a
+                            // chunk there that is not outstanding.
+                            tracing::warn!(
+                                slot = j,
+                                "subscriber corrupted its queue; disconnecting it"
+                            );
+                            self.disconnect(p, j, true);
+                            return false;
                         }
                     }
                     Ok(None) => {
@@ -663,7 +672,7 @@ impl PubState {
                         }
                         BackpressureStrategy::Block => {}
                     }
-                    spins += 1;
+                    spins = spins.wrapping_add(1);
                     if spins < 64 {
                         std::hint::spin_loop();
                     } else {

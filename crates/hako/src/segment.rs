@@ -117,10 +117,17 @@ pub(crate) fn reap_retired_locked(svc: &ServiceInner) {
         }
         let path = svc.publisher_path(pid);
         let needed = match open_segment(&path) {
-            Ok(Some(seg)) => match Mapping::new(&seg.fd, 0, seg.geo.pool_offset, false) {
-                Ok(map) => still_needed(svc, &map, &seg.geo, seg.header.params.buffer),
-                Err(_) => false,
-            },
+            // A segment that disagrees with the service is garbage: remove it.
+            Ok(Some(seg))
+                if seg.header.port_id == pid
+                    && seg.header.params.max_subscribers
+                        == svc.table_len(PortKind::Subscriber) as u64 =>
+            {
+                match Mapping::new(&seg.fd, 0, seg.geo.pool_offset, false) {
+                    Ok(map) => still_needed(svc, &map, &seg.geo, seg.header.params.buffer),
+                    Err(_) => false,
+                }
+            }
             _ => false,
         };
         if !needed {

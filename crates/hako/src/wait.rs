@@ -104,6 +104,7 @@ impl Waiter<'_> {
             WaitStrategy::Park => (0, 0),
         };
         let mut i: u32 = 0;
+        let mut last_abort_check = Instant::now();
         while i < spins {
             if ready() {
                 if let Some(r) = poll()? {
@@ -114,10 +115,14 @@ impl Waiter<'_> {
             std::hint::spin_loop();
             i += 1;
             if i % 4096 == 0 {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
+                let now = Instant::now();
+                if deadline.is_some_and(|d| now >= d) {
                     return Ok(None);
                 }
-                if i % (1 << 20) == 0 {
+                // A busy-spinning waiter checks on its peers as often as a
+                // sleeping one does.
+                if now.duration_since(last_abort_check) >= PARK_SLICE {
+                    last_abort_check = now;
                     abort()?;
                 }
                 if spins == u32::MAX {

@@ -172,7 +172,9 @@ impl<'a> Submission<'a> {
     /// Producer: takes the oldest unconsumed entry back (drop-oldest overflow).
     /// Returns `None` when the consumer emptied the ring meanwhile.
     pub fn reclaim_oldest(&self, p: &mut Producer) -> Result<Option<u32>, Corrupted> {
-        loop {
+        // An honest consumer moves head at most `capacity` times before the
+        // ring is empty; more lost races mean it is rewinding head.
+        for _ in 0..=self.capacity {
             // ORDERING: Acquire; pairs with the consumer's AcqRel CAS of head.
             let head = self.head.load(Ordering::Acquire);
             let used = p.tail.wrapping_sub(head);
@@ -199,13 +201,17 @@ impl<'a> Submission<'a> {
                 return Ok(Some(value as u32));
             }
         }
+        Err(Corrupted)
     }
 
     /// Consumer: takes the next entry.
     pub fn pop(&self) -> Result<Pop, Corrupted> {
         // Relaxed: the CAS below validates the position we act on.
         let mut head = self.head.load(Ordering::Relaxed);
-        loop {
+        // Each lost race means the producer reclaimed the entry we were
+        // about to take; an honest one cannot win a thousand times in a row
+        // (each reclaim needs a send), a peer rewriting head can forever.
+        for _ in 0..1024 + self.slots.len() {
             // ORDERING: Acquire; pairs with the Release store in try_push().
             let value = self.slot(head).load(Ordering::Acquire);
             let st = stamp_of(value);
@@ -244,6 +250,7 @@ impl<'a> Submission<'a> {
             }
             return Err(Corrupted);
         }
+        Err(Corrupted)
     }
 
     /// Consumer: whether an entry is waiting (does not take it).
