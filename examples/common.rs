@@ -1,5 +1,8 @@
 //! Types shared by the example programs.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use hako::ShmSafe;
 
 /// The payload of the publisher/subscriber pair: plain data, `#[repr(C)]`.

@@ -18,6 +18,9 @@
 //! above anything a healthy run needs, and tests never assert how fast
 //! something was.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use hako::ShmSafe;
 
 /// Bytes of data in a [`TestMsg`].

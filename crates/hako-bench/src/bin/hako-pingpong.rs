@@ -13,6 +13,9 @@
 //! Each row is measured in blocks between short floor probes; see
 //! [`hako_bench::blocks`] for why and how the ratios are formed.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;

@@ -46,6 +46,9 @@
 //! file to say it reached a point, and polls for a file to wait for one.
 //! The domain root comes from `HAKO_ROOT` (via `Config::from_env`).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -239,6 +239,8 @@ fn park_notify_no_lost_wakeup() {
             },
         ));
         let s2 = shared.clone();
+        // ORDERING (this model's data word): Release stores pair with the
+        // receiver's Acquire loads, as a ring slot does in the library.
         let sender = thread::spawn(move || {
             for i in 1..=2 {
                 s2.1.store(i, Ordering::Release);
@@ -274,6 +276,7 @@ fn notify_targets_one_block() {
             },
         ));
         let s2 = shared.clone();
+        // ORDERING: as in park_notify_no_lost_wakeup.
         let sender = thread::spawn(move || {
             s2.2.store(1, Ordering::Release);
             s2.0.notify(&s2.3);

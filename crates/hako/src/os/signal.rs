@@ -57,6 +57,6 @@ pub fn fd() -> io::Result<BorrowedFd<'static>> {
 
 /// Whether SIGINT or SIGTERM has arrived (installs the handlers if needed).
 pub fn requested() -> bool {
-    // SeqCst: matches signal-hook's own store in the handler.
+    // ORDERING: SeqCst; pairs with signal-hook's SeqCst store in the handler.
     state().is_ok_and(|s| s.flag.load(Ordering::SeqCst))
 }
