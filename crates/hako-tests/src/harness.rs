@@ -499,3 +499,13 @@ impl Report {
             .unwrap_or_else(|e| panic!("{key}= in {:?} is not a number: {e}", self.line))
     }
 }
+
+/// Helper arguments: `base` followed by the service arguments `svc`.
+pub fn with(base: &[&str], svc: &[&str]) -> Vec<String> {
+    base.iter().chain(svc).map(|s| (*s).to_owned()).collect()
+}
+
+/// Borrowed views of owned arguments, as `Domain::spawn` takes them.
+pub fn refs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}

@@ -17,17 +17,9 @@
 //! publisher's arrival and its exit, which makes the retirement certain.
 
 use hako_tests::exit;
-use hako_tests::harness::Domain;
+use hako_tests::harness::{refs, with, Domain};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
-
-fn with(base: &[&str], svc: &[&str]) -> Vec<String> {
-    base.iter().chain(svc).map(|s| (*s).to_owned()).collect()
-}
-
-fn refs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
 
 /// Starts a subscriber that reads nothing until `go` exists, then a
 /// publisher that sends `count` and exits without lingering; returns the

@@ -21,17 +21,9 @@
 //! processes exited.
 
 use hako_tests::exit;
-use hako_tests::harness::Domain;
+use hako_tests::harness::{refs, with, Domain};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
-
-fn with(base: &[&str], svc: &[&str]) -> Vec<String> {
-    base.iter().chain(svc).map(|s| (*s).to_owned()).collect()
-}
-
-fn refs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
 
 fn assert_contains(line: &str, parts: &[&str]) {
     for p in parts {

@@ -14,17 +14,9 @@
 //! scheduling. Each test runs in its own domain root, which must be empty
 //! once all processes exited.
 
-use hako_tests::harness::Domain;
+use hako_tests::harness::{refs, with, Domain};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
-
-fn with(base: &[&str], svc: &[&str]) -> Vec<String> {
-    base.iter().chain(svc).map(|s| (*s).to_owned()).collect()
-}
-
-fn refs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
 
 #[test]
 fn drop_oldest_keeps_the_newest() {

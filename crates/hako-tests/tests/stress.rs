@@ -18,17 +18,9 @@
 
 use std::time::{Duration, Instant};
 
-use hako_tests::harness::Domain;
+use hako_tests::harness::{refs, with, Domain};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
-
-fn with(base: &[&str], svc: &[&str]) -> Vec<String> {
-    base.iter().chain(svc).map(|s| (*s).to_owned()).collect()
-}
-
-fn refs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
 
 #[test]
 fn one_million_messages_without_loss_or_corruption() {

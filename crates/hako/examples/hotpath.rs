@@ -14,12 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|a| a.parse())
         .transpose()?
         .unwrap_or(1_000_000);
-    let root = std::env::temp_dir().join(format!("hako-hotpath-{}", std::process::id()));
-    let root = if std::path::Path::new("/dev/shm").is_dir() {
-        std::path::PathBuf::from(format!("/dev/shm/hako-hotpath-{}", std::process::id()))
-    } else {
-        root
-    };
+    let root = std::path::PathBuf::from(format!("/dev/shm/hako-hotpath-{}", std::process::id()));
     let cfg = Config::default().with_root(&root);
     {
         let node = NodeBuilder::new().config(&cfg).create()?;
