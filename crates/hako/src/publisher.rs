@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::core::layout::{
     SegmentGeometry, SegmentHeader, SegmentParams, LAYOUT_VERSION, SEGMENT_MAGIC,
 };
-use crate::core::park::Kernel;
+use crate::core::park::{full_barrier, Kernel, WakeBlock};
 use crate::core::pool::{ChunkBook, Outstanding};
 use crate::core::ring::{Completion, Corrupted, Producer, Push, Submission};
 use crate::node::{new_id, node_is_alive};
@@ -248,10 +248,28 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             }
         };
         let n = chunk_count as u32;
-        let state = PubState {
-            book: ChunkBook::new(n),
-            conns: (0..q.max_subscribers)
-                .map(|_| ConnState {
+        let conns = (0..q.max_subscribers as usize)
+            .map(|j| {
+                let base = geo.conns_offset + j as u64 * geo.conn_stride;
+                // SAFETY: the views below point into `map` and into the
+                // service's dynamic segment. `map` moves into the
+                // PublisherInner built below, which also keeps the service
+                // (and so its mapping) alive; both stay mapped until it drops,
+                // and the views are only used through it.
+                let (slots, head, comp, connected, wake) = unsafe {
+                    (
+                        map.atomics_detached(base + geo.sub_offset, 1 << geo.sub_log2),
+                        map.atomic_detached(base + crate::core::layout::LINE),
+                        map.atomics_detached(base + geo.comp_offset, 1 << geo.comp_log2),
+                        map.atomic_detached(base),
+                        &*std::ptr::from_ref(svc.wake_block(PortKind::Subscriber, j)),
+                    )
+                };
+                ConnState {
+                    sub: Submission::new(slots, head, buffer),
+                    comp: Completion::new(comp),
+                    connected,
+                    wake,
                     sub_port: 0,
                     producer: Producer::default(),
                     comp_head: 0,
@@ -259,37 +277,24 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
                     broken: false,
                     delivered: false,
                     fifo: None,
-                })
-                .collect(),
+                }
+            })
+            .collect();
+        let state = PubState {
+            book: ChunkBook::new(n),
+            conns,
             history: VecDeque::with_capacity(q.history_size as usize),
             loaned: 0,
+            orphaned: false,
             seen_generation: u64::MAX,
             active: Vec::with_capacity(q.max_subscribers as usize),
             active_dirty: true,
         };
-        let views = (0..q.max_subscribers as u64)
-            .map(|j| {
-                let base = geo.conns_offset + j * geo.conn_stride;
-                // SAFETY: the four views below point into `map`, which
-                // moves into the PublisherInner built below together with them
-                // and stays mapped until it drops; they are only used through it.
-                let (slots, head, comp, connected) = unsafe {
-                    (
-                        map.atomics_detached(base + geo.sub_offset, 1 << geo.sub_log2),
-                        map.atomic_detached(base + crate::core::layout::LINE),
-                        map.atomics_detached(base + geo.comp_offset, 1 << geo.comp_log2),
-                        map.atomic_detached(base),
-                    )
-                };
-                ConnView {
-                    sub: Submission::new(slots, head, buffer),
-                    comp: Completion::new(comp),
-                    connected,
-                }
-            })
-            .collect();
+        // SAFETY: the generation word lives in the service's mapping, which
+        // the PublisherInner keeps alive through `service`.
+        let generation = unsafe { &*std::ptr::from_ref(svc.generation_word()) };
         let inner = Arc::new(PublisherInner {
-            views,
+            generation,
             overflow: q.overflow,
             strategy: self.strategy,
             history_size: q.history_size as usize,
@@ -321,7 +326,17 @@ impl<T: ShmSafe> PublisherBuilder<[T]> {
     }
 }
 
+/// One connection block of the segment: fixed views of its rings and words
+/// plus the publisher's private state of the connection. The 'static
+/// lifetimes point into the publisher's own mapping and the service's
+/// dynamic segment, both kept alive by the `PublisherInner` that holds this
+/// state; they are only used while it lives.
 struct ConnState {
+    sub: Submission<'static>,
+    comp: Completion<'static>,
+    connected: &'static std::sync::atomic::AtomicU64,
+    /// The subscriber's wake block in the service's port table.
+    wake: &'static WakeBlock,
     /// Subscriber port served on this slot (0 = none).
     sub_port: u64,
     producer: Producer,
@@ -335,21 +350,14 @@ struct ConnState {
     fifo: Option<OwnedFd>,
 }
 
-/// The rings and connected word of one connection block. The 'static
-/// lifetimes point into the publisher's own mapping, which lives as long as
-/// the `PublisherInner` holding these views; they are only handed out
-/// borrowed from it.
-struct ConnView {
-    sub: Submission<'static>,
-    comp: Completion<'static>,
-    connected: &'static std::sync::atomic::AtomicU64,
-}
-
 struct PubState {
     book: ChunkBook,
     conns: Vec<ConnState>,
     history: VecDeque<u32>,
     loaned: usize,
+    /// The `Publisher` was dropped while samples were loaned: the last loan
+    /// to go releases the `PublisherInner` (see `RawLoan`).
+    orphaned: bool,
     seen_generation: u64,
     /// Indices of the connections served (connected, not broken).
     active: Vec<usize>,
@@ -371,8 +379,8 @@ pub(crate) struct PublisherInner {
     path: std::path::PathBuf,
     map: Mapping,
     state: PortLock<PubState>,
-    /// Views of the connection blocks, computed once (see ConnView).
-    views: Vec<ConnView>,
+    /// The service's generation word (in its mapping, kept alive by `service`).
+    generation: &'static std::sync::atomic::AtomicU64,
     service: Arc<ServiceInner>,
 }
 
@@ -380,21 +388,6 @@ impl PublisherInner {
     #[inline]
     fn lock(&self) -> PortGuard<'_, PubState> {
         self.state.lock()
-    }
-
-    #[inline]
-    fn submission(&self, j: usize) -> Submission<'_> {
-        self.views[j].sub
-    }
-
-    #[inline]
-    fn completion(&self, j: usize) -> Completion<'_> {
-        self.views[j].comp
-    }
-
-    #[inline]
-    fn connected_word(&self, j: usize) -> &std::sync::atomic::AtomicU64 {
-        self.views[j].connected
     }
 
     fn chunk_ptr(&self, idx: u32) -> *mut u8 {
@@ -413,9 +406,9 @@ impl PublisherInner {
 
 impl PubState {
     /// Takes back every chunk the subscriber on `j` returned.
-    fn drain_completions(&mut self, p: &PublisherInner, j: usize) {
-        let ring = p.completion(j);
+    fn drain_completions(&mut self, j: usize) {
         let conn = &mut self.conns[j];
+        let ring = conn.comp;
         loop {
             match ring.pop(&mut conn.comp_head) {
                 Ok(Some(idx)) => {
@@ -427,7 +420,7 @@ impl PubState {
                             idx,
                             "subscriber returned a chunk it does not hold; disconnecting it"
                         );
-                        self.disconnect(p, j, true);
+                        self.disconnect(j, true);
                         return;
                     }
                 }
@@ -437,37 +430,43 @@ impl PubState {
                         slot = j,
                         "garbage in a completion ring; disconnecting the subscriber"
                     );
-                    self.disconnect(p, j, true);
+                    self.disconnect(j, true);
                     return;
                 }
             }
         }
     }
 
-    fn drain_all(&mut self, p: &PublisherInner) {
+    fn drain_all(&mut self) {
         for k in 0..self.active.len() {
             let j = self.active[k];
             if self.conns[j].sub_port != 0 && !self.conns[j].broken {
-                self.drain_completions(p, j);
+                self.drain_completions(j);
             }
         }
         self.refresh_active();
     }
 
-    /// Rebuilds the list of connections that are served.
+    /// Rebuilds the list of connections that are served, if it changed.
+    #[inline]
     fn refresh_active(&mut self) {
         if self.active_dirty {
-            self.active.clear();
-            let conns = &self.conns;
-            self.active
-                .extend((0..conns.len()).filter(|&j| conns[j].sub_port != 0 && !conns[j].broken));
-            self.active_dirty = false;
+            self.rebuild_active();
         }
+    }
+
+    #[cold]
+    fn rebuild_active(&mut self) {
+        self.active.clear();
+        let conns = &self.conns;
+        self.active
+            .extend((0..conns.len()).filter(|&j| conns[j].sub_port != 0 && !conns[j].broken));
+        self.active_dirty = false;
     }
 
     /// Releases everything outstanding on `j`. `broken`: keep the slot
     /// marked so the same subscriber is not served again.
-    fn disconnect(&mut self, p: &PublisherInner, j: usize, broken: bool) {
+    fn disconnect(&mut self, j: usize, broken: bool) {
         let conn = &mut self.conns[j];
         let book = &mut self.book;
         conn.outstanding.drain(|idx| {
@@ -480,7 +479,7 @@ impl PubState {
         self.active_dirty = true;
         // ORDERING: Release; pairs with the subscriber's Acquire load of the
         // connected word; it stops using the rings once it sees the change.
-        p.connected_word(j).store(0, Ordering::Release);
+        conn.connected.store(0, Ordering::Release);
     }
 
     /// Follows changes of the subscriber table.
@@ -501,7 +500,7 @@ impl PubState {
                 continue;
             }
             if self.conns[j].sub_port != 0 {
-                self.disconnect(p, j, false);
+                self.disconnect(j, false);
             }
             if pid != 0 {
                 self.connect(p, j, pid);
@@ -510,9 +509,8 @@ impl PubState {
     }
 
     fn connect(&mut self, p: &PublisherInner, j: usize, pid: u64) {
-        let sub = p.submission(j);
-        let comp = p.completion(j);
         let conn = &mut self.conns[j];
+        let (sub, comp) = (conn.sub, conn.comp);
         sub.reset(&mut conn.producer);
         comp.reset(&mut conn.comp_head);
         conn.sub_port = pid;
@@ -530,49 +528,74 @@ impl PubState {
         // ORDERING: Release; pairs with the subscriber's Acquire load of the
         // connected word: the reset rings and history are visible before it
         // starts consuming.
-        p.connected_word(j).store(pid, Ordering::Release);
+        conn.connected.store(pid, Ordering::Release);
         // A subscriber may already sleep waiting for its first sample.
-        // ORDERING: SeqCst fence; as in deliver().
-        std::sync::atomic::fence(Ordering::SeqCst);
+        // ORDERING: full barrier; as in deliver().
+        full_barrier();
         self.wake_one(p, j);
     }
 
-    /// Delivers chunk `idx` to every connected subscriber; returns how many got it.
+    /// Delivers chunk `idx` to every connected subscriber, wakes those that
+    /// sleep and takes back what they returned; returns how many got it.
+    #[inline]
     fn deliver(&mut self, p: &PublisherInner, idx: u32) -> usize {
         let mut delivered = 0;
         for k in 0..self.active.len() {
             let j = self.active[k];
-            self.conns[j].delivered = false;
-            if self.conns[j].sub_port == 0 || self.conns[j].broken {
+            let conn = &mut self.conns[j];
+            conn.delivered = false;
+            if conn.sub_port == 0 || conn.broken {
                 continue;
             }
-            if self.deliver_one(p, j, idx) {
+            // Fast path: fewer chunks outstanding on this connection than its
+            // queue holds, so the queue has room; no need to look at the
+            // subscriber's position (a cache line it writes).
+            let got = if (conn.outstanding.count() as u64) < p.buffer {
+                conn.sub.push_known_room(&mut conn.producer, idx);
+                conn.outstanding.insert(idx);
+                self.book.add_ref(idx);
+                true
+            } else {
+                self.deliver_one(p, j, idx)
+            };
+            if got {
                 self.conns[j].delivered = true;
                 delivered += 1;
             }
         }
-        if delivered > 0 {
-            // ORDERING: SeqCst fence; pairs with the fences of sleeping
-            // subscribers (see core::park): after our descriptor stores,
-            // before reading their registrations. One fence for all.
-            std::sync::atomic::fence(Ordering::SeqCst);
-            for k in 0..self.active.len() {
-                let j = self.active[k];
-                if self.conns[j].delivered {
-                    self.wake_one(p, j);
-                }
+        if delivered == 0 {
+            return 0;
+        }
+        // ORDERING: full barrier (a SeqCst fence); pairs with the fences of
+        // sleeping subscribers (see core::park): after our descriptor
+        // stores, before reading their registrations. One for all.
+        full_barrier();
+        for k in 0..self.active.len() {
+            let j = self.active[k];
+            let conn = &self.conns[j];
+            if !conn.delivered {
+                continue;
+            }
+            let w = conn.wake.sleepers_after_fence();
+            if w.futex || w.fd {
+                self.wake(p, j, w);
+            }
+            // Housekeeping after the sample is visible, off the critical
+            // path: take back what the subscriber returned, so the next send
+            // finds room without reading its queue position.
+            if self.conns[j].outstanding.count() as u64 >= p.buffer.div_ceil(2) {
+                self.drain_completions(j);
             }
         }
         delivered
     }
 
-    /// Wakes subscriber `j` if it sleeps; the caller has issued the SeqCst
-    /// fence after publishing. No system call unless it sleeps.
-    fn wake_one(&mut self, p: &PublisherInner, j: usize) {
-        let block = p.service.wake_block(PortKind::Subscriber, j);
-        let w = block.sleepers_after_fence();
+    /// Wakes subscriber `j`, which sleeps (`w`, from its wake block after
+    /// the full barrier that followed the publish).
+    #[cold]
+    fn wake(&mut self, p: &PublisherInner, j: usize, w: crate::core::park::Wake) {
         if w.futex {
-            OsKernel.futex_wake(&block.epoch);
+            OsKernel.futex_wake(&self.conns[j].wake.epoch);
         }
         if w.fd {
             let conn = &mut self.conns[j];
@@ -585,8 +608,17 @@ impl PubState {
         }
     }
 
+    /// Wakes subscriber `j` if it sleeps; the caller has issued a full
+    /// barrier after publishing. No system call unless it sleeps.
+    fn wake_one(&mut self, p: &PublisherInner, j: usize) {
+        let w = self.conns[j].wake.sleepers_after_fence();
+        if w.futex || w.fd {
+            self.wake(p, j, w);
+        }
+    }
+
     fn deliver_one(&mut self, p: &PublisherInner, j: usize, idx: u32) -> bool {
-        let sub = p.submission(j);
+        let sub = self.conns[j].sub;
         let mut attempts: u32 = 0;
         let mut spins: u32 = 0;
         let mut drained = false;
@@ -602,14 +634,14 @@ impl PubState {
             }
             if !drained {
                 drained = true;
-                self.drain_completions(p, j);
+                self.drain_completions(j);
                 if self.conns[j].broken {
                     return false;
                 }
                 continue;
             }
             if self.conns[j].outstanding.count() >= p.per_conn_limit {
-                self.drain_completions(p, j);
+                self.drain_completions(j);
                 if self.conns[j].broken {
                     return false;
                 }
@@ -627,7 +659,7 @@ impl PubState {
                             slot = j,
                             "subscriber corrupted its queue index; disconnecting it"
                         );
-                        self.disconnect(p, j, true);
+                        self.disconnect(j, true);
                         return false;
                     }
                 }
@@ -646,7 +678,7 @@ impl PubState {
                                 slot = j,
                                 "subscriber corrupted its queue; disconnecting it"
                             );
-                            self.disconnect(p, j, true);
+                            self.disconnect(j, true);
                             return false;
                         }
                     }
@@ -657,7 +689,7 @@ impl PubState {
                         }
                     }
                     Err(Corrupted) => {
-                        self.disconnect(p, j, true);
+                        self.disconnect(j, true);
                         return false;
                     }
                 },
@@ -678,7 +710,7 @@ impl PubState {
                     } else {
                         std::thread::yield_now();
                         if spins % 1024 == 0 && !self.subscriber_still_there(p, j) {
-                            self.disconnect(p, j, false);
+                            self.disconnect(j, false);
                             return false;
                         }
                     }
@@ -706,7 +738,7 @@ impl PubState {
         let idx = match self.book.alloc() {
             Some(i) => i,
             None => {
-                self.drain_all(p);
+                self.drain_all();
                 self.book
                     .alloc()
                     .ok_or(LoanError::OutOfMemory(self.book.len()))?
@@ -717,20 +749,13 @@ impl PubState {
     }
 
     fn send(&mut self, p: &PublisherInner, idx: u32) -> usize {
-        self.update_connections(p);
+        // ORDERING: Acquire; pairs with the Release bump of the generation
+        // (ServiceInner::bump): table changes before it are visible.
+        if p.generation.load(Ordering::Acquire) != self.seen_generation {
+            self.update_connections(p);
+        }
         self.refresh_active();
         let n = self.deliver(p, idx);
-        // Housekeeping after the sample is visible, off the critical path:
-        // take back what subscribers returned, so the next send finds room
-        // without reading their queue positions.
-        for k in 0..self.active.len() {
-            let j = self.active[k];
-            if self.conns[j].delivered
-                && self.conns[j].outstanding.count() as u64 >= p.buffer.div_ceil(2)
-            {
-                self.drain_completions(p, j);
-            }
-        }
         self.refresh_active();
         if p.history_size > 0 {
             self.book.add_ref(idx);
@@ -821,7 +846,7 @@ impl<T: Payload + ?Sized> Publisher<T> {
     /// returned). Useful to check that nothing leaks.
     pub fn free_chunks(&self) -> usize {
         let mut st = self.inner.lock();
-        st.drain_all(&self.inner);
+        st.drain_all();
         st.book.free_count()
     }
 
@@ -834,45 +859,101 @@ impl<T: Payload + ?Sized> Publisher<T> {
         }
         let idx = self.inner.lock().alloc(&self.inner)?;
         Ok(RawLoan {
-            publisher: self.inner.clone(),
+            publisher: std::ptr::NonNull::from(&*self.inner),
             idx,
             len,
         })
     }
 }
 
+impl<T: Payload + ?Sized> Drop for Publisher<T> {
+    fn drop(&mut self) {
+        let mut st = self.inner.lock();
+        if st.loaned > 0 {
+            // Leave one reference behind for the last loan to release (see
+            // RawLoan); taken under the lock, so that loan cannot run first.
+            st.orphaned = true;
+            let _ = Arc::into_raw(Arc::clone(&self.inner));
+        }
+    }
+}
+
 /// A loaned chunk; returned to the pool if dropped unsent.
+///
+/// It points at the publisher's state without holding a reference count
+/// (which would cost two atomic read-modify-writes per message): the state's
+/// `loaned` counter, kept under the publisher's lock anyway, keeps it alive
+/// instead. A `Publisher` dropped while loans are out leaves its reference
+/// behind (`orphaned`), and the last loan to go releases it.
 struct RawLoan {
-    publisher: Arc<PublisherInner>,
+    publisher: std::ptr::NonNull<PublisherInner>,
     idx: u32,
     len: usize,
 }
 
+// SAFETY: the pointer is used like an `Arc<PublisherInner>` (which is Send
+// and Sync: its mutable state sits behind its lock), and the loan keeps what
+// it points to alive as described above, on whatever thread it is.
+unsafe impl Send for RawLoan {}
+// SAFETY: as for Send; `&RawLoan` only reads the pointer and the index.
+unsafe impl Sync for RawLoan {}
+
 impl RawLoan {
+    #[inline]
+    fn inner(&self) -> &PublisherInner {
+        // SAFETY: alive while this loan is (see the type's documentation).
+        unsafe { self.publisher.as_ref() }
+    }
+
     fn payload(&self) -> *mut u8 {
-        self.publisher.payload_ptr(self.idx)
+        self.inner().payload_ptr(self.idx)
     }
 
     fn send(self) -> usize {
         let me = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `me` is never used again and its Drop is suppressed, so this
-        // moves the Arc out exactly once.
-        let p = unsafe { std::ptr::read(&me.publisher) };
+        let p = me.inner();
         // SAFETY: idx comes from our ChunkBook (< chunk_count), so the chunk
         // header is inside the mapping and 8-aligned; AtomicU64 may alias
         // memory other processes read atomically.
         let len_word = unsafe { &*p.chunk_ptr(me.idx).cast::<std::sync::atomic::AtomicU64>() };
         // Relaxed: published by the Release store of the descriptor.
         len_word.store(me.len as u64, Ordering::Relaxed);
-        let n = p.lock().send(&p, me.idx);
+        let mut st = p.lock();
+        let n = st.send(p, me.idx);
+        let last = st.orphaned && st.loaned == 0;
+        drop(st);
+        if last {
+            // SAFETY: the dropped Publisher left this reference for us.
+            unsafe { release_orphaned(me.publisher) };
+        }
         n
     }
 }
 
 impl Drop for RawLoan {
     fn drop(&mut self) {
-        self.publisher.lock().give_back(self.idx);
+        let mut st = self.inner().lock();
+        st.give_back(self.idx);
+        let last = st.orphaned && st.loaned == 0;
+        drop(st);
+        if last {
+            // SAFETY: as in send().
+            unsafe { release_orphaned(self.publisher) };
+        }
     }
+}
+
+/// Drops the reference a `Publisher` left behind when it was dropped while
+/// samples were loaned.
+///
+/// # Safety
+/// Only by the last loan of an orphaned publisher, once, with no reference
+/// to the state left in use.
+unsafe fn release_orphaned(p: std::ptr::NonNull<PublisherInner>) {
+    // SAFETY: the pointer is the one Arc::into_raw returned in
+    // Publisher::drop (the same allocation as every loan's); the caller
+    // guarantees this runs once.
+    drop(unsafe { Arc::from_raw(p.as_ptr()) });
 }
 
 impl<T: ShmSafe> Publisher<T> {

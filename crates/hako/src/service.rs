@@ -680,6 +680,12 @@ impl ServiceInner {
         self.header().generation.load(Ordering::Acquire)
     }
 
+    /// The generation counter itself, for ports that check it on every
+    /// operation (load it with Acquire, as [`generation`](Self::generation)).
+    pub(crate) fn generation_word(&self) -> &std::sync::atomic::AtomicU64 {
+        &self.header().generation
+    }
+
     fn bump(&self) {
         // ORDERING: Release; pairs with the Acquire load in generation().
         self.header().generation.fetch_add(1, Ordering::Release);

@@ -232,3 +232,95 @@ fn a_small_pool_runs_out_with_a_typed_error() {
     drop((sub, publisher, svc, node));
     std::fs::remove_dir(&cfg.root).unwrap();
 }
+
+#[test]
+fn loans_outlive_their_publisher() {
+    let cfg = config("orphan");
+    {
+        let node = NodeBuilder::new().config(&cfg).create().unwrap();
+        let svc = node
+            .service_builder(&"orphan".try_into().unwrap())
+            .publish_subscribe::<Msg>()
+            .create()
+            .unwrap();
+        let sub = svc.subscriber_builder().create().unwrap();
+        let publisher = svc
+            .publisher_builder()
+            .max_loaned_samples(3)
+            .create()
+            .unwrap();
+        let kept = publisher.loan().unwrap();
+        let dropped = publisher.loan().unwrap();
+        let moved = publisher.loan().unwrap();
+        drop(publisher);
+        // The loans still work: sent from here and from another thread, or
+        // dropped; the last one to go releases the publisher.
+        let mut kept = kept;
+        kept.seq = 1;
+        assert_eq!(kept.send(), 1);
+        drop(dropped);
+        let sent = std::thread::spawn(move || {
+            let mut moved = moved;
+            moved.seq = 2;
+            moved.send()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(sent, 1);
+        assert_eq!(sub.receive().unwrap().unwrap().seq, 1);
+        assert_eq!(sub.receive().unwrap().unwrap().seq, 2);
+        assert!(sub.receive().unwrap().is_none());
+    }
+    let left: Vec<_> = std::fs::read_dir(&cfg.root).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    std::fs::remove_dir(&cfg.root).unwrap();
+}
+
+#[test]
+fn a_publisher_is_shared_by_threads() {
+    let cfg = config("shared");
+    let node = NodeBuilder::new().config(&cfg).create().unwrap();
+    let svc = node
+        .service_builder(&"shared".try_into().unwrap())
+        .publish_subscribe::<Msg>()
+        .overflow_policy(OverflowPolicy::Backpressure)
+        .subscriber_max_buffer_size(8)
+        .create()
+        .unwrap();
+    let sub = svc.subscriber_builder().create().unwrap();
+    let publisher = svc
+        .publisher_builder()
+        .max_loaned_samples(8)
+        .create()
+        .unwrap();
+    let per_thread = 2_000u64;
+    let mut seen = std::collections::HashSet::new();
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let publisher = &publisher;
+            s.spawn(move || {
+                for i in 0..per_thread {
+                    loop {
+                        match publisher.loan() {
+                            Ok(mut m) => {
+                                m.seq = t * per_thread + i;
+                                assert_eq!(m.send(), 1);
+                                break;
+                            }
+                            Err(_) => std::thread::yield_now(),
+                        }
+                    }
+                }
+            });
+        }
+        while seen.len() < 4 * per_thread as usize {
+            match sub.receive().unwrap() {
+                Some(m) => assert!(seen.insert(m.seq), "{} twice", m.seq),
+                None => std::thread::yield_now(),
+            }
+        }
+    });
+    assert_eq!(publisher.free_chunks(), publisher.pool_size() as usize);
+    drop((sub, publisher, svc, node));
+    std::fs::remove_dir(&cfg.root).unwrap();
+}

@@ -23,6 +23,7 @@
 //! The kernel side is abstracted by [`Kernel`] so that loom can check the
 //! protocol with a model of the futex.
 
+pub(crate) use super::sync::full_barrier;
 use super::sync::{fence, AtomicU32, Ordering};
 
 /// The wake block of one port, in shared memory.
@@ -62,16 +63,16 @@ impl WakeBlock {
     /// Bumps the epoch if a thread is parked; says which wake-ups to send.
     #[inline]
     pub fn after_publish(&self) -> Wake {
-        // ORDERING: SeqCst fence; pairs with the SeqCst fence in park() and
-        // register_fd(): either we see the registration or the receiver's
-        // re-check sees our data.
-        fence(Ordering::SeqCst);
+        // ORDERING: full barrier (a SeqCst fence); pairs with the SeqCst fence
+        // in park() and register_fd(): either we see the registration or the
+        // receiver's re-check sees our data.
+        full_barrier();
         self.sleepers_after_fence()
     }
 
     /// Sender: [`after_publish`](Self::after_publish) for a sender that
-    /// published to several ports and issued one SeqCst fence for all of
-    /// them after its last data store.
+    /// published to several ports and issued one full barrier
+    /// (`full_barrier`) for all of them after its last data store.
     #[inline]
     pub fn sleepers_after_fence(&self) -> Wake {
         // Relaxed (both): ordered by the caller's SeqCst fence.

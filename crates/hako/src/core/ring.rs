@@ -39,6 +39,16 @@ use super::sync::{AtomicU64, Ordering};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Corrupted;
 
+/// Slot `pos mod slots.len()`.
+#[inline]
+fn masked_slot(slots: &[AtomicU64], pos: u64) -> &AtomicU64 {
+    let i = (pos & (slots.len() as u64 - 1)) as usize;
+    debug_assert!(i < slots.len());
+    // SAFETY: the constructors assert that slots.len() is a power of two, so
+    // masking with len - 1 yields an index below len.
+    unsafe { slots.get_unchecked(i) }
+}
+
 #[inline]
 fn stamp(pos: u64, log2: u32) -> u64 {
     // Truncation to 32 bits is intended: only neighbouring laps are compared.
@@ -107,8 +117,8 @@ pub struct Submission<'a> {
 impl<'a> Submission<'a> {
     /// `slots.len()` must be a power of two and `1 <= capacity <= slots.len()`.
     pub fn new(slots: &'a [AtomicU64], head: &'a AtomicU64, capacity: u64) -> Self {
-        debug_assert!(slots.len().is_power_of_two());
-        debug_assert!(capacity >= 1 && capacity <= slots.len() as u64);
+        assert!(slots.len().is_power_of_two());
+        assert!(capacity >= 1 && capacity <= slots.len() as u64);
         Self {
             slots,
             head,
@@ -129,8 +139,7 @@ impl<'a> Submission<'a> {
 
     #[inline]
     fn slot(&self, pos: u64) -> &AtomicU64 {
-        // Masking keeps every position inside the slice.
-        &self.slots[(pos & (self.slots.len() as u64 - 1)) as usize]
+        masked_slot(self.slots, pos)
     }
 
     /// Producer: appends `index` unless the ring is full.
@@ -283,7 +292,7 @@ pub struct Completion<'a> {
 impl<'a> Completion<'a> {
     /// `slots.len()` must be a power of two.
     pub fn new(slots: &'a [AtomicU64]) -> Self {
-        debug_assert!(slots.len().is_power_of_two());
+        assert!(slots.len().is_power_of_two());
         Self {
             slots,
             log2: slots.len().trailing_zeros(),
@@ -292,7 +301,7 @@ impl<'a> Completion<'a> {
 
     #[inline]
     fn slot(&self, pos: u64) -> &AtomicU64 {
-        &self.slots[(pos & (self.slots.len() as u64 - 1)) as usize]
+        masked_slot(self.slots, pos)
     }
 
     /// Producer (any thread of the subscriber's process): returns `index`.

@@ -9,3 +9,35 @@ pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+/// A full memory barrier between a thread's earlier stores and its later
+/// loads (the store-load order that `fence(SeqCst)` gives), used where a
+/// sender publishes and then checks for sleepers.
+///
+/// On x86-64 a locked read-modify-write of a private stack word is such a
+/// barrier (every locked instruction drains the store buffer and is totally
+/// ordered with other locked instructions and fences) and costs a fraction of
+/// `mfence`, which `fence(SeqCst)` compiles to: about 9 ns less per send on
+/// the AMD EPYC this was measured on. Linux's `smp_mb()` on x86-64 uses the
+/// same instruction for the same reason. Elsewhere, and under loom, it is
+/// `fence(SeqCst)`.
+#[inline(always)]
+pub(crate) fn full_barrier() {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    {
+        let mut word = 0u32;
+        // SAFETY: a locked OR of zero into a local word: it reads and writes
+        // back the word's own value, touches nothing else, and has no effect
+        // but the ordering (the asm block is not `nomem`, so the compiler does
+        // not move memory accesses across it either).
+        unsafe {
+            core::arch::asm!(
+                "lock or dword ptr [{w}], 0",
+                w = in(reg) &mut word,
+                options(nostack),
+            );
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    fence(Ordering::SeqCst);
+}
