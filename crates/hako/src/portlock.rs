@@ -1,20 +1,50 @@
 //! The process-local lock that guards a publisher's private bookkeeping.
 //!
 //! A publisher may be used from several threads (it and its samples are
-//! `Send` and `Sync`), but in the common case one thread does everything, so
-//! the lock is almost never contended. `std::sync::Mutex` pays an atomic
-//! read-modify-write both to lock and to unlock (it must learn whether
-//! someone sleeps); this lock pays one to lock and a plain store to unlock,
-//! and under contention spins briefly, then yields. Nothing here lives in
-//! shared memory: a crashed process takes its locks with it.
+//! `Send` and `Sync`), but in the common case one thread does everything:
+//! it loans, writes and sends, twice taking this lock per message. An atomic
+//! read-modify-write for each would be most of what a lock costs, so the lock
+//! is *biased* to the first thread that takes it:
+//!
+//! * The owner enters with plain stores and loads: it raises `busy`, and goes
+//!   in unless `revoke` is raised. Only a compiler barrier separates the two;
+//!   the store-load order that mutual exclusion needs is supplied by the other
+//!   side.
+//! * Any other thread takes the ordinary lock (a compare-and-swap on
+//!   `locked`), raises `revoke`, and runs `membarrier(PRIVATE_EXPEDITED)`,
+//!   which puts a full memory barrier into every running thread of the
+//!   process. Afterwards either it sees the owner's `busy` (and waits for it
+//!   to drop) or the owner sees `revoke` (and goes to the ordinary lock).
+//!   `revoke` then stays raised: the bias is off for good, and from then on
+//!   every thread uses the ordinary lock, with no further system call. This
+//!   happens once per lock, at the first use from a second thread.
+//!
+//! Where `membarrier` is missing (kernels before 4.14, seccomp filters) the
+//! lock is never biased. Under contention the ordinary lock spins briefly,
+//! then yields. Nothing here lives in shared memory: a crashed process takes
+//! its locks with it.
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
-/// A spin-then-yield lock around a `T`.
+/// `owner` before anyone took the lock.
+const UNOWNED: u64 = 0;
+/// `owner` once the bias is off.
+const SHARED: u64 = u64::MAX;
+
+/// A lock around a `T`, biased to the first thread that takes it.
 pub(crate) struct PortLock<T> {
+    /// The ordinary lock, for every thread but the owner.
     locked: AtomicBool,
+    /// The owner's token ([`thread_token`]), or UNOWNED / SHARED. Written
+    /// only by holders of the ordinary lock.
+    owner: AtomicU64,
+    /// The owner is inside, or about to enter.
+    busy: AtomicBool,
+    /// The bias is being (or has been) revoked.
+    revoke: AtomicBool,
     value: UnsafeCell<T>,
 }
 
@@ -23,33 +53,90 @@ pub(crate) struct PortLock<T> {
 // threads.
 unsafe impl<T: Send> Sync for PortLock<T> {}
 
+/// A token unique among the live threads of the process: the address of a
+/// thread-local. A dead thread's token may be reused by a new thread; a dead
+/// thread holds no lock, so the new one may inherit its bias.
+#[inline]
+fn thread_token() -> u64 {
+    thread_local! {
+        static TOKEN: u8 = const { 0 };
+    }
+    TOKEN.with(|t| std::ptr::from_ref(t) as u64)
+}
+
+/// Whether `membarrier(PRIVATE_EXPEDITED)` works in this process (it must be
+/// registered once before use).
+fn membarrier_ready() -> bool {
+    static READY: OnceLock<bool> = OnceLock::new();
+    *READY.get_or_init(|| {
+        use rustix::thread::{membarrier, membarrier_query, MembarrierCommand, MembarrierQuery};
+        membarrier_query().contains(MembarrierQuery::PRIVATE_EXPEDITED)
+            && membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
+    })
+}
+
 impl<T> PortLock<T> {
     pub(crate) fn new(value: T) -> Self {
+        let biasable = membarrier_ready();
         Self {
             locked: AtomicBool::new(false),
+            owner: AtomicU64::new(if biasable { UNOWNED } else { SHARED }),
+            busy: AtomicBool::new(false),
+            revoke: AtomicBool::new(!biasable),
             value: UnsafeCell::new(value),
         }
     }
 
     #[inline]
     pub(crate) fn lock(&self) -> PortGuard<'_, T> {
-        // ORDERING: Acquire; pairs with the Release store in PortGuard::drop:
-        // the previous holder's writes are visible to us.
-        if self
-            .locked
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            self.lock_slow();
+        let me = thread_token();
+        // Relaxed: a hint; only the owner itself can find its own token here
+        // (it was stored by this thread, or inherited from a dead one).
+        if self.owner.load(Ordering::Relaxed) == me {
+            self.busy.store(true, Ordering::Relaxed);
+            // The store above must not be reordered with the load below by
+            // the compiler; the CPU's reordering is undone by the revoker's
+            // membarrier (see the module documentation).
+            compiler_fence(Ordering::SeqCst);
+            // ORDERING: Acquire; the bias is revoked at most once, and
+            // `revoke` never goes down again. Reading it down, we are the
+            // only thread using the value since our last exit.
+            if !self.revoke.load(Ordering::Acquire) {
+                return PortGuard {
+                    lock: self,
+                    fast: true,
+                };
+            }
+            // ORDERING: Release; pairs with the revoker's Acquire wait.
+            self.busy.store(false, Ordering::Release);
         }
-        PortGuard { lock: self }
+        self.lock_slow(me, true)
+    }
+
+    /// Takes the lock without claiming the bias if nobody holds it yet: for
+    /// set-up and occasional calls, which should not tie the lock to a
+    /// thread that may never use it again (a publisher created on one thread
+    /// and then moved to another).
+    pub(crate) fn lock_unclaimed(&self) -> PortGuard<'_, T> {
+        let me = thread_token();
+        // Relaxed: as in lock().
+        if self.owner.load(Ordering::Relaxed) == me {
+            return self.lock();
+        }
+        self.lock_slow(me, false)
     }
 
     #[cold]
-    fn lock_slow(&self) {
+    fn lock_slow(&self, me: u64, claim: bool) -> PortGuard<'_, T> {
         let mut spins = 0u32;
-        loop {
-            // Relaxed: only a hint to retry the compare-exchange below.
+        // ORDERING: Acquire; pairs with the Release store in PortGuard::drop:
+        // the previous holder's writes are visible to us.
+        while self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            // Relaxed: only a hint to retry the compare-exchange.
             while self.locked.load(Ordering::Relaxed) {
                 spins += 1;
                 if spins < 100 {
@@ -58,21 +145,49 @@ impl<T> PortLock<T> {
                     std::thread::yield_now();
                 }
             }
-            // ORDERING: Acquire; as in lock().
-            if self
-                .locked
-                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
-                return;
+        }
+        // Relaxed: `owner` changes only under `locked`, which we hold.
+        match self.owner.load(Ordering::Relaxed) {
+            UNOWNED if claim => self.owner.store(me, Ordering::Relaxed),
+            UNOWNED => {}
+            SHARED => {}
+            owner if owner == me => {}
+            _ => self.revoke_bias(),
+        }
+        PortGuard {
+            lock: self,
+            fast: false,
+        }
+    }
+
+    /// Turns the bias off for good; called once, holding `locked`.
+    #[cold]
+    fn revoke_bias(&self) {
+        // Relaxed: ordered before the owner's next check by the membarrier.
+        self.revoke.store(true, Ordering::Relaxed);
+        // The registration succeeded when the lock was made biasable; the
+        // call cannot fail afterwards.
+        let _ = rustix::thread::membarrier(rustix::thread::MembarrierCommand::PrivateExpedited);
+        let mut spins = 0u32;
+        // ORDERING: Acquire; pairs with the owner's Release store of `busy`
+        // on exit: its writes to the value are visible to us.
+        while self.busy.load(Ordering::Acquire) {
+            spins += 1;
+            if spins < 100 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
             }
         }
+        self.owner.store(SHARED, Ordering::Relaxed);
     }
 }
 
 /// Access to the locked value; unlocks on drop.
 pub(crate) struct PortGuard<'a, T> {
     lock: &'a PortLock<T>,
+    /// Entered by the owner's fast path (else through `locked`).
+    fast: bool,
 }
 
 impl<T> Deref for PortGuard<'_, T> {
@@ -93,9 +208,17 @@ impl<T> DerefMut for PortGuard<'_, T> {
 impl<T> Drop for PortGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // ORDERING: Release; pairs with the Acquire compare-exchange in
-        // lock(): our writes are visible to the next holder.
-        self.lock.locked.store(false, Ordering::Release);
+        if self.fast {
+            // ORDERING: Release; pairs with a revoker's Acquire wait on
+            // `busy`: our writes are visible to it.
+            self.lock.busy.store(false, Ordering::Release);
+        } else {
+            // ORDERING: Release; pairs with the Acquire compare-exchange in
+            // lock_slow(): our writes are visible to the next holder. The
+            // owner's fast path synchronises with it through `revoke`
+            // (raised before, never lowered) and the membarrier.
+            self.lock.locked.store(false, Ordering::Release);
+        }
     }
 }
 
@@ -106,6 +229,10 @@ mod tests {
     #[test]
     fn counts_from_many_threads() {
         let l = PortLock::new(0u64);
+        // The main thread takes the bias first; the others revoke it.
+        for _ in 0..1000 {
+            *l.lock() += 1;
+        }
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
@@ -114,7 +241,28 @@ mod tests {
                     }
                 });
             }
+            for _ in 0..10_000 {
+                *l.lock() += 1;
+            }
         });
-        assert_eq!(*l.lock(), 40_000);
+        assert_eq!(*l.lock(), 51_000);
+    }
+
+    #[test]
+    fn the_owner_uses_the_fast_path_until_another_thread_comes() {
+        let l = PortLock::new(0u64);
+        *l.lock() += 1;
+        let biased = l.owner.load(Ordering::Relaxed) == thread_token();
+        assert_eq!(biased, membarrier_ready());
+        if biased {
+            assert!(l.lock().fast);
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| *l.lock() += 1);
+        });
+        assert_eq!(l.owner.load(Ordering::Relaxed), SHARED);
+        let g = l.lock();
+        assert!(!g.fast);
+        assert_eq!(*g, 2);
     }
 }

@@ -310,7 +310,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             state: PortLock::new(state),
             service: svc,
         });
-        inner.lock().update_connections(&inner);
+        inner.state.lock_unclaimed().update_connections(&inner);
         Ok(Publisher {
             inner,
             _t: PhantomData,
@@ -819,12 +819,15 @@ impl<T: Payload + ?Sized> Publisher<T> {
     /// the history). `send` does this by itself; call it when a publisher is
     /// idle but late joiners should get the history now.
     pub fn update_connections(&self) {
-        self.inner.lock().update_connections(&self.inner);
+        self.inner
+            .state
+            .lock_unclaimed()
+            .update_connections(&self.inner);
     }
 
     /// Number of subscribers currently connected.
     pub fn subscriber_count(&self) -> usize {
-        let mut st = self.inner.lock();
+        let mut st = self.inner.state.lock_unclaimed();
         st.update_connections(&self.inner);
         st.conns
             .iter()
@@ -839,13 +842,13 @@ impl<T: Payload + ?Sized> Publisher<T> {
 
     /// Number of chunks in the publisher's pool.
     pub fn pool_size(&self) -> u32 {
-        self.inner.lock().book.len()
+        self.inner.state.lock_unclaimed().book.len()
     }
 
     /// Number of chunks currently free (after taking back what subscribers
     /// returned). Useful to check that nothing leaks.
     pub fn free_chunks(&self) -> usize {
-        let mut st = self.inner.lock();
+        let mut st = self.inner.state.lock_unclaimed();
         st.drain_all();
         st.book.free_count()
     }
@@ -868,7 +871,7 @@ impl<T: Payload + ?Sized> Publisher<T> {
 
 impl<T: Payload + ?Sized> Drop for Publisher<T> {
     fn drop(&mut self) {
-        let mut st = self.inner.lock();
+        let mut st = self.inner.state.lock_unclaimed();
         if st.loaned > 0 {
             // Leave one reference behind for the last loan to release (see
             // RawLoan); taken under the lock, so that loan cannot run first.
