@@ -13,7 +13,7 @@ use crate::core::layout::{
 };
 use crate::core::park::{full_barrier, Kernel, WakeBlock};
 use crate::core::pool::{ChunkBook, Outstanding};
-use crate::core::ring::{Completion, Corrupted, Producer, Push, Submission};
+use crate::core::ring::{Corrupted, Producer, Push, Returns, Submission};
 use crate::node::{new_id, node_is_alive};
 use crate::os::fifo;
 use crate::os::futex::OsKernel;
@@ -256,23 +256,22 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
                 // PublisherInner built below, which also keeps the service
                 // (and so its mapping) alive; both stay mapped until it drops,
                 // and the views are only used through it.
-                let (slots, head, comp, connected, wake) = unsafe {
+                let (slots, head, returns, connected, wake) = unsafe {
                     (
                         map.atomics_detached(base + geo.sub_offset, 1 << geo.sub_log2),
                         map.atomic_detached(base + crate::core::layout::LINE),
-                        map.atomics_detached(base + geo.comp_offset, 1 << geo.comp_log2),
+                        map.atomics_detached(base + geo.returns_offset, chunk_count),
                         map.atomic_detached(base),
                         &*std::ptr::from_ref(svc.wake_block(PortKind::Subscriber, j)),
                     )
                 };
                 ConnState {
                     sub: Submission::new(slots, head, buffer),
-                    comp: Completion::new(comp),
+                    returns: Returns::new(returns),
                     connected,
                     wake,
                     sub_port: 0,
                     producer: Producer::default(),
-                    comp_head: 0,
                     outstanding: Outstanding::new(n),
                     broken: false,
                     delivered: false,
@@ -333,14 +332,13 @@ impl<T: ShmSafe> PublisherBuilder<[T]> {
 /// state; they are only used while it lives.
 struct ConnState {
     sub: Submission<'static>,
-    comp: Completion<'static>,
+    returns: Returns<'static>,
     connected: &'static std::sync::atomic::AtomicU64,
     /// The subscriber's wake block in the service's port table.
     wake: &'static WakeBlock,
     /// Subscriber port served on this slot (0 = none).
     sub_port: u64,
     producer: Producer,
-    comp_head: u64,
     outstanding: Outstanding,
     /// The subscriber wrote garbage; it gets nothing more.
     broken: bool,
@@ -406,42 +404,23 @@ impl PublisherInner {
 
 impl PubState {
     /// Takes back every chunk the subscriber on `j` returned.
-    fn drain_completions(&mut self, j: usize) {
+    fn take_back_returned(&mut self, j: usize) {
         let conn = &mut self.conns[j];
-        let ring = conn.comp;
-        loop {
-            match ring.pop(&mut conn.comp_head) {
-                Ok(Some(idx)) => {
-                    if conn.outstanding.remove(idx) {
-                        self.book.release(idx);
-                    } else {
-                        tracing::warn!(
-                            slot = j,
-                            idx,
-                            "subscriber returned a chunk it does not hold; disconnecting it"
-                        );
-                        self.disconnect(j, true);
-                        return;
-                    }
-                }
-                Ok(None) => return,
-                Err(Corrupted) => {
-                    tracing::warn!(
-                        slot = j,
-                        "garbage in a completion ring; disconnecting the subscriber"
-                    );
-                    self.disconnect(j, true);
-                    return;
-                }
-            }
-        }
+        let returns = conn.returns;
+        let book = &mut self.book;
+        conn.outstanding.take_returned(
+            |idx, stamp| returns.returned(idx, stamp),
+            |idx| {
+                book.release(idx);
+            },
+        );
     }
 
     fn drain_all(&mut self) {
         for k in 0..self.active.len() {
             let j = self.active[k];
             if self.conns[j].sub_port != 0 && !self.conns[j].broken {
-                self.drain_completions(j);
+                self.take_back_returned(j);
             }
         }
         self.refresh_active();
@@ -510,9 +489,9 @@ impl PubState {
 
     fn connect(&mut self, p: &PublisherInner, j: usize, pid: u64) {
         let conn = &mut self.conns[j];
-        let (sub, comp) = (conn.sub, conn.comp);
+        let sub = conn.sub;
         sub.reset(&mut conn.producer);
-        comp.reset(&mut conn.comp_head);
+        conn.returns.reset();
         conn.sub_port = pid;
         conn.broken = false;
         conn.fifo = None;
@@ -520,8 +499,9 @@ impl PubState {
         // History, newest last, as much as the queue holds.
         let skip = self.history.len().saturating_sub(p.buffer as usize);
         for &idx in self.history.iter().skip(skip) {
+            let stamp = conn.producer.tail + 1;
             if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx) {
-                conn.outstanding.insert(idx);
+                conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
             }
         }
@@ -551,8 +531,9 @@ impl PubState {
             // queue holds, so the queue has room; no need to look at the
             // subscriber's position (a cache line it writes).
             let got = if (conn.outstanding.count() as u64) < p.buffer {
+                let stamp = conn.producer.tail + 1;
                 conn.sub.push_known_room(&mut conn.producer, idx);
-                conn.outstanding.insert(idx);
+                conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
                 true
             } else {
@@ -584,7 +565,7 @@ impl PubState {
             // path: take back what the subscriber returned, so the next send
             // finds room without reading its queue position.
             if self.conns[j].outstanding.count() as u64 >= p.buffer.div_ceil(2) {
-                self.drain_completions(j);
+                self.take_back_returned(j);
             }
         }
         delivered
@@ -627,29 +608,32 @@ impl PubState {
             // queue holds, so the queue has room; no need to look at the
             // subscriber's position (a cache line it writes).
             if (self.conns[j].outstanding.count() as u64) < p.buffer {
-                sub.push_known_room(&mut self.conns[j].producer, idx);
-                self.conns[j].outstanding.insert(idx);
+                let conn = &mut self.conns[j];
+                let stamp = conn.producer.tail + 1;
+                sub.push_known_room(&mut conn.producer, idx);
+                conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
                 return true;
             }
             if !drained {
                 drained = true;
-                self.drain_completions(j);
+                self.take_back_returned(j);
                 if self.conns[j].broken {
                     return false;
                 }
                 continue;
             }
             if self.conns[j].outstanding.count() >= p.per_conn_limit {
-                self.drain_completions(j);
+                self.take_back_returned(j);
                 if self.conns[j].broken {
                     return false;
                 }
             }
             if self.conns[j].outstanding.count() < p.per_conn_limit {
+                let stamp = self.conns[j].producer.tail + 1;
                 match sub.try_push(&mut self.conns[j].producer, idx) {
                     Ok(Push::Done) => {
-                        self.conns[j].outstanding.insert(idx);
+                        self.conns[j].outstanding.insert(idx, stamp);
                         self.book.add_ref(idx);
                         return true;
                     }

@@ -5,12 +5,13 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
-use crate::core::ring::{Completion, Corrupted, Pop, Submission};
+use crate::core::ring::{Corrupted, DropCount, Pop, Returns, Submission};
 use crate::node::{new_id, node_is_alive};
 use crate::os::fifo;
 use crate::os::shm::Mapping;
@@ -173,17 +174,17 @@ struct SubConn {
     max_len: u64,
     /// Whether the payload is a slice (else the length must be 1).
     slice: bool,
-    /// Process-local reservation counter of the completion ring: the number
-    /// of samples of this connection dropped so far.
-    comp_tail: AtomicU64,
+    /// Samples of this connection dropped so far (any thread); decides who
+    /// frees the connection (see [`ConnHandle`]).
+    dropped: DropCount,
     /// Samples of this connection received so far (written by the
-    /// subscriber's thread only). `received - comp_tail` are held.
+    /// subscriber's thread only). `received - dropped` are held.
     received: AtomicU64,
     // Views into `rw` and `pool`, computed once. The 'static lifetimes are
     // sound because the mappings live in this same struct, are never
     // replaced, and the views are only handed out borrowed from `&self`.
     sub: Submission<'static>,
-    comp: Completion<'static>,
+    returns: Returns<'static>,
     connected: &'static AtomicU64,
     pool_base: usize,
 }
@@ -232,11 +233,11 @@ impl SubConn {
         // SAFETY: the four views below point into `rw`, which moves
         // into the returned struct with them and stays mapped until it is
         // dropped; they are only used through it (see the field comment).
-        let (slots, head, comp_slots, connected) = unsafe {
+        let (slots, head, returns, connected) = unsafe {
             (
                 rw.atomics_detached(base + geo.sub_offset, 1 << geo.sub_log2),
                 rw.atomic_detached(base + LINE),
-                rw.atomics_detached(base + geo.comp_offset, 1 << geo.comp_log2),
+                rw.atomics_detached(base + geo.returns_offset, u64::from(h.chunk_count)),
                 rw.atomic_detached(base),
             )
         };
@@ -250,14 +251,14 @@ impl SubConn {
             chunk_count: h.chunk_count,
             max_len: p.max_len,
             slice: payload.slice,
-            comp_tail: AtomicU64::new(0),
+            dropped: DropCount::default(),
             sub: if q.overflow == OverflowPolicy::Backpressure {
                 Submission::new(slots, head, p.buffer).sole_consumer()
             } else {
                 Submission::new(slots, head, p.buffer)
             },
             received: AtomicU64::new(0),
-            comp: Completion::new(comp_slots),
+            returns: Returns::new(returns),
             connected,
         }))
     }
@@ -267,7 +268,7 @@ impl SubConn {
     fn held(&self) -> usize {
         // Relaxed (both): counters; a drop racing with this check at worst
         // refuses one receive that would just have fitted.
-        let dropped = self.comp_tail.load(Ordering::Relaxed);
+        let dropped = self.dropped.dropped();
         self.received.load(Ordering::Relaxed).wrapping_sub(dropped) as usize
     }
 
@@ -281,11 +282,6 @@ impl SubConn {
     #[inline]
     fn submission(&self) -> Submission<'_> {
         self.sub
-    }
-
-    #[inline]
-    fn completion(&self) -> Completion<'_> {
-        self.comp
     }
 
     fn chunk_offset(&self, idx: u32) -> u64 {
@@ -304,8 +300,56 @@ impl SubConn {
     }
 }
 
+/// The subscriber's hold on a connection. Samples point at the same
+/// `SubConn` without a reference count (that would cost two atomic
+/// read-modify-writes per sample): the connection's [`DropCount`] tells who
+/// is last. When the handle goes, it frees the connection if every sample
+/// received is dropped by then, else the last sample to drop does. A sample
+/// stores its return word before it counts itself, so the one that frees
+/// comes after every other sample's last access.
+struct ConnHandle(NonNull<SubConn>);
+
+// SAFETY: SubConn is Send and Sync (mappings, atomics and an Arc); the handle
+// is its owner until the hand-over described above.
+unsafe impl Send for ConnHandle {}
+
+impl ConnHandle {
+    fn new(conn: SubConn) -> Self {
+        Self(NonNull::from(Box::leak(Box::new(conn))))
+    }
+}
+
+impl Deref for ConnHandle {
+    type Target = SubConn;
+    fn deref(&self) -> &SubConn {
+        // SAFETY: freed only after the handle is gone (see the type's docs).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Drop for ConnHandle {
+    fn drop(&mut self) {
+        // Relaxed: written only by the subscriber's thread, which is this one
+        // (the subscriber is not Sync); final now.
+        let received = self.received.load(Ordering::Relaxed);
+        if self.dropped.owner_gone(received) {
+            // SAFETY: every sample of the connection is gone and so are we.
+            unsafe { free_conn(self.0) };
+        }
+    }
+}
+
+/// Frees a connection.
+///
+/// # Safety
+/// Only by the last of the handle and the samples (see [`ConnHandle`]).
+unsafe fn free_conn(conn: NonNull<SubConn>) {
+    // SAFETY: allocated by Box in ConnHandle::new; the caller is the last user.
+    drop(unsafe { Box::from_raw(conn.as_ptr()) });
+}
+
 struct ConnEntry {
-    conn: Arc<SubConn>,
+    conn: ConnHandle,
     /// The publisher left the table: drain what it queued, then drop.
     draining: bool,
 }
@@ -355,7 +399,7 @@ impl SubState {
             }
             match SubConn::open(reg, i, pid) {
                 Ok(Some(c)) => self.conns.push(ConnEntry {
-                    conn: Arc::new(c),
+                    conn: ConnHandle::new(c),
                     draining: false,
                 }),
                 Ok(None) => {}
@@ -446,8 +490,8 @@ impl<T: Payload + ?Sized> Subscriber<T> {
                 }
             } else {
                 match conn.sub.pop() {
-                    Ok(Pop::Item(idx)) => {
-                        result = self.accept(conn, idx);
+                    Ok(Pop::Item(idx, pos)) => {
+                        result = self.accept(conn, idx, pos + 1);
                         if result.is_err() {
                             remove = Some(i);
                         } else {
@@ -484,7 +528,12 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         result
     }
 
-    fn accept(&self, conn: &Arc<SubConn>, idx: u32) -> Result<Option<Sample<T>>, ReceiveError> {
+    fn accept(
+        &self,
+        conn: &ConnHandle,
+        idx: u32,
+        stamp: u64,
+    ) -> Result<Option<Sample<T>>, ReceiveError> {
         let bad = |what| ReceiveError::CorruptedPublisher {
             publisher: conn.publisher,
             what,
@@ -497,15 +546,16 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         let len = conn.chunk_len(idx).load(Ordering::Relaxed);
         if len > conn.max_len || (!conn.slice && len != 1) {
             // Give the chunk back so the publisher does not lose it.
-            conn.completion().push(&conn.comp_tail, idx);
+            conn.returns.release(idx, stamp);
             return Err(bad("payload length out of range"));
         }
         // Relaxed (both): only this thread writes `received`.
         conn.received
             .store(conn.received.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         Ok(Some(Sample {
-            conn: conn.clone(),
+            conn: conn.0,
             idx,
+            stamp,
             len: len as usize,
             _t: PhantomData,
         }))
@@ -632,24 +682,41 @@ impl<T: Payload + ?Sized> Subscriber<T> {
 ///
 /// `Send` and `Sync`.
 pub struct Sample<T: Payload + ?Sized> {
-    conn: Arc<SubConn>,
+    /// Kept alive by the connection's drop counter (see [`ConnHandle`]).
+    conn: NonNull<SubConn>,
     idx: u32,
+    /// Return stamp of this delivery.
+    stamp: u64,
     len: usize,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
+// SAFETY: the connection is Send and Sync and stays alive while the sample
+// does, on whatever thread (see ConnHandle); the payload is plain data that
+// nobody writes while the sample holds it.
+unsafe impl<T: Payload + ?Sized> Send for Sample<T> {}
+// SAFETY: as for Send; `&Sample` only reads.
+unsafe impl<T: Payload + ?Sized> Sync for Sample<T> {}
+
 impl<T: Payload + ?Sized> Sample<T> {
+    #[inline]
+    fn conn(&self) -> &SubConn {
+        // SAFETY: alive while the sample is (see ConnHandle).
+        unsafe { self.conn.as_ref() }
+    }
+
     /// The id of the publisher that sent it.
     pub fn publisher_id(&self) -> u64 {
-        self.conn.publisher
+        self.conn().publisher
     }
 }
 
 impl<T: Payload + ?Sized> Deref for Sample<T> {
     type Target = T;
     fn deref(&self) -> &T {
-        let off = self.conn.chunk_offset(self.idx) + self.conn.geo.payload_offset;
-        let ptr = (self.conn.pool_base + off as usize) as *mut u8;
+        let conn = self.conn();
+        let off = conn.chunk_offset(self.idx) + conn.geo.payload_offset;
+        let ptr = (conn.pool_base + off as usize) as *mut u8;
         // SAFETY: idx < chunk_count and len <= max_len were validated, so the
         // payload lies inside the pool mapping, aligned for T (chunk size and
         // payload offset are multiples of its alignment). The publisher does
@@ -661,7 +728,17 @@ impl<T: Payload + ?Sized> Deref for Sample<T> {
 
 impl<T: Payload + ?Sized> Drop for Sample<T> {
     fn drop(&mut self) {
-        self.conn.completion().push(&self.conn.comp_tail, self.idx);
+        let conn = self.conn();
+        conn.returns.release(self.idx, self.stamp);
+        // Relaxed: read only once the subscriber let go, when it is final and
+        // was published by DropCount::owner_gone.
+        if conn
+            .dropped
+            .sample_dropped(|| conn.received.load(Ordering::Relaxed))
+        {
+            // SAFETY: the subscriber let go and we were the last sample.
+            unsafe { free_conn(self.conn) };
+        }
     }
 }
 

@@ -324,3 +324,49 @@ fn a_publisher_is_shared_by_threads() {
     drop((sub, publisher, svc, node));
     std::fs::remove_dir(&cfg.root).unwrap();
 }
+
+#[test]
+fn samples_outlive_their_subscriber_on_other_threads() {
+    let cfg = config("outlive");
+    {
+        let node = NodeBuilder::new().config(&cfg).create().unwrap();
+        let svc = node
+            .service_builder(&"outlive".try_into().unwrap())
+            .publish_subscribe::<Msg>()
+            .subscriber_max_buffer_size(4)
+            .subscriber_max_borrowed_samples(4)
+            .create()
+            .unwrap();
+        let publisher = svc.publisher_builder().create().unwrap();
+        for round in 0..50u64 {
+            let sub = svc.subscriber_builder().create().unwrap();
+            for i in 0..3 {
+                publisher
+                    .send_copy(Msg {
+                        seq: round * 10 + i,
+                        data: [0; 4],
+                    })
+                    .unwrap();
+            }
+            let samples: Vec<_> = (0..3).map(|_| sub.receive().unwrap().unwrap()).collect();
+            // The subscriber goes first, or in the middle, or last.
+            let (early, late): (Vec<_>, Vec<_>) =
+                samples.into_iter().partition(|s| s.seq % 2 == round % 2);
+            let t = std::thread::spawn(move || {
+                for s in late {
+                    assert_eq!(s.seq / 10, round);
+                }
+            });
+            drop(sub);
+            for s in early {
+                assert_eq!(s.seq / 10, round);
+            }
+            t.join().unwrap();
+        }
+        // Every chunk came back.
+        assert_eq!(publisher.free_chunks(), publisher.pool_size() as usize);
+    }
+    let left: Vec<_> = std::fs::read_dir(&cfg.root).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    std::fs::remove_dir(&cfg.root).unwrap();
+}

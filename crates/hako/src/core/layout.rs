@@ -20,7 +20,7 @@
 //!  +8                attached: AtomicU64   (subscriber port id that mapped the segment)
 //!  +LINE             head: AtomicU64       (submission consumer position)
 //!  +2·LINE           submission slots      (1 << sub_log2 × u64)
-//!  +2·LINE + sub     completion slots      (1 << comp_log2 × u64)
+//!  +2·LINE + sub     return words          (chunk_count × u64, one per chunk)
 //!
 //!  chunk (chunk_size bytes, aligned to max(64, payload align))
 //!  +0                len: AtomicU64        (elements in the payload)
@@ -47,7 +47,7 @@ pub const LINE: u64 = 128;
 /// Page size assumed for mapping offsets.
 pub const PAGE: u64 = 4096;
 /// Layout version of every segment; bumped on any incompatible change.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// Magic of a publisher data segment ("HAKOPUB1").
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
 /// Magic of a service dynamic segment ("HAKODYN1").
@@ -118,12 +118,10 @@ pub struct SegmentGeometry {
     pub conn_stride: u64,
     /// log2 of the submission ring's slot count.
     pub sub_log2: u32,
-    /// log2 of the completion ring's slot count.
-    pub comp_log2: u32,
     /// Offset of the submission slots within a connection block.
     pub sub_offset: u64,
-    /// Offset of the completion slots within a connection block.
-    pub comp_offset: u64,
+    /// Offset of the return words (one per chunk) within a connection block.
+    pub returns_offset: u64,
     /// Offset of chunk 0 (page aligned).
     pub pool_offset: u64,
     /// Bytes per chunk.
@@ -163,10 +161,9 @@ impl SegmentParams {
             return None;
         }
         let sub_slots = p.buffer.next_power_of_two();
-        let comp_slots = (p.buffer + p.borrowed).next_power_of_two();
         let sub_offset = 2 * LINE;
-        let comp_offset = sub_offset + round_up(8 * sub_slots, LINE);
-        let conn_stride = comp_offset + round_up(8 * comp_slots, LINE);
+        let returns_offset = sub_offset + round_up(8 * sub_slots, LINE);
+        let conn_stride = returns_offset + round_up(8 * p.chunk_count, LINE);
         let conns_offset = LINE;
         let pool_offset = round_up(conns_offset + p.max_subscribers * conn_stride, PAGE);
         let payload_offset = round_up(CHUNK_HEADER, p.align);
@@ -180,9 +177,8 @@ impl SegmentParams {
             conns_offset,
             conn_stride,
             sub_log2: sub_slots.trailing_zeros(),
-            comp_log2: comp_slots.trailing_zeros(),
             sub_offset,
-            comp_offset,
+            returns_offset,
             pool_offset,
             chunk_size,
             payload_offset,
@@ -345,7 +341,8 @@ mod tests {
         assert_eq!(g.chunk_size % 64, 0);
         assert!(g.chunk_size >= 8 + 100);
         assert_eq!(g.sub_log2, 2);
-        assert_eq!(g.comp_log2, 3);
+        assert!(g.returns_offset >= g.sub_offset + 8 * 4);
+        assert!(g.conn_stride >= g.returns_offset + 8 * 10);
         assert_eq!(g.conn_stride % LINE, 0);
         assert_eq!(g.total_size, g.pool_offset + 10 * g.chunk_size);
         let big = SegmentParams {

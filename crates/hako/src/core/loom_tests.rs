@@ -5,7 +5,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::pool::{ChunkBook, Outstanding};
-use super::ring::{Completion, Pop, Producer, Push, Submission};
+use super::ring::{DropCount, Pop, Producer, Push, Returns, Submission};
 use super::sync::{AtomicU64, Ordering};
 
 fn slots(n: usize) -> Vec<AtomicU64> {
@@ -39,7 +39,7 @@ fn fifo_model(sole: bool) {
             let mut got = Vec::new();
             while got.len() < 3 {
                 match ring.pop().unwrap() {
-                    Pop::Item(i) => {
+                    Pop::Item(i, _) => {
                         let v = d2[i as usize].with(|p| unsafe { *p });
                         assert_eq!(v, i + 100);
                         got.push(i);
@@ -76,7 +76,7 @@ fn reclaim_races_pop() {
             let ring = Submission::new(&s2.0, &s2.1, 2);
             let mut got = Vec::new();
             for _ in 0..2 {
-                if let Pop::Item(i) = ring.pop().unwrap() {
+                if let Pop::Item(i, _) = ring.pop().unwrap() {
                     got.push(i);
                 }
             }
@@ -89,7 +89,7 @@ fn reclaim_races_pop() {
         }
         let got = consumer.join().unwrap();
         let mut rest = Vec::new();
-        while let Pop::Item(i) = ring.pop().unwrap() {
+        while let Pop::Item(i, _) = ring.pop().unwrap() {
             rest.push(i);
         }
         let mut all: Vec<u32> = got.iter().chain(&reclaimed).chain(&rest).copied().collect();
@@ -109,92 +109,101 @@ fn reclaim_races_pop() {
 }
 
 /// The pool protocol end to end: a publisher loans, writes and sends chunks
-/// through the submission ring and takes returned chunks back from the
-/// completion ring; a subscriber reads and returns them. loom's UnsafeCell
+/// through the submission ring and takes returned chunks back through the
+/// return words; a subscriber reads and returns them. loom's UnsafeCell
 /// reports any moment where a chunk is written while a reader holds it.
 #[test]
 fn pool_reuse_is_exclusive() {
     loom::model(|| {
         const CHUNKS: u32 = 2;
         const MSGS: u32 = 3;
-        let shared = Arc::new((slots(1), AtomicU64::new(0), slots(2), AtomicU64::new(0)));
+        let shared = Arc::new((slots(1), AtomicU64::new(0), slots(CHUNKS as usize)));
         let data: Arc<Vec<UnsafeCell<u32>>> =
             Arc::new((0..CHUNKS).map(|_| UnsafeCell::new(0)).collect());
         let (sh2, d2) = (shared.clone(), data.clone());
         let subscriber = thread::spawn(move || {
             let sub = Submission::new(&sh2.0, &sh2.1, 1);
-            let comp = Completion::new(&sh2.2);
+            let returns = Returns::new(&sh2.2);
             let mut expect = 0;
             while expect < MSGS {
                 match sub.pop().unwrap() {
-                    Pop::Item(i) => {
+                    Pop::Item(i, pos) => {
                         let v = d2[i as usize].with(|p| unsafe { *p });
                         assert_eq!(v, expect);
                         expect += 1;
-                        comp.push(&sh2.3, i);
+                        returns.release(i, pos + 1);
                     }
                     Pop::Empty => thread::yield_now(),
                 }
             }
         });
         let sub = Submission::new(&shared.0, &shared.1, 1);
-        let comp = Completion::new(&shared.2);
+        let returns = Returns::new(&shared.2);
         let mut book = ChunkBook::new(CHUNKS);
         let mut out = Outstanding::new(CHUNKS);
         let mut p = Producer::default();
-        let mut head = 0;
         for seq in 0..MSGS {
             let idx = loop {
-                while let Some(i) = comp.pop(&mut head).unwrap() {
-                    assert!(out.remove(i));
-                    book.release(i);
-                }
+                out.take_returned(
+                    |i, st| returns.returned(i, st),
+                    |i| {
+                        book.release(i);
+                    },
+                );
                 match book.alloc() {
                     Some(i) => break i,
                     None => thread::yield_now(),
                 }
             };
             data[idx as usize].with_mut(|ptr| unsafe { *ptr = seq });
+            let stamp = p.tail + 1;
             loop {
                 match sub.try_push(&mut p, idx).unwrap() {
                     Push::Done => break,
                     Push::Full => thread::yield_now(),
                 }
             }
-            out.insert(idx);
+            out.insert(idx, stamp);
             book.add_ref(idx);
             book.release(idx);
         }
         subscriber.join().unwrap();
-        while let Some(i) = comp.pop(&mut head).unwrap() {
-            assert!(out.remove(i));
-            book.release(i);
-        }
+        out.take_returned(
+            |i, st| returns.returned(i, st),
+            |i| {
+                book.release(i);
+            },
+        );
         assert_eq!(book.free_count(), CHUNKS as usize);
     });
 }
 
-/// Two threads of the subscriber's process return chunks at once; the
-/// publisher receives both, once each.
+/// Two threads of the subscriber's process drop samples while the
+/// subscriber lets go of the connection: exactly one of the three frees it,
+/// and only after both return stores (which it can then see).
 #[test]
-fn completion_multi_producer() {
+fn connection_freed_once_after_every_drop() {
     loom::model(|| {
-        let shared = Arc::new((slots(2), AtomicU64::new(0)));
-        let s2 = shared.clone();
-        let t = thread::spawn(move || {
-            Completion::new(&s2.0).push(&s2.1, 7);
-        });
-        Completion::new(&shared.0).push(&shared.1, 9);
-        t.join().unwrap();
-        let ring = Completion::new(&shared.0);
-        let mut head = 0;
-        let mut got = Vec::new();
-        while let Some(i) = ring.pop(&mut head).unwrap() {
-            got.push(i);
+        let shared = Arc::new((slots(4), DropCount::new()));
+        let drop_sample = |sh: Arc<(Vec<AtomicU64>, DropCount)>, idx: u32| {
+            Returns::new(&sh.0).release(idx, 1);
+            sh.1.sample_dropped(|| 2).then(|| {
+                let r = Returns::new(&sh.0);
+                assert!(r.returned(1, 1) && r.returned(2, 1));
+            })
+        };
+        let (a, b) = (shared.clone(), shared.clone());
+        let ta = thread::spawn(move || drop_sample(a, 1).is_some());
+        let tb = thread::spawn(move || drop_sample(b, 2).is_some());
+        // The subscriber received the two samples, then lets go.
+        let owner = shared.1.owner_gone(2);
+        if owner {
+            let r = Returns::new(&shared.0);
+            assert!(r.returned(1, 1) && r.returned(2, 1));
         }
-        got.sort_unstable();
-        assert_eq!(got, vec![7, 9]);
-        // Relaxed is fine: the test thread joined.
+        let freed = [owner, ta.join().unwrap(), tb.join().unwrap()];
+        assert_eq!(freed.iter().filter(|f| **f).count(), 1);
+        // Relaxed is fine: every thread joined.
         let _ = Ordering::Relaxed;
     });
 }

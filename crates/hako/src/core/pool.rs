@@ -7,11 +7,12 @@
 //! free list when its last reference goes.
 //!
 //! [`Outstanding`] records, per connection, which chunks the subscriber may
-//! hold. A chunk index coming back through a completion ring is accepted only
-//! if it is outstanding on that connection, so a subscriber that returns a
-//! chunk twice, or one it never had, cannot make the publisher reuse memory a
-//! reader still sees. When a subscriber goes away, all its outstanding chunks
-//! are released at once.
+//! hold and the return stamp of each delivery. The publisher takes back only
+//! chunks outstanding on that connection whose return word holds that stamp
+//! (see `ring::Returns`), so a subscriber that returns a chunk twice, or one
+//! it never had, cannot make the publisher reuse memory a reader still sees.
+//! When a subscriber goes away, all its outstanding chunks are released at
+//! once.
 
 /// Reference counts and free list of a pool of `n` chunks.
 #[derive(Debug, Clone)]
@@ -77,10 +78,12 @@ impl ChunkBook {
     }
 }
 
-/// Set of chunk indices outstanding on one connection.
+/// Set of chunk indices outstanding on one connection, each with the return
+/// stamp of its delivery.
 #[derive(Debug, Clone)]
 pub struct Outstanding {
     bits: Vec<u64>,
+    stamps: Vec<u64>,
     count: usize,
 }
 
@@ -89,6 +92,7 @@ impl Outstanding {
     pub fn new(n: u32) -> Self {
         Self {
             bits: vec![0; (n as usize).div_ceil(64)],
+            stamps: vec![0; n as usize],
             count: 0,
         }
     }
@@ -104,12 +108,15 @@ impl Outstanding {
         self.bits.get(w).is_some_and(|word| word & (1 << b) != 0)
     }
 
-    /// Marks `idx` outstanding; false if it already was or is out of range.
-    pub fn insert(&mut self, idx: u32) -> bool {
+    /// Marks `idx` outstanding, delivered with return stamp `stamp`; false
+    /// if it already was or is out of range.
+    #[inline]
+    pub fn insert(&mut self, idx: u32, stamp: u64) -> bool {
         let (w, b) = ((idx / 64) as usize, idx % 64);
-        match self.bits.get_mut(w) {
-            Some(word) if *word & (1 << b) == 0 => {
+        match (self.bits.get_mut(w), self.stamps.get_mut(idx as usize)) {
+            (Some(word), Some(st)) if *word & (1 << b) == 0 => {
                 *word |= 1 << b;
+                *st = stamp;
                 self.count += 1;
                 true
             }
@@ -127,6 +134,28 @@ impl Outstanding {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Removes every index for which `returned(index, stamp)` holds and
+    /// calls `release` for it.
+    pub fn take_returned(
+        &mut self,
+        mut returned: impl FnMut(u32, u64) -> bool,
+        mut release: impl FnMut(u32),
+    ) {
+        for (w, word) in self.bits.iter_mut().enumerate() {
+            let mut bits = *word;
+            while bits != 0 {
+                let b = bits.trailing_zeros();
+                bits &= bits - 1;
+                let idx = w as u32 * 64 + b;
+                if returned(idx, self.stamps[idx as usize]) {
+                    *word &= !(1 << b);
+                    self.count -= 1;
+                    release(idx);
+                }
+            }
         }
     }
 
@@ -168,10 +197,11 @@ mod tests {
     #[test]
     fn outstanding_rejects_garbage() {
         let mut o = Outstanding::new(70);
-        assert!(o.insert(3));
-        assert!(!o.insert(3));
-        assert!(o.insert(69));
-        assert!(!o.insert(70_000));
+        assert!(o.insert(3, 1));
+        assert!(!o.insert(3, 2));
+        assert!(o.insert(69, 2));
+        assert!(!o.insert(70, 3));
+        assert!(!o.insert(70_000, 3));
         assert!(!o.remove(4));
         assert!(!o.remove(u32::MAX));
         assert!(o.contains(69));
@@ -181,5 +211,21 @@ mod tests {
         assert_eq!(seen, vec![3, 69]);
         assert_eq!(o.count(), 0);
         assert!(!o.remove(3));
+    }
+
+    #[test]
+    fn only_returned_deliveries_come_back() {
+        let mut o = Outstanding::new(10);
+        o.insert(1, 7);
+        o.insert(4, 8);
+        o.insert(9, 9);
+        let mut back = Vec::new();
+        o.take_returned(
+            |idx, stamp| idx == 4 && stamp == 8 || idx == 9 && stamp == 1,
+            |i| back.push(i),
+        );
+        assert_eq!(back, vec![4]);
+        assert_eq!(o.count(), 2);
+        assert!(o.contains(1) && o.contains(9) && !o.contains(4));
     }
 }

@@ -1,4 +1,4 @@
-//! The two index rings of a publisher → subscriber connection.
+//! The index ring and the return words of a publisher → subscriber connection.
 //!
 //! Both rings carry *descriptors*: the index of a chunk in the publisher's
 //! pool. A ring slot is one `u64` holding the descriptor together with a *lap
@@ -22,12 +22,15 @@
 //!   with the drop-oldest policy can take the oldest entry back; both sides
 //!   advance `head` with compare-and-swap, so exactly one of them owns each
 //!   entry. The producer position is private to the publisher.
-//! * [`Completion`] (subscriber → publisher) returns released chunks. Samples
-//!   may be dropped on several threads of the subscriber's process, so
-//!   producers reserve positions with a process-local `fetch_add`; it never
-//!   checks for room because the publisher never lets more chunks be
-//!   outstanding on a connection than the ring holds. The consumer position is
-//!   private to the publisher.
+//! * [`Returns`] (subscriber → publisher) hands released chunks back: one
+//!   word per chunk of the pool, into which the subscriber stores the
+//!   *return stamp* of the delivery it releases (its submission position + 1).
+//!   Samples may be dropped on any thread of the subscriber's process, in any
+//!   order, each with one plain store and nothing to reserve. The publisher
+//!   looks only at the chunks it has outstanding on the connection and takes
+//!   one back when its word holds the stamp of that very delivery, so a
+//!   subscriber cannot hand back what it was never given, and a stale word
+//!   from an earlier delivery of the same chunk never matches.
 //!
 //! Everything read from a slot is hostile input: the callers validate chunk
 //! indices, and a stamp that cannot occur is reported as [`Corrupted`].
@@ -80,8 +83,9 @@ fn previous_stamp(pos: u64, log2: u32) -> u64 {
 pub enum Pop {
     /// Nothing new.
     Empty,
-    /// The consumer now owns the chunk with this (unvalidated) index.
-    Item(u32),
+    /// The consumer now owns the chunk with this (unvalidated) index,
+    /// queued at this position (its return stamp is the position + 1).
+    Item(u32, u64),
 }
 
 /// Result of [`Submission::try_push`].
@@ -229,7 +233,7 @@ impl<'a> Submission<'a> {
                     // ORDERING: Release; pairs with the Acquire loads of head in
                     // try_push(): our read of the slot happens before its reuse.
                     self.head.store(head + 1, Ordering::Release);
-                    return Ok(Pop::Item(value as u32));
+                    return Ok(Pop::Item(value as u32, head));
                 }
                 // ORDERING: AcqRel; Release lets the producer reuse the slot after
                 // our read; pairs with the Acquire loads of head in try_push and
@@ -240,7 +244,7 @@ impl<'a> Submission<'a> {
                     Ordering::AcqRel,
                     Ordering::Relaxed,
                 ) {
-                    Ok(_) => return Ok(Pop::Item(value as u32)),
+                    Ok(_) => return Ok(Pop::Item(value as u32, head)),
                     Err(now) => {
                         head = now;
                         continue;
@@ -282,63 +286,100 @@ impl<'a> Submission<'a> {
     }
 }
 
-/// View of a completion ring in (shared) memory.
+/// The return words of one connection: word `i` belongs to chunk `i`.
 #[derive(Clone, Copy)]
-pub struct Completion<'a> {
-    slots: &'a [AtomicU64],
-    log2: u32,
+pub struct Returns<'a> {
+    words: &'a [AtomicU64],
 }
 
-impl<'a> Completion<'a> {
-    /// `slots.len()` must be a power of two.
-    pub fn new(slots: &'a [AtomicU64]) -> Self {
-        assert!(slots.len().is_power_of_two());
-        Self {
-            slots,
-            log2: slots.len().trailing_zeros(),
-        }
+impl<'a> Returns<'a> {
+    /// One word per chunk of the pool.
+    pub fn new(words: &'a [AtomicU64]) -> Self {
+        Self { words }
     }
 
+    /// Subscriber (any thread): releases chunk `index`, delivered with
+    /// `stamp` ([`Pop::Item`]'s position + 1). An index out of range is
+    /// ignored (the caller validated it when the chunk was received).
     #[inline]
-    fn slot(&self, pos: u64) -> &AtomicU64 {
-        masked_slot(self.slots, pos)
-    }
-
-    /// Producer (any thread of the subscriber's process): returns `index`.
-    /// `tail` is the process-local reservation counter of this connection.
-    /// The caller guarantees that fewer than `slots.len()` returned entries are
-    /// unconsumed (the publisher bounds the chunks outstanding per connection).
-    pub fn push(&self, tail: &AtomicU64, index: u32) {
-        // Relaxed: reservation only; the slot store below publishes.
-        let pos = tail.fetch_add(1, Ordering::Relaxed);
-        // ORDERING: Release; pairs with the Acquire load in pop(): our reads of
-        // the chunk happen before the publisher reuses it.
-        self.slot(pos)
-            .store(encode(pos, self.log2, index), Ordering::Release);
-    }
-
-    /// Consumer (the publisher): takes the next returned index, if any.
-    pub fn pop(&self, head: &mut u64) -> Result<Option<u32>, Corrupted> {
-        // ORDERING: Acquire; pairs with the Release store in push().
-        let value = self.slot(*head).load(Ordering::Acquire);
-        let st = stamp_of(value);
-        if st == stamp(*head, self.log2) {
-            *head += 1;
-            Ok(Some(value as u32))
-        } else if st == previous_stamp(*head, self.log2) {
-            Ok(None)
-        } else {
-            Err(Corrupted)
+    pub fn release(&self, index: u32, stamp: u64) {
+        if let Some(w) = self.words.get(index as usize) {
+            // ORDERING: Release; pairs with the Acquire load in returned():
+            // our reads of the chunk happen before the publisher reuses it.
+            w.store(stamp, Ordering::Release);
         }
     }
 
-    /// Consumer: resets the ring. Only valid while no producer is attached.
-    pub fn reset(&self, head: &mut u64) {
-        for s in self.slots {
-            // Relaxed: published by the Release store that announces the connection.
-            s.store(0, Ordering::Relaxed);
+    /// Publisher: whether chunk `index`, delivered with `stamp`, came back.
+    #[inline]
+    pub fn returned(&self, index: u32, stamp: u64) -> bool {
+        self.words
+            .get(index as usize)
+            // ORDERING: Acquire; pairs with the Release store in release().
+            .is_some_and(|w| w.load(Ordering::Acquire) == stamp)
+    }
+
+    /// Publisher, before a subscriber connects: clears every word.
+    pub fn reset(&self) {
+        for w in self.words {
+            // Relaxed: published by the Release store of the connected word.
+            w.store(0, Ordering::Relaxed);
         }
-        *head = 0;
+    }
+}
+
+/// Bit of a [`DropCount`] raised when the owner lets go.
+const GONE: u64 = 1 << 63;
+
+/// Counts the samples of a connection dropped in a subscriber's process (on
+/// any thread) and decides who frees the connection: the subscriber's handle
+/// when it lets go, if every sample it received is dropped by then, else the
+/// last sample to drop. One atomic read-modify-write per sample, none per
+/// receive.
+#[derive(Debug)]
+pub struct DropCount(AtomicU64);
+
+impl Default for DropCount {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DropCount {
+    /// Nothing dropped, owner present.
+    pub fn new() -> Self {
+        Self(AtomicU64::new(0))
+    }
+
+    /// Samples dropped so far.
+    #[inline]
+    pub fn dropped(&self) -> u64 {
+        // Relaxed: a count for limits; nothing is published through it here.
+        self.0.load(Ordering::Relaxed) & !GONE
+    }
+
+    /// A sample was dropped, after its last access to the connection (its
+    /// return store). True if the caller must free the connection: the owner
+    /// is gone and this was the last of `received()` samples. `received` is
+    /// read only in that case, when it is final.
+    #[inline]
+    pub fn sample_dropped(&self, received: impl FnOnce() -> u64) -> bool {
+        // ORDERING: AcqRel; Release orders our earlier accesses before the
+        // count that may let another party free the connection; Acquire,
+        // when we free it, orders every other party's accesses before that.
+        let old = self.0.fetch_add(1, Ordering::AcqRel);
+        old & GONE != 0 && (old & !GONE) + 1 == received()
+    }
+
+    /// The owner lets go, having received `received` samples in all. True if
+    /// the caller must free the connection (every sample is dropped).
+    #[inline]
+    pub fn owner_gone(&self, received: u64) -> bool {
+        // ORDERING: AcqRel; Release publishes the final `received` to the
+        // sample that sees GONE; Acquire orders every earlier drop before
+        // the free.
+        let old = self.0.fetch_or(GONE, Ordering::AcqRel);
+        old & !GONE == received
     }
 }
 
@@ -363,7 +404,7 @@ mod tests {
         assert_eq!(ring.try_push(&mut p, 9), Ok(Push::Full));
         assert!(ring.has_item());
         for i in 0..3 {
-            assert_eq!(ring.pop(), Ok(Pop::Item(i)));
+            assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i))));
         }
         assert_eq!(ring.pop(), Ok(Pop::Empty));
         assert!(!ring.has_item());
@@ -378,8 +419,8 @@ mod tests {
         for i in 0..10_000u32 {
             assert_eq!(ring.try_push(&mut p, i), Ok(Push::Done));
             if i % 2 == 1 {
-                assert_eq!(ring.pop(), Ok(Pop::Item(i - 1)));
-                assert_eq!(ring.pop(), Ok(Pop::Item(i)));
+                assert_eq!(ring.pop(), Ok(Pop::Item(i - 1, u64::from(i - 1))));
+                assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i))));
                 assert_eq!(ring.pop(), Ok(Pop::Empty));
             }
         }
@@ -397,7 +438,10 @@ mod tests {
                 assert_eq!(ring.try_push(&mut p, round * 4 + i), Ok(Push::Done));
             }
             for i in 0..4 {
-                assert_eq!(consumer.pop(), Ok(Pop::Item(round * 4 + i)));
+                assert_eq!(
+                    consumer.pop(),
+                    Ok(Pop::Item(round * 4 + i, u64::from(round * 4 + i)))
+                );
             }
             assert_eq!(consumer.pop(), Ok(Pop::Empty));
         }
@@ -416,7 +460,7 @@ mod tests {
         assert_eq!(ring.reclaim_oldest(&mut p), Ok(Some(0)));
         assert_eq!(ring.try_push(&mut p, 4), Ok(Push::Done));
         for i in 1..5 {
-            assert_eq!(ring.pop(), Ok(Pop::Item(i)));
+            assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i))));
         }
         assert_eq!(ring.reclaim_oldest(&mut p), Ok(None));
     }
@@ -440,22 +484,19 @@ mod tests {
     }
 
     #[test]
-    fn completion_round_trip_and_garbage() {
-        let s = slots(4);
-        let ring = Completion::new(&s);
-        let tail = AtomicU64::new(0);
-        let mut head = 0;
-        assert_eq!(ring.pop(&mut head), Ok(None));
-        for round in 0..5u32 {
-            for i in 0..4 {
-                ring.push(&tail, round * 10 + i);
-            }
-            for i in 0..4 {
-                assert_eq!(ring.pop(&mut head), Ok(Some(round * 10 + i)));
-            }
-            assert_eq!(ring.pop(&mut head), Ok(None));
-        }
-        s[(head & 3) as usize].store(u64::MAX, Ordering::Relaxed);
-        assert_eq!(ring.pop(&mut head), Err(Corrupted));
+    fn returns_match_only_their_delivery() {
+        let w = slots(4);
+        let r = Returns::new(&w);
+        assert!(!r.returned(2, 5));
+        r.release(2, 5);
+        assert!(r.returned(2, 5));
+        // An earlier delivery of the same chunk, another chunk, or garbage
+        // beyond the pool never match.
+        assert!(!r.returned(2, 9));
+        assert!(!r.returned(1, 5));
+        r.release(99, 5);
+        assert!(!r.returned(99, 5));
+        r.reset();
+        assert!(!r.returned(2, 5));
     }
 }
