@@ -6,11 +6,14 @@
 //!   killed notices the death (the node's flock is gone), drops that
 //!   connection and finishes its sends;
 //! * a killed process's node file, node slot and ports are reclaimed once
-//!   another process uses the domain, so the root ends empty (ignored:
-//!   nothing reclaims dead nodes yet; see the test).
+//!   another process creates a node, so the root ends empty;
+//! * chunks a killed subscriber held come back to the publisher's pool when
+//!   its node is reclaimed (`hako::reclaim_dead_nodes`, also as a dry run);
+//! * samples of a killed publisher stay readable, held or queued.
 
 use hako_tests::exit;
-use hako_tests::harness::{refs, with, Domain};
+use hako_tests::harness::{refs, with, Domain, WATCHDOG};
+use hako_tests::TestMsg;
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
 
@@ -75,21 +78,14 @@ fn blocked_publisher_goes_on_when_its_subscriber_is_killed() {
     assert_eq!(r.num("delivered"), 4);
     assert_eq!(r.num("zero"), 16);
     assert_eq!(r.num("free"), r.num("pool"), "chunks leaked");
-    // The dead subscriber's node file and its entries in the service stay
-    // behind (see killed_process_resources_are_reclaimed), so the root is
-    // not checked here; Domain's drop removes it.
+    // The dead subscriber's node file and entries are reclaimed by the next
+    // node created in the domain (see killed_process_resources_are_reclaimed).
 }
 
-/// Gap: no code path reclaims a dead node. `node_is_alive`
-/// (crates/hako/src/node.rs) is used only by a publisher blocked under
-/// backpressure (publisher.rs, `subscriber_still_there`). A killed process
-/// leaves `node_<id>` in the root, its slot in each service's node table and
-/// its ports in the port tables, so `Drop for ServiceInner`
-/// (crates/hako/src/service.rs) never sees the service unused and its
-/// directory stays forever; its subscriber slots also count against
-/// max_subscribers.
+/// A killed process leaves its node file, its node-table entry, its port
+/// and its FIFO; the next process that creates a node reclaims them all, and
+/// when it leaves the root is empty.
 #[test]
-#[ignore = "library gap: a killed process's node file, node slots and ports are never reclaimed"]
 fn killed_process_resources_are_reclaimed() {
     let d = Domain::new("killed-holder", HELPER);
     let ready = d.arg("ready");
@@ -118,5 +114,131 @@ fn killed_process_resources_are_reclaimed() {
         )
         .wait();
     o.assert_code(exit::OK);
+    d.finish();
+}
+
+fn in_test_node(d: &Domain) -> (hako::Config, hako::Node) {
+    let cfg = hako::Config::default().with_root(&d.root);
+    let node = hako::NodeBuilder::new()
+        .name("survivor")
+        .unwrap()
+        .config(&cfg)
+        .create()
+        .unwrap();
+    (cfg, node)
+}
+
+/// A subscriber killed while it holds samples and has more queued: its
+/// chunks are stuck until its node is reclaimed, then the publisher's pool is
+/// whole again and sending goes on.
+#[test]
+fn chunks_held_by_a_killed_subscriber_come_back() {
+    let d = Domain::new("killed-holder-chunks", HELPER);
+    let (cfg, node) = in_test_node(&d);
+    let svc = node
+        .service_builder(&"it/held".try_into().unwrap())
+        .publish_subscribe::<TestMsg>()
+        .open_or_create()
+        .unwrap();
+    let publisher = svc.publisher_builder().create().unwrap();
+    let held = d.arg("held");
+    let never = d.arg("never");
+    let s = [
+        "subscribe",
+        "--service",
+        "it/held",
+        "--hold",
+        "2",
+        "--held-file",
+        &held,
+        "--wait-file",
+        &never,
+        "--expect",
+        "2",
+    ];
+    let mut procs = vec![d.spawn("sub", &s)];
+    let start = std::time::Instant::now();
+    while publisher.subscriber_count() == 0 {
+        assert!(start.elapsed() < WATCHDOG, "the subscriber never connected");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for seq in 0..4 {
+        assert_eq!(publisher.send_copy(TestMsg::new(0, seq)).unwrap(), 1);
+    }
+    d.wait_file("held", &mut procs);
+    procs.pop().unwrap().kill();
+    let pool = publisher.pool_size() as usize;
+    assert!(
+        publisher.free_chunks() < pool,
+        "the dead subscriber holds chunks"
+    );
+
+    let dry = hako::reclaim_dead_nodes(&cfg, true).unwrap();
+    assert_eq!(dry.dead_nodes.len(), 1, "{dry:?}");
+    assert_eq!(dry.ports, 1, "{dry:?}");
+    assert!(dry.dead_nodes[0].pid.is_some());
+    assert_eq!(publisher.subscriber_count(), 1, "a dry run changes nothing");
+
+    let done = hako::reclaim_dead_nodes(&cfg, false).unwrap();
+    assert_eq!(done.dead_nodes, dry.dead_nodes);
+    assert_eq!(done.ports, 1);
+    assert!(!done.files.is_empty());
+    assert_eq!(publisher.subscriber_count(), 0);
+    assert_eq!(publisher.free_chunks(), pool, "chunks leaked");
+    assert!(hako::reclaim_dead_nodes(&cfg, false).unwrap().is_empty());
+    let sub = svc.subscriber_builder().create().unwrap();
+    assert_eq!(publisher.send_copy(TestMsg::new(0, 9)).unwrap(), 1);
+    assert_eq!(sub.receive().unwrap().unwrap().seq, 9);
+    drop((sub, publisher, svc, node));
+    d.finish();
+}
+
+/// A publisher killed after sending: a live subscriber keeps reading what it
+/// holds and what was queued, the dead publisher's entry and segment are
+/// reclaimed, and a new publisher reaches the subscriber.
+#[test]
+fn samples_of_a_killed_publisher_stay_readable() {
+    let d = Domain::new("killed-publisher", HELPER);
+    let (cfg, node) = in_test_node(&d);
+    let svc = node
+        .service_builder(&"it/dead-pub".try_into().unwrap())
+        .publish_subscribe::<TestMsg>()
+        .open_or_create()
+        .unwrap();
+    let sub = svc.subscriber_builder().create().unwrap();
+    let paused = d.arg("paused");
+    let never = d.arg("never");
+    let p = [
+        "publish",
+        "--service",
+        "it/dead-pub",
+        "--count",
+        "10",
+        "--wait-subscribers",
+        "1",
+        "--pause-at",
+        "2",
+        "--pause-file",
+        &never,
+        "--paused-file",
+        &paused,
+    ];
+    let mut procs = vec![d.spawn("pub", &p)];
+    d.wait_file("paused", &mut procs);
+    let first = sub.receive().unwrap().expect("sample 0");
+    procs.pop().unwrap().kill();
+    let done = hako::reclaim_dead_nodes(&cfg, false).unwrap();
+    assert_eq!((done.dead_nodes.len(), done.ports), (1, 1), "{done:?}");
+    // Held and queued samples of the dead publisher are intact.
+    assert!(first.is_intact() && first.seq == 0);
+    let second = sub.receive().unwrap().expect("sample 1 was queued");
+    assert!(second.is_intact() && second.seq == 1);
+    drop((first, second));
+    assert!(sub.receive().unwrap().is_none());
+    assert_eq!(sub.publisher_count(), 0);
+    let publisher = svc.publisher_builder().create().unwrap();
+    assert_eq!(publisher.send_copy(TestMsg::new(1, 5)).unwrap(), 1);
+    assert_eq!(sub.receive().unwrap().unwrap().seq, 5);
+    drop((sub, publisher, svc, node));
     d.finish();
 }

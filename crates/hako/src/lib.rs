@@ -114,6 +114,8 @@ extern crate self as hako;
 pub mod core;
 
 #[cfg(not(loom))]
+mod cleanup;
+#[cfg(not(loom))]
 pub mod config;
 #[cfg(not(loom))]
 mod event;
@@ -142,6 +144,8 @@ mod wait;
 #[cfg(not(loom))]
 mod waitset;
 
+#[cfg(not(loom))]
+pub use cleanup::{reclaim_dead_nodes, DeadNode, Reclaimed};
 #[cfg(not(loom))]
 pub use config::Config;
 #[cfg(not(loom))]

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use crate::config::{Config, ConfigError};
 use crate::name::{NameError, NodeName, ServiceName};
-use crate::os::{lock, shm};
+use crate::os::lock::{self, DomainLock};
+use crate::os::shm;
 use crate::service::ServiceBuilder;
 
 /// Why a node could not be created.
@@ -96,27 +97,48 @@ impl NodeBuilder {
         })?;
         let id = new_id();
         let path = root.join(format!("node_{id:016x}"));
-        let fd = shm::create(&path, 0).map_err(|source| NodeCreateError::NodeFile {
-            path: path.clone(),
+        // The file is made under a temporary name and appears under its real
+        // name only once locked, so nobody ever finds it unlocked and takes
+        // its owner for dead. The domain lock keeps a reclaimer from removing
+        // the temporary file meanwhile.
+        let domain = DomainLock::acquire(&root).map_err(|source| NodeCreateError::Root {
+            root: root.clone(),
             source,
         })?;
-        let locked = lock::try_lock(&fd);
+        let tmp = root.join(format!("node_{id:016x}.new"));
+        let fd = shm::create(&tmp, 0).map_err(|source| NodeCreateError::NodeFile {
+            path: tmp.clone(),
+            source,
+        })?;
         let info = format!(
             "pid = {}\nname = {:?}\n",
             std::process::id(),
             self.name.as_ref().map(NodeName::as_str).unwrap_or("")
         );
-        let written = std::fs::write(&path, info);
-        match (locked, written) {
-            (Ok(true), Ok(())) => {}
-            (l, w) => {
-                let _ = std::fs::remove_file(&path);
-                let source = match (l, w) {
-                    (Err(e), _) | (_, Err(e)) => e,
-                    _ => io::Error::other("node file locked by someone else"),
-                };
-                return Err(NodeCreateError::NodeFile { path, source });
-            }
+        let made = lock::try_lock(&fd)
+            .and_then(|locked| {
+                if locked {
+                    Ok(())
+                } else {
+                    Err(io::Error::other("node file locked by someone else"))
+                }
+            })
+            .and_then(|()| std::fs::write(&tmp, info))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(source) = made {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(NodeCreateError::NodeFile { path, source });
+        }
+        // What dead nodes left behind goes now, while we hold the lock.
+        let reclaimed = crate::cleanup::reclaim_domain_locked(&root, false);
+        drop(domain);
+        if !reclaimed.is_empty() {
+            tracing::info!(
+                dead_nodes = reclaimed.dead_nodes.len(),
+                ports = reclaimed.ports,
+                services = reclaimed.services.len(),
+                "reclaimed what dead nodes left behind"
+            );
         }
         Ok(Node {
             inner: Arc::new(NodeInner {

@@ -337,7 +337,13 @@ fn create_locked(
     let tmp = dir.join("static.toml.tmp");
     write_private(&tmp, text.as_bytes()).map_err(io_err("write", &tmp))?;
     std::fs::rename(&tmp, &fin).map_err(io_err("publish", &fin))?;
-    ServiceInner::attach(node.clone(), name.clone(), dir, desc, map, geo, tables)
+    ServiceInner::attach(
+        node.clone(),
+        name.clone(),
+        dir,
+        desc,
+        DynSegment { map, geo, tables },
+    )
 }
 
 /// Reads and parses a service's static description.
@@ -405,43 +411,15 @@ fn open_locked(
     }
     req.check(&svc, &desc.pattern)?;
     validate_pattern(&desc.pattern).map_err(|e| corrupted(format!("static.toml: {e}")))?;
-    let tables = desc.pattern.tables();
-    let geo = tables.geometry();
-    let dyn_path = dir.join(DYNAMIC_FILE);
-    let fd = match shm::open_existing(&dyn_path, true) {
-        Ok(fd) => fd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(corrupted("the dynamic segment is missing".into()));
-        }
-        Err(e) => return Err(io_err("open", &dyn_path)(e)),
-    };
-    let size = shm::file_size(&fd).map_err(io_err("stat", &dyn_path))?;
-    if size != geo.total_size {
-        return Err(corrupted(format!(
-            "the dynamic segment has {size} bytes, {} expected",
-            geo.total_size
-        )));
+    let seg = DynSegment::open(&dir, &svc, &desc)?;
+    // Ports and node entries of dead processes go before we take an entry.
+    let mut live = crate::cleanup::Liveness::new(&node.config.root);
+    let mut reclaimed = crate::cleanup::Reclaimed::default();
+    crate::cleanup::reclaim_service_locked(&dir, &seg, &mut live, false, &mut reclaimed);
+    if reclaimed.ports > 0 {
+        tracing::info!(service = %svc, ports = reclaimed.ports, "reclaimed the ports of dead nodes");
     }
-    let map = Mapping::new(&fd, 0, geo.total_size, true).map_err(io_err("map", &dyn_path))?;
-    let h: DynHeaderInit = map.read(0);
-    if h.magic != DYN_MAGIC {
-        return Err(corrupted(
-            "the dynamic segment has a bad magic number".into(),
-        ));
-    }
-    if h.version != LAYOUT_VERSION {
-        return Err(ServiceError::VersionMismatch {
-            service: svc,
-            found: h.version,
-            expected: LAYOUT_VERSION,
-        });
-    }
-    if (h.max_nodes, h.first, h.second) != (tables.nodes, tables.first, tables.second) {
-        return Err(corrupted(
-            "the dynamic segment disagrees with static.toml".into(),
-        ));
-    }
-    ServiceInner::attach(node.clone(), name.clone(), dir, desc, map, geo, tables)
+    ServiceInner::attach(node.clone(), name.clone(), dir, desc, seg)
 }
 
 /// The pattern name of a request (a helper so `open_locked` can name it
@@ -537,7 +515,7 @@ fn write_private(path: &Path, data: &[u8]) -> io::Result<()> {
 }
 
 /// Removes every file of a service directory and the directory.
-fn remove_service_files(dir: &Path) {
+pub(crate) fn remove_service_files(dir: &Path) {
     // static.toml first, so the service stops existing before its parts go.
     let _ = std::fs::remove_file(dir.join(STATIC_FILE));
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -585,10 +563,15 @@ pub(crate) struct ServiceInner {
     pub(crate) name: ServiceName,
     pub(crate) dir: PathBuf,
     pub(crate) desc: StaticDescription,
+    seg: DynSegment,
+    node_slot: usize,
+}
+
+/// A service's dynamic segment, mapped: its node and port tables.
+pub(crate) struct DynSegment {
     map: Mapping,
     geo: DynGeometry,
     tables: Tables,
-    node_slot: usize,
 }
 
 impl std::fmt::Debug for ServiceInner {
@@ -617,19 +600,15 @@ impl ServiceInner {
         name: ServiceName,
         dir: PathBuf,
         desc: StaticDescription,
-        map: Mapping,
-        geo: DynGeometry,
-        tables: Tables,
+        seg: DynSegment,
     ) -> Result<Self, ServiceError> {
-        let max = tables.nodes;
+        let max = seg.tables.nodes;
         let mut me = Self {
             node,
             name,
             dir,
             desc,
-            map,
-            geo,
-            tables,
+            seg,
             node_slot: usize::MAX,
         };
         let id = me.node.id;
@@ -660,35 +639,22 @@ impl ServiceInner {
     }
 
     fn node_slot_ref(&self, i: usize) -> &NodeSlot {
-        let off = self.geo.nodes_offset + 16 * i as u64;
-        assert!(off + 16 <= self.map.len() as u64);
-        // SAFETY: in range (checked), 8-aligned (offsets are multiples of 16
-        // from a page-aligned base), NodeSlot is made of atomics only.
-        unsafe { &*self.map.ptr().add(off as usize).cast::<NodeSlot>() }
+        self.seg.node_slot(i)
     }
 
     pub(crate) fn header(&self) -> &DynHeader {
-        // SAFETY: the mapping is at least one page; DynHeader's mutable field
-        // is atomic and the others are written once before anyone else maps it.
-        unsafe { &*self.map.ptr().cast::<DynHeader>() }
+        self.seg.header()
     }
 
     /// The generation counter of the port tables.
     pub(crate) fn generation(&self) -> u64 {
-        // ORDERING: Acquire; pairs with the Release fetch_add in bump(): table
-        // entries changed before the bump are visible after this load.
-        self.header().generation.load(Ordering::Acquire)
+        self.seg.generation()
     }
 
     /// The generation counter itself, for ports that check it on every
     /// operation (load it with Acquire, as [`generation`](Self::generation)).
     pub(crate) fn generation_word(&self) -> &std::sync::atomic::AtomicU64 {
         &self.header().generation
-    }
-
-    fn bump(&self) {
-        // ORDERING: Release; pairs with the Acquire load in generation().
-        self.header().generation.fetch_add(1, Ordering::Release);
     }
 
     /// The publish/subscribe settings. Only called on services opened as
@@ -711,22 +677,11 @@ impl ServiceInner {
     }
 
     pub(crate) fn table_len(&self, kind: PortKind) -> usize {
-        match kind {
-            PortKind::Publisher => self.tables.first as usize,
-            PortKind::Subscriber => self.tables.second as usize,
-        }
+        self.seg.table_len(kind)
     }
 
     pub(crate) fn port_slot(&self, kind: PortKind, i: usize) -> &PortSlot {
-        assert!(i < self.table_len(kind));
-        let base = match kind {
-            PortKind::Publisher => self.geo.pubs_offset,
-            PortKind::Subscriber => self.geo.subs_offset,
-        };
-        let off = base + PORT_SLOT_SIZE * i as u64;
-        assert!(off + PORT_SLOT_SIZE <= self.map.len() as u64);
-        // SAFETY: in range (checked), 64-aligned, PortSlot is made of atomics.
-        unsafe { &*self.map.ptr().add(off as usize).cast::<PortSlot>() }
+        self.seg.port_slot(kind, i)
     }
 
     /// The wake block of a port.
@@ -736,11 +691,7 @@ impl ServiceInner {
 
     /// The extra area owned by entry `i` of the second table.
     pub(crate) fn extra(&self, i: usize) -> (&Mapping, u64) {
-        assert!(i < self.tables.second as usize);
-        (
-            &self.map,
-            self.geo.extra_offset + i as u64 * self.tables.extra_per_second,
-        )
+        self.seg.extra(i)
     }
 
     /// Registers a port; returns its table index or `None` if the table is
@@ -808,7 +759,7 @@ impl ServiceInner {
                 // ORDERING: Release; pairs with the Acquire loads of port_id by
                 // readers of the table, publishing the fields above.
                 s.port_id.store(port_id, Ordering::Release);
-                self.bump();
+                self.seg.bump();
                 return Ok(Some(i));
             }
         }
@@ -824,16 +775,7 @@ impl ServiceInner {
 
     /// Removes a port from its table; the domain lock must be held.
     pub(crate) fn remove_port_locked(&self, kind: PortKind, index: usize, port_id: u64) {
-        let s = self.port_slot(kind, index);
-        // Relaxed: writers are serialised by the domain lock.
-        if s.port_id.load(Ordering::Relaxed) == port_id {
-            // Relaxed: published by the Release store below.
-            s.flags.store(0, Ordering::Relaxed);
-            // ORDERING: Release; pairs with readers' Acquire loads: everything
-            // the port did before leaving is visible to whoever sees it gone.
-            s.port_id.store(0, Ordering::Release);
-            self.bump();
-        }
+        self.seg.remove_port(kind, index, port_id);
     }
 
     /// Marks a publisher retired (see [`crate::segment`]); domain lock held.
@@ -844,7 +786,7 @@ impl ServiceInner {
             // ORDERING: Release; pairs with the Acquire load of the generation
             // by subscribers, which then see the flag.
             s.flags.store(PORT_RETIRED, Ordering::Release);
-            self.bump();
+            self.seg.bump();
         }
     }
 
@@ -856,6 +798,149 @@ impl ServiceInner {
     /// Path of a port's wake-up FIFO.
     pub(crate) fn fifo_path(&self, port_id: u64) -> PathBuf {
         self.dir.join(format!("wake_{port_id:016x}"))
+    }
+}
+
+impl DynSegment {
+    /// Opens and validates the dynamic segment of the service in `dir`,
+    /// whose static description `desc` was read and validated.
+    pub(crate) fn open(
+        dir: &Path,
+        svc: &str,
+        desc: &StaticDescription,
+    ) -> Result<Self, ServiceError> {
+        let corrupted = |reason: String| ServiceError::Corrupted {
+            service: svc.to_string(),
+            reason,
+            path: dir.to_path_buf(),
+        };
+        let tables = desc.pattern.tables();
+        let geo = tables.geometry();
+        let dyn_path = dir.join(DYNAMIC_FILE);
+        let fd = match shm::open_existing(&dyn_path, true) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(corrupted("the dynamic segment is missing".into()));
+            }
+            Err(e) => return Err(io_err("open", &dyn_path)(e)),
+        };
+        let size = shm::file_size(&fd).map_err(io_err("stat", &dyn_path))?;
+        if size != geo.total_size {
+            return Err(corrupted(format!(
+                "the dynamic segment has {size} bytes, {} expected",
+                geo.total_size
+            )));
+        }
+        let map = Mapping::new(&fd, 0, geo.total_size, true).map_err(io_err("map", &dyn_path))?;
+        let h: DynHeaderInit = map.read(0);
+        if h.magic != DYN_MAGIC {
+            return Err(corrupted(
+                "the dynamic segment has a bad magic number".into(),
+            ));
+        }
+        if h.version != LAYOUT_VERSION {
+            return Err(ServiceError::VersionMismatch {
+                service: svc.to_string(),
+                found: h.version,
+                expected: LAYOUT_VERSION,
+            });
+        }
+        if (h.max_nodes, h.first, h.second) != (tables.nodes, tables.first, tables.second) {
+            return Err(corrupted(
+                "the dynamic segment disagrees with static.toml".into(),
+            ));
+        }
+        Ok(Self { map, geo, tables })
+    }
+
+    pub(crate) fn node_slot(&self, i: usize) -> &NodeSlot {
+        let off = self.geo.nodes_offset + 16 * i as u64;
+        assert!(off + 16 <= self.map.len() as u64);
+        // SAFETY: in range (checked), 8-aligned (offsets are multiples of 16
+        // from a page-aligned base), NodeSlot is made of atomics only.
+        unsafe { &*self.map.ptr().add(off as usize).cast::<NodeSlot>() }
+    }
+
+    pub(crate) fn header(&self) -> &DynHeader {
+        // SAFETY: the mapping is at least one page; DynHeader's mutable field
+        // is atomic and the others are written once before anyone else maps it.
+        unsafe { &*self.map.ptr().cast::<DynHeader>() }
+    }
+
+    /// The generation counter of the port tables.
+    pub(crate) fn generation(&self) -> u64 {
+        // ORDERING: Acquire; pairs with the Release fetch_add in bump(): table
+        // entries changed before the bump are visible after this load.
+        self.header().generation.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn bump(&self) {
+        // ORDERING: Release; pairs with the Acquire load in generation().
+        self.header().generation.fetch_add(1, Ordering::Release);
+    }
+
+    pub(crate) fn table_len(&self, kind: PortKind) -> usize {
+        match kind {
+            PortKind::Publisher => self.tables.first as usize,
+            PortKind::Subscriber => self.tables.second as usize,
+        }
+    }
+
+    pub(crate) fn port_slot(&self, kind: PortKind, i: usize) -> &PortSlot {
+        assert!(i < self.table_len(kind));
+        let base = match kind {
+            PortKind::Publisher => self.geo.pubs_offset,
+            PortKind::Subscriber => self.geo.subs_offset,
+        };
+        let off = base + PORT_SLOT_SIZE * i as u64;
+        assert!(off + PORT_SLOT_SIZE <= self.map.len() as u64);
+        // SAFETY: in range (checked), 64-aligned, PortSlot is made of atomics.
+        unsafe { &*self.map.ptr().add(off as usize).cast::<PortSlot>() }
+    }
+
+    /// The extra area owned by entry `i` of the second table.
+    pub(crate) fn extra(&self, i: usize) -> (&Mapping, u64) {
+        assert!(i < self.tables.second as usize);
+        (
+            &self.map,
+            self.geo.extra_offset + i as u64 * self.tables.extra_per_second,
+        )
+    }
+
+    /// Removes a port from its table (domain lock held); false if the entry
+    /// holds another port by now.
+    pub(crate) fn remove_port(&self, kind: PortKind, index: usize, port_id: u64) -> bool {
+        let s = self.port_slot(kind, index);
+        // Relaxed: writers are serialised by the domain lock.
+        if s.port_id.load(Ordering::Relaxed) != port_id {
+            return false;
+        }
+        // Relaxed: published by the Release store below.
+        s.flags.store(0, Ordering::Relaxed);
+        // ORDERING: Release; pairs with readers' Acquire loads: everything
+        // the port did before leaving is visible to whoever sees it gone.
+        s.port_id.store(0, Ordering::Release);
+        self.bump();
+        true
+    }
+
+    /// Whether any node or port is still registered (domain lock held).
+    pub(crate) fn in_use(&self) -> bool {
+        // Relaxed (all): the domain lock serialises writers.
+        let nodes = (0..self.tables.nodes as usize)
+            .any(|i| self.node_slot(i).node_id.load(Ordering::Relaxed) != 0);
+        let ports = [PortKind::Publisher, PortKind::Subscriber]
+            .iter()
+            .any(|&k| {
+                (0..self.table_len(k))
+                    .any(|i| self.port_slot(k, i).port_id.load(Ordering::Relaxed) != 0)
+            });
+        nodes || ports
+    }
+
+    /// Number of node table entries.
+    pub(crate) fn node_count(&self) -> usize {
+        self.tables.nodes as usize
     }
 }
 
@@ -873,15 +958,7 @@ impl Drop for ServiceInner {
         if slot.refs.fetch_sub(1, Ordering::Relaxed) == 1 {
             slot.node_id.store(0, Ordering::Relaxed);
         }
-        let nodes_left = (0..self.tables.nodes as usize)
-            .any(|i| self.node_slot_ref(i).node_id.load(Ordering::Relaxed) != 0);
-        let ports_left = [PortKind::Publisher, PortKind::Subscriber]
-            .iter()
-            .any(|&k| {
-                (0..self.table_len(k))
-                    .any(|i| self.port_slot(k, i).port_id.load(Ordering::Relaxed) != 0)
-            });
-        if !nodes_left && !ports_left {
+        if !self.seg.in_use() {
             remove_service_files(&self.dir);
         }
     }

@@ -193,6 +193,9 @@ struct PublishArgs {
     pause_at: Option<u64>,
     #[arg(long)]
     pause_file: Option<PathBuf>,
+    /// Create this file when pausing at --pause-at.
+    #[arg(long)]
+    paused_file: Option<PathBuf>,
     /// Create this file once everything is sent.
     #[arg(long)]
     done_file: Option<PathBuf>,
@@ -563,6 +566,7 @@ fn publish(a: PublishArgs) {
     let (mut delivered, mut zero) = (0u64, 0u64);
     for seq in 0..a.count {
         if a.pause_at == Some(seq) {
+            touch(&a.paused_file);
             wait_for(&a.pause_file);
         }
         let sample = publisher.loan_uninit().unwrap_or_else(|e| die_loan(e));
