@@ -13,7 +13,8 @@
 //!    readable (its mapping outlives the file) until dropped.
 //! 2. The dead ports' files go (data segments, FIFOs), the node's entries in
 //!    the node tables are cleared, and a service that nobody uses any more
-//!    is removed.
+//!    is removed, as is a half-created one (its creator died before it
+//!    published the static description).
 //! 3. The node file goes last, so a reclaimer that dies midway leaves the
 //!    rest to the next one.
 //!
@@ -149,6 +150,15 @@ fn reclaim_service_dir_locked(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    if !dir.join(crate::service::STATIC_FILE).exists() {
+        // Services are created under the domain lock, which we hold: one
+        // without a static description is the debris of a creator that died.
+        if !dry_run {
+            crate::service::remove_service_files(dir);
+        }
+        out.services.push(label);
+        return;
+    }
     let seg = match read_description(dir, &label)
         .and_then(|desc| DynSegment::open(dir, &desc.name, &desc).map(|s| (s, desc)))
     {

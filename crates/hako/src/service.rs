@@ -151,7 +151,7 @@ pub struct PayloadDescription {
     pub slice: bool,
 }
 
-const STATIC_FILE: &str = "static.toml";
+pub(crate) const STATIC_FILE: &str = "static.toml";
 const DYNAMIC_FILE: &str = "dynamic";
 
 /// Why a service could not be created, opened, or opened-or-created.
