@@ -71,6 +71,31 @@ pub struct StaticDescription {
     pub pattern: Pattern,
 }
 
+impl StaticDescription {
+    /// Parses and validates a static description (the text of a
+    /// `static.toml`), as a process opening the service does: the layout
+    /// version first, then the TOML, then every setting's range. The error
+    /// says what is wrong.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        #[derive(Deserialize)]
+        struct VersionOnly {
+            version: u32,
+        }
+        if let Ok(v) = toml::from_str::<VersionOnly>(text) {
+            if v.version != LAYOUT_VERSION {
+                return Err(format!(
+                    "layout version {} (this build reads {LAYOUT_VERSION})",
+                    v.version
+                ));
+            }
+        }
+        let desc: Self =
+            toml::from_str(text).map_err(|e| format!("does not parse: {}", e.message()))?;
+        validate_pattern(&desc.pattern).map_err(|e| e.to_string())?;
+        Ok(desc)
+    }
+}
+
 /// A service's messaging pattern with its fixed settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "pattern", rename_all = "snake_case")]

@@ -491,7 +491,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
             } else {
                 match conn.sub.pop() {
                     Ok(Pop::Item(idx, pos)) => {
-                        result = self.accept(conn, idx, pos + 1);
+                        result = self.accept(conn, idx, pos.wrapping_add(1));
                         if result.is_err() {
                             remove = Some(i);
                         } else {

@@ -207,10 +207,15 @@ impl<'a> Submission<'a> {
             // side advances past `head` and so owns the entry.
             if self
                 .head
-                .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(
+                    head,
+                    head.wrapping_add(1),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
             {
-                p.cached_head = head + 1;
+                p.cached_head = head.wrapping_add(1);
                 return Ok(Some(value as u32));
             }
         }
@@ -232,7 +237,7 @@ impl<'a> Submission<'a> {
                 if self.sole_consumer {
                     // ORDERING: Release; pairs with the Acquire loads of head in
                     // try_push(): our read of the slot happens before its reuse.
-                    self.head.store(head + 1, Ordering::Release);
+                    self.head.store(head.wrapping_add(1), Ordering::Release);
                     return Ok(Pop::Item(value as u32, head));
                 }
                 // ORDERING: AcqRel; Release lets the producer reuse the slot after
@@ -240,7 +245,7 @@ impl<'a> Submission<'a> {
                 // with reclaim_oldest's CAS.
                 match self.head.compare_exchange(
                     head,
-                    head + 1,
+                    head.wrapping_add(1),
                     Ordering::AcqRel,
                     Ordering::Relaxed,
                 ) {
@@ -481,6 +486,24 @@ mod tests {
             cached_head: 0,
         };
         assert_eq!(ring2.try_push(&mut p, 1), Err(Corrupted));
+    }
+
+    #[test]
+    fn positions_at_the_end_of_the_range_wrap() {
+        // Found by fuzzing: a peer that sets head to u64::MAX must not make
+        // either side overflow (a panic in debug builds).
+        let s = slots(4);
+        let head = AtomicU64::new(u64::MAX);
+        let ring = Submission::new(&s, &head, 4);
+        s[3].store(encode(u64::MAX, 2, 1), Ordering::Relaxed);
+        assert_eq!(ring.pop(), Ok(Pop::Item(1, u64::MAX)));
+        assert_eq!(head.load(Ordering::Relaxed), 0);
+        head.store(u64::MAX, Ordering::Relaxed);
+        let mut p = Producer {
+            tail: 0,
+            cached_head: 0,
+        };
+        assert!(ring.reclaim_oldest(&mut p).is_ok());
     }
 
     #[test]

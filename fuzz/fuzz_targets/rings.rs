@@ -1,0 +1,104 @@
+//! One connection's shared words — the submission ring, its head and the
+//! return words — driven by a publisher and a subscriber that follow the
+//! protocol, while a hostile peer overwrites any of the words at any time.
+//! Nothing may panic or spin without bound, and the publisher's books must
+//! always balance: every chunk is free, loaned, or outstanding on the
+//! connection, exactly once.
+#![no_main]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hako::core::pool::{ChunkBook, Outstanding};
+use hako::core::ring::{Pop, Producer, Push, Returns, Submission};
+use libfuzzer_sys::fuzz_target;
+
+const SLOTS: usize = 4;
+const CHUNKS: u32 = 8;
+
+fuzz_target!(|data: &[u8]| {
+    let slots: Vec<AtomicU64> = (0..SLOTS).map(|_| AtomicU64::new(0)).collect();
+    let head = AtomicU64::new(0);
+    let words: Vec<AtomicU64> = (0..CHUNKS).map(|_| AtomicU64::new(0)).collect();
+    let capacity = 1 + u64::from(data.first().copied().unwrap_or(0)) % SLOTS as u64;
+    let sub = Submission::new(&slots, &head, capacity);
+    let returns = Returns::new(&words);
+    let mut producer = Producer::default();
+    let mut book = ChunkBook::new(CHUNKS);
+    let mut out = Outstanding::new(CHUNKS);
+    let mut held: Vec<(u32, u64)> = Vec::new();
+    let mut bytes = data.iter().skip(1).copied();
+    let mut next_u64 = |b: &mut dyn Iterator<Item = u8>| {
+        let mut w = [0u8; 8];
+        for x in &mut w {
+            *x = b.next().unwrap_or(0);
+        }
+        u64::from_le_bytes(w)
+    };
+    while let Some(op) = bytes.next() {
+        match op % 8 {
+            // Publisher: loan a chunk and send it, as deliver() does.
+            0 => {
+                out.take_returned(
+                    |i, st| returns.returned(i, st),
+                    |i| {
+                        book.release(i);
+                    },
+                );
+                let Some(idx) = book.alloc() else { continue };
+                let stamp = producer.tail + 1;
+                match sub.try_push(&mut producer, idx) {
+                    Ok(Push::Done) => {
+                        assert!(out.insert(idx, stamp));
+                        book.add_ref(idx);
+                    }
+                    Ok(Push::Full) | Err(_) => {}
+                }
+                book.release(idx);
+            }
+            // Subscriber: take one, validate the index, hold it.
+            1 => match sub.pop() {
+                Ok(Pop::Item(idx, pos)) if idx < CHUNKS => held.push((idx, pos.wrapping_add(1))),
+                Ok(_) | Err(_) => {}
+            },
+            // Subscriber: drop the oldest sample it holds.
+            2 => {
+                if !held.is_empty() {
+                    let (idx, stamp) = held.remove(0);
+                    returns.release(idx, stamp);
+                }
+            }
+            // Publisher under drop-oldest: take the oldest queued one back.
+            3 => {
+                if let Ok(Some(old)) = sub.reclaim_oldest(&mut producer) {
+                    // Only chunks it has outstanding; anything else is garbage.
+                    if out.remove(old) {
+                        book.release(old);
+                    }
+                }
+            }
+            // Publisher: take back whatever came back.
+            4 => out.take_returned(
+                |i, st| returns.returned(i, st),
+                |i| {
+                    book.release(i);
+                },
+            ),
+            // Hostile peer: any slot, the head, any return word.
+            5 => {
+                let i = bytes.next().unwrap_or(0) as usize % SLOTS;
+                slots[i].store(next_u64(&mut bytes), Ordering::Relaxed);
+            }
+            6 => head.store(next_u64(&mut bytes), Ordering::Relaxed),
+            _ => {
+                let i = bytes.next().unwrap_or(0) as usize % CHUNKS as usize;
+                words[i].store(next_u64(&mut bytes), Ordering::Relaxed);
+            }
+        }
+        // Every chunk is free or outstanding (nothing stays loaned between
+        // operations), and a chunk is never both.
+        assert_eq!(book.free_count() + out.count(), CHUNKS as usize);
+        for i in 0..CHUNKS {
+            assert_eq!(book.refs(i) != 0, out.contains(i), "chunk {i}");
+        }
+    }
+});

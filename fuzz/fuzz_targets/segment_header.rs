@@ -1,0 +1,51 @@
+//! A publisher's segment header as another process may have written it:
+//! validation must never panic, and a header it accepts must describe a
+//! segment whose parts fit, in order, inside the file.
+#![no_main]
+
+use hako::core::layout::{SegmentHeader, SegmentParams, LINE, PAGE};
+use libfuzzer_sys::fuzz_target;
+
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    for (k, x) in w.iter_mut().enumerate() {
+        *x = b.get(i * 8 + k).copied().unwrap_or(0);
+    }
+    u64::from_le_bytes(w)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let w = |i| u64_at(data, i);
+    let h = SegmentHeader {
+        magic: w(0),
+        version: w(1) as u32,
+        chunk_count: (w(1) >> 32) as u32,
+        port_id: w(2),
+        params: SegmentParams {
+            elem_size: w(3),
+            align: w(4),
+            max_len: w(5),
+            chunk_count: w(6),
+            max_subscribers: w(7),
+            buffer: w(8),
+            borrowed: w(9),
+        },
+    };
+    let file_size = w(10);
+    // Also try the size the header implies, so valid headers are reached.
+    let implied = h.params.geometry().map(|g| g.total_size);
+    for size in [Some(file_size), implied].into_iter().flatten() {
+        let Ok(g) = h.validate(size) else { continue };
+        let p = h.params;
+        assert_eq!(g.total_size, size);
+        assert_eq!(g.pool_offset % PAGE, 0);
+        assert!(g.conns_offset >= LINE);
+        assert!(g.sub_offset + 8 * (1 << g.sub_log2) <= g.returns_offset);
+        assert!(g.returns_offset + 8 * p.chunk_count <= g.conn_stride);
+        assert!(g.conns_offset + p.max_subscribers * g.conn_stride <= g.pool_offset);
+        assert!(g.payload_offset + p.elem_size * p.max_len <= g.chunk_size);
+        assert_eq!(g.payload_offset % p.align, 0);
+        assert_eq!(g.chunk_size % p.align, 0);
+        assert_eq!(g.pool_offset + p.chunk_count * g.chunk_size, g.total_size);
+    }
+});
