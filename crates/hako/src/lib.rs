@@ -120,6 +120,8 @@ pub mod config;
 #[cfg(not(loom))]
 mod event;
 #[cfg(not(loom))]
+pub mod inspect;
+#[cfg(not(loom))]
 mod name;
 #[cfg(not(loom))]
 mod node;

@@ -9,7 +9,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::core::layout::{
-    SegmentGeometry, SegmentHeader, SegmentParams, LAYOUT_VERSION, SEGMENT_MAGIC,
+    PubCounters, SegmentGeometry, SegmentHeader, SegmentParams, COUNTERS_OFFSET, DROPPED_OFFSET,
+    LAYOUT_VERSION, SEGMENT_MAGIC,
 };
 use crate::core::park::{full_barrier, Kernel, WakeBlock};
 use crate::core::pool::{ChunkBook, Outstanding};
@@ -256,13 +257,14 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
                 // PublisherInner built below, which also keeps the service
                 // (and so its mapping) alive; both stay mapped until it drops,
                 // and the views are only used through it.
-                let (slots, head, returns, connected, wake) = unsafe {
+                let (slots, head, returns, connected, wake, dropped_word) = unsafe {
                     (
                         map.atomics_detached(base + geo.sub_offset, 1 << geo.sub_log2),
                         map.atomic_detached(base + crate::core::layout::LINE),
                         map.atomics_detached(base + geo.returns_offset, chunk_count),
                         map.atomic_detached(base),
                         &*std::ptr::from_ref(svc.wake_block(PortKind::Subscriber, j)),
+                        map.atomic_detached(base + DROPPED_OFFSET),
                     )
                 };
                 ConnState {
@@ -270,6 +272,8 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
                     returns: Returns::new(returns),
                     connected,
                     wake,
+                    dropped_word,
+                    dropped: 0,
                     sub_port: 0,
                     producer: Producer::default(),
                     outstanding: Outstanding::new(n),
@@ -288,7 +292,24 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             seen_generation: u64::MAX,
             active: Vec::with_capacity(q.max_subscribers as usize),
             active_dirty: true,
+            // SAFETY: in the publisher's own mapping, which the PublisherInner
+            // holding this state keeps alive; PubCounters is made of atomics,
+            // 8-aligned at COUNTERS_OFFSET.
+            counters: unsafe {
+                &*map
+                    .ptr()
+                    .add(COUNTERS_OFFSET as usize)
+                    .cast::<PubCounters>()
+            },
+            sent: 0,
+            deliveries: 0,
+            dropped: 0,
         };
+        // Relaxed: a counter for inspectors.
+        state
+            .counters
+            .free_chunks
+            .store(u64::from(n), Ordering::Relaxed);
         // SAFETY: the generation word lives in the service's mapping, which
         // the PublisherInner keeps alive through `service`.
         let generation = unsafe { &*std::ptr::from_ref(svc.generation_word()) };
@@ -336,6 +357,9 @@ struct ConnState {
     connected: &'static std::sync::atomic::AtomicU64,
     /// The subscriber's wake block in the service's port table.
     wake: &'static WakeBlock,
+    /// The connection's overflow counter (for inspectors) and its value.
+    dropped_word: &'static std::sync::atomic::AtomicU64,
+    dropped: u64,
     /// Subscriber port served on this slot (0 = none).
     sub_port: u64,
     producer: Producer,
@@ -359,6 +383,11 @@ struct PubState {
     seen_generation: u64,
     /// Indices of the connections served (connected, not broken).
     active: Vec<usize>,
+    /// The segment's counters (for inspectors) and the values behind them.
+    counters: &'static PubCounters,
+    sent: u64,
+    deliveries: u64,
+    dropped: u64,
     /// `active` must be rebuilt.
     active_dirty: bool,
 }
@@ -495,6 +524,9 @@ impl PubState {
         conn.sub_port = pid;
         conn.broken = false;
         conn.fifo = None;
+        conn.dropped = 0;
+        // Relaxed: a counter for inspectors, published with the connection.
+        conn.dropped_word.store(0, Ordering::Relaxed);
         self.active_dirty = true;
         // History, newest last, as much as the queue holds.
         let skip = self.history.len().saturating_sub(p.buffer as usize);
@@ -655,6 +687,7 @@ impl PubState {
                     Ok(Some(old)) => {
                         if self.conns[j].outstanding.remove(old) {
                             self.book.release(old);
+                            self.count_drop(j);
                         } else {
                             // Only a subscriber rewriting its queue can put a
                             // chunk there that is not outstanding.
@@ -669,6 +702,7 @@ impl PubState {
                     Ok(None) => {
                         // Queue empty: the subscriber holds everything.
                         if self.conns[j].outstanding.count() >= p.per_conn_limit {
+                            self.count_drop(j);
                             return false;
                         }
                     }
@@ -679,10 +713,14 @@ impl PubState {
                 },
                 OverflowPolicy::Backpressure => {
                     match p.strategy {
-                        BackpressureStrategy::Discard => return false,
+                        BackpressureStrategy::Discard => {
+                            self.count_drop(j);
+                            return false;
+                        }
                         BackpressureStrategy::Retry(max) => {
                             attempts += 1;
                             if attempts > max {
+                                self.count_drop(j);
                                 return false;
                             }
                         }
@@ -701,6 +739,17 @@ impl PubState {
                 }
             }
         }
+    }
+
+    /// A delivery to `j` lost to overflow: counted for inspectors.
+    #[cold]
+    fn count_drop(&mut self, j: usize) {
+        self.dropped += 1;
+        let conn = &mut self.conns[j];
+        conn.dropped += 1;
+        // Relaxed (both): counters for inspectors, nothing depends on them.
+        conn.dropped_word.store(conn.dropped, Ordering::Relaxed);
+        self.counters.dropped.store(self.dropped, Ordering::Relaxed);
     }
 
     /// While blocked: is the subscriber on `j` still registered and alive?
@@ -729,6 +778,10 @@ impl PubState {
             }
         };
         self.loaned += 1;
+        // Relaxed: a counter for inspectors.
+        self.counters
+            .loans
+            .store(self.loaned as u64, Ordering::Relaxed);
         Ok(idx)
     }
 
@@ -752,12 +805,26 @@ impl PubState {
         }
         self.loaned -= 1;
         self.book.release(idx);
+        self.sent += 1;
+        self.deliveries += n as u64;
+        // Relaxed (all): counters for inspectors; plain stores on a line only
+        // we write.
+        let c = self.counters;
+        c.sent.store(self.sent, Ordering::Relaxed);
+        c.deliveries.store(self.deliveries, Ordering::Relaxed);
+        c.loans.store(self.loaned as u64, Ordering::Relaxed);
+        c.free_chunks
+            .store(self.book.free_count() as u64, Ordering::Relaxed);
         n
     }
 
     fn give_back(&mut self, idx: u32) {
         self.loaned -= 1;
         self.book.release(idx);
+        // Relaxed: a counter for inspectors.
+        self.counters
+            .loans
+            .store(self.loaned as u64, Ordering::Relaxed);
     }
 }
 

@@ -30,7 +30,15 @@ pub(crate) struct OpenSegment {
 /// Opens the segment at `path` and validates its header. `Ok(None)` if the
 /// file does not exist (its publisher left).
 pub(crate) fn open_segment(path: &Path) -> Result<Option<OpenSegment>, &'static str> {
-    let fd = match shm::open_existing(path, true) {
+    open_segment_with(path, true)
+}
+
+/// [`open_segment`], the file opened read-only unless `writable`.
+pub(crate) fn open_segment_with(
+    path: &Path,
+    writable: bool,
+) -> Result<Option<OpenSegment>, &'static str> {
+    let fd = match shm::open_existing(path, writable) {
         Ok(fd) => fd,
         Err(_) => return Ok(None),
     };

@@ -834,6 +834,16 @@ impl DynSegment {
         svc: &str,
         desc: &StaticDescription,
     ) -> Result<Self, ServiceError> {
+        Self::open_with(dir, svc, desc, true)
+    }
+
+    /// [`open`](Self::open), mapped read-only unless `writable`.
+    pub(crate) fn open_with(
+        dir: &Path,
+        svc: &str,
+        desc: &StaticDescription,
+        writable: bool,
+    ) -> Result<Self, ServiceError> {
         let corrupted = |reason: String| ServiceError::Corrupted {
             service: svc.to_string(),
             reason,
@@ -842,7 +852,7 @@ impl DynSegment {
         let tables = desc.pattern.tables();
         let geo = tables.geometry();
         let dyn_path = dir.join(DYNAMIC_FILE);
-        let fd = match shm::open_existing(&dyn_path, true) {
+        let fd = match shm::open_existing(&dyn_path, writable) {
             Ok(fd) => fd,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err(corrupted("the dynamic segment is missing".into()));
@@ -856,7 +866,8 @@ impl DynSegment {
                 geo.total_size
             )));
         }
-        let map = Mapping::new(&fd, 0, geo.total_size, true).map_err(io_err("map", &dyn_path))?;
+        let map =
+            Mapping::new(&fd, 0, geo.total_size, writable).map_err(io_err("map", &dyn_path))?;
         let h: DynHeaderInit = map.read(0);
         if h.magic != DYN_MAGIC {
             return Err(corrupted(

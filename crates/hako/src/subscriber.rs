@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
+use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE, RECEIVED_OFFSET};
 use crate::core::ring::{Corrupted, DropCount, Pop, Returns, Submission};
 use crate::node::{new_id, node_is_alive};
 use crate::os::fifo;
@@ -186,6 +186,8 @@ struct SubConn {
     sub: Submission<'static>,
     returns: Returns<'static>,
     connected: &'static AtomicU64,
+    /// `received`, published for inspectors (on the line of `head`).
+    received_word: &'static AtomicU64,
     pool_base: usize,
 }
 
@@ -233,14 +235,17 @@ impl SubConn {
         // SAFETY: the four views below point into `rw`, which moves
         // into the returned struct with them and stays mapped until it is
         // dropped; they are only used through it (see the field comment).
-        let (slots, head, returns, connected) = unsafe {
+        let (slots, head, returns, connected, received_word) = unsafe {
             (
                 rw.atomics_detached(base + geo.sub_offset, 1 << geo.sub_log2),
                 rw.atomic_detached(base + LINE),
                 rw.atomics_detached(base + geo.returns_offset, u64::from(h.chunk_count)),
                 rw.atomic_detached(base),
+                rw.atomic_detached(base + RECEIVED_OFFSET),
             )
         };
+        // Relaxed: a counter for inspectors; ours starts from zero.
+        received_word.store(0, Ordering::Relaxed);
         Ok(Some(Self {
             reg: reg.clone(),
             publisher: pid,
@@ -260,6 +265,7 @@ impl SubConn {
             received: AtomicU64::new(0),
             returns: Returns::new(returns),
             connected,
+            received_word,
         }))
     }
 
@@ -549,9 +555,11 @@ impl<T: Payload + ?Sized> Subscriber<T> {
             conn.returns.release(idx, stamp);
             return Err(bad("payload length out of range"));
         }
-        // Relaxed (both): only this thread writes `received`.
-        conn.received
-            .store(conn.received.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        // Relaxed (all three): only this thread writes `received`; the word
+        // is a counter for inspectors.
+        let received = conn.received.load(Ordering::Relaxed) + 1;
+        conn.received.store(received, Ordering::Relaxed);
+        conn.received_word.store(received, Ordering::Relaxed);
         Ok(Some(Sample {
             conn: conn.0,
             idx,

@@ -370,3 +370,91 @@ fn samples_outlive_their_subscriber_on_other_threads() {
     assert!(left.is_empty(), "{left:?}");
     std::fs::remove_dir(&cfg.root).unwrap();
 }
+
+#[test]
+fn inspection_shows_nodes_ports_and_counters() {
+    use hako::inspect::{self, PortCounters};
+    let cfg = config("inspect");
+    let node = NodeBuilder::new()
+        .name("looker")
+        .unwrap()
+        .config(&cfg)
+        .create()
+        .unwrap();
+    let name: hako::ServiceName = "inspect/me".try_into().unwrap();
+    let svc = node
+        .service_builder(&name)
+        .publish_subscribe::<Msg>()
+        .subscriber_max_buffer_size(2)
+        .create()
+        .unwrap();
+    let publisher = svc.publisher_builder().create().unwrap();
+    let reader = svc.subscriber_builder().create().unwrap();
+    let sleeper = svc.subscriber_builder().create().unwrap();
+    for seq in 0..5 {
+        publisher.send_copy(Msg { seq, data: [0; 4] }).unwrap();
+        if seq < 3 {
+            drop(reader.receive().unwrap().unwrap());
+        }
+    }
+    let loan = publisher.loan().unwrap();
+
+    let nodes = inspect::nodes(&cfg).unwrap();
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0].id, node.id());
+    assert_eq!(nodes[0].name, "looker");
+    assert_eq!(nodes[0].pid, Some(std::process::id()));
+    assert!(nodes[0].alive);
+
+    let all = inspect::services(&cfg).unwrap();
+    assert_eq!(all.len(), 1);
+    let info = inspect::service(&cfg, &name).unwrap();
+    assert_eq!(&info, all[0].as_ref().unwrap());
+    assert_eq!(info.name, "inspect/me");
+    assert_eq!(info.nodes, vec![node.id()]);
+    assert_eq!(info.publishers.len(), 1);
+    let p = &info.publishers[0];
+    assert_eq!(
+        (p.id, p.node, p.node_alive, p.retired),
+        (publisher.id(), node.id(), true, false)
+    );
+    match p.counters {
+        PortCounters::Publisher {
+            sent,
+            deliveries,
+            dropped,
+            loans,
+            chunks_in_use,
+            pool_size,
+        } => {
+            assert_eq!((sent, deliveries, loans), (5, 10, 1));
+            // The sleeper's queue of 2 overflowed three times.
+            assert_eq!(dropped, 3);
+            assert_eq!(pool_size, u64::from(publisher.pool_size()));
+            assert!(chunks_in_use >= 2, "{chunks_in_use}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let counts: Vec<_> = info
+        .subscribers
+        .iter()
+        .map(|s| (s.id, s.counters))
+        .collect();
+    assert!(counts.contains(&(
+        reader.id(),
+        PortCounters::Subscriber {
+            received: 3,
+            dropped: 0
+        }
+    )));
+    assert!(counts.contains(&(
+        sleeper.id(),
+        PortCounters::Subscriber {
+            received: 0,
+            dropped: 3
+        }
+    )));
+    drop((loan, reader, sleeper, publisher, svc, node));
+    assert!(inspect::services(&cfg).unwrap().is_empty());
+    std::fs::remove_dir(&cfg.root).unwrap();
+}

@@ -9,16 +9,18 @@
 //! ## Publisher data segment (one file per publisher)
 //!
 //! ```text
-//!  0                     128              pool_offset (page aligned)     total_size
-//!  +---------------------+---------------+------------------------------+
-//!  | SegmentHeader       | ConnBlock × S | chunk 0 | chunk 1 | ...      |
-//!  +---------------------+---------------+------------------------------+
-//!  mapped read-write by publisher and subscribers  | read-only for subscribers
+//!  0               128            256             pool_offset (page aligned)   total_size
+//!  +---------------+--------------+---------------+----------------------------+
+//!  | SegmentHeader | PubCounters  | ConnBlock × S | chunk 0 | chunk 1 | ...    |
+//!  +---------------+--------------+---------------+----------------------------+
+//!  mapped read-write by publisher and subscribers   | read-only for subscribers
 //!
 //!  ConnBlock (one per subscriber slot, conn_stride bytes)
 //!  +0                connected: AtomicU64  (subscriber port id served; 0 = none)
 //!  +8                attached: AtomicU64   (subscriber port id that mapped the segment)
+//!  +16               dropped: AtomicU64    (samples this subscriber lost to overflow)
 //!  +LINE             head: AtomicU64       (submission consumer position)
+//!  +LINE + 8         received: AtomicU64   (samples the subscriber took)
 //!  +2·LINE           submission slots      (1 << sub_log2 × u64)
 //!  +2·LINE + sub     return words          (chunk_count × u64, one per chunk)
 //!
@@ -56,6 +58,13 @@ pub const DYN_MAGIC: u64 = u64::from_le_bytes(*b"HAKODYN1");
 pub const MAX_ALIGN: u64 = PAGE;
 /// Offset of the `attached` word in a connection block.
 pub const ATTACHED_OFFSET: u64 = 8;
+/// Offset of the `dropped` counter in a connection block (publisher writes).
+pub const DROPPED_OFFSET: u64 = 16;
+/// Offset of the `received` counter in a connection block (subscriber
+/// writes; on the line of `head`, which it writes anyway).
+pub const RECEIVED_OFFSET: u64 = LINE + 8;
+/// Offset of the [`PubCounters`] in a publisher segment.
+pub const COUNTERS_OFFSET: u64 = LINE;
 /// Size of the chunk header (the element count).
 pub const CHUNK_HEADER: u64 = 8;
 
@@ -80,6 +89,28 @@ pub struct SegmentHeader {
     /// Parameters the geometry is derived from.
     pub params: SegmentParams,
 }
+
+/// A publisher's counters, on a line of its own that only the publisher
+/// writes (plain stores under its lock, no read-modify-write) and that
+/// inspectors read now and then. Informational: never trusted by the data
+/// path.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct PubCounters {
+    /// Samples sent.
+    pub sent: AtomicU64,
+    /// Deliveries (a sample sent to three subscribers counts three).
+    pub deliveries: AtomicU64,
+    /// Deliveries lost to overflow (taken back under drop-oldest, or not
+    /// made under backpressure with discard or retry).
+    pub dropped: AtomicU64,
+    /// Samples loaned and not yet sent or dropped.
+    pub loans: AtomicU64,
+    /// Chunks of the pool free after the last send.
+    pub free_chunks: AtomicU64,
+}
+
+const _: () = assert!(size_of::<PubCounters>() as u64 <= LINE);
 
 /// Everything that determines a publisher segment's geometry.
 #[repr(C)]
@@ -164,7 +195,7 @@ impl SegmentParams {
         let sub_offset = 2 * LINE;
         let returns_offset = sub_offset + round_up(8 * sub_slots, LINE);
         let conn_stride = returns_offset + round_up(8 * p.chunk_count, LINE);
-        let conns_offset = LINE;
+        let conns_offset = COUNTERS_OFFSET + LINE;
         let pool_offset = round_up(conns_offset + p.max_subscribers * conn_stride, PAGE);
         let payload_offset = round_up(CHUNK_HEADER, p.align);
         let chunk_size = round_up(payload_offset + payload_bytes, p.align.max(64));

@@ -1,0 +1,264 @@
+//! Looking into a domain from outside: its nodes, services, ports and their
+//! counters, as the `hako` command-line tool shows them.
+//!
+//! Everything here only reads: files are opened and mapped read-only, no
+//! lock is taken but the brief, non-blocking liveness probe of each node, and
+//! nothing found is trusted. The result is a snapshot; ports may come and go
+//! while it is taken.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use crate::cleanup::read_node_info;
+use crate::config::Config;
+use crate::core::layout::{
+    PubCounters, COUNTERS_OFFSET, DROPPED_OFFSET, PORT_RETIRED, RECEIVED_OFFSET,
+};
+use crate::node::node_is_alive;
+use crate::os::shm::Mapping;
+use crate::segment::{open_segment_with, OpenSegment};
+use crate::service::{
+    read_description, DynSegment, Pattern, PortKind, ServiceError, StaticDescription,
+};
+
+/// A node of the domain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// Its id.
+    pub id: u64,
+    /// The process id it recorded (informational).
+    pub pid: Option<u32>,
+    /// Its name ("" if none).
+    pub name: String,
+    /// Whether its process still holds its liveness lock.
+    pub alive: bool,
+}
+
+/// Counters of a port, from shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PortCounters {
+    /// A publisher.
+    Publisher {
+        /// Samples sent.
+        sent: u64,
+        /// Deliveries (one per subscriber that got a sample).
+        deliveries: u64,
+        /// Deliveries lost to overflow.
+        dropped: u64,
+        /// Samples loaned now.
+        loans: u64,
+        /// Chunks of its pool in use (queued, held, in the history or loaned).
+        chunks_in_use: u64,
+        /// Chunks in its pool.
+        pool_size: u64,
+    },
+    /// A subscriber, summed over its connections to the live publishers.
+    Subscriber {
+        /// Samples received.
+        received: u64,
+        /// Samples lost to overflow before it took them.
+        dropped: u64,
+    },
+    /// None kept (event ports), or none readable.
+    None,
+}
+
+/// A port registered with a service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortInfo {
+    /// The port id.
+    pub id: u64,
+    /// The node that owns it.
+    pub node: u64,
+    /// Whether that node is alive.
+    pub node_alive: bool,
+    /// A publisher that left with samples still queued for a subscriber.
+    pub retired: bool,
+    /// Its counters.
+    pub counters: PortCounters,
+}
+
+/// A service and what is registered with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceInfo {
+    /// Its name.
+    pub name: String,
+    /// Its directory in the domain root.
+    pub dir: PathBuf,
+    /// Its static description (pattern, payload, QoS).
+    pub description: StaticDescription,
+    /// Ids of the nodes that have it open.
+    pub nodes: Vec<u64>,
+    /// Publishers (publish/subscribe) or notifiers (events).
+    pub publishers: Vec<PortInfo>,
+    /// Subscribers (publish/subscribe) or listeners (events).
+    pub subscribers: Vec<PortInfo>,
+}
+
+/// The nodes of the domain of `config`, sorted by id. An absent root is an
+/// empty domain.
+pub fn nodes(config: &Config) -> io::Result<Vec<NodeInfo>> {
+    let root = &config.root;
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e),
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(id) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("node_"))
+            .filter(|h| h.len() == 16)
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+        else {
+            continue;
+        };
+        let (pid, name) = read_node_info(&e.path());
+        out.push(NodeInfo {
+            id,
+            pid,
+            name,
+            alive: node_is_alive(root, id),
+        });
+    }
+    out.sort_by_key(|n| n.id);
+    Ok(out)
+}
+
+/// Every service of the domain of `config`, sorted by name; one that cannot
+/// be read is an error in its place (labelled by its directory).
+pub fn services(config: &Config) -> io::Result<Vec<Result<ServiceInfo, ServiceError>>> {
+    let root = &config.root;
+    let entries = match std::fs::read_dir(root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out: Vec<_> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("svc_"))
+        .map(|e| service_in(root, &e.path(), None))
+        .collect();
+    out.sort_by(|a, b| match (a, b) {
+        (Ok(a), Ok(b)) => a.name.cmp(&b.name),
+        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+        (Err(a), Err(b)) => a.to_string().cmp(&b.to_string()),
+    });
+    Ok(out)
+}
+
+/// The service `name` of the domain of `config`.
+pub fn service(config: &Config, name: &crate::ServiceName) -> Result<ServiceInfo, ServiceError> {
+    let dir = config.root.join(format!("svc_{}", name.file_key()));
+    service_in(&config.root, &dir, Some(name.as_str()))
+}
+
+fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo, ServiceError> {
+    let label = match name {
+        Some(n) => n.to_string(),
+        None => dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let desc = read_description(dir, &label)?;
+    if name.is_some_and(|n| n != desc.name) {
+        return Err(ServiceError::Corrupted {
+            service: label,
+            reason: format!("its directory belongs to service {:?}", desc.name),
+            path: dir.to_path_buf(),
+        });
+    }
+    let seg = DynSegment::open_with(dir, &desc.name, &desc, false)?;
+    // Relaxed (all table loads): a snapshot for display.
+    let nodes = (0..seg.node_count())
+        .map(|i| seg.node_slot(i).node_id.load(Ordering::Relaxed))
+        .filter(|&id| id != 0)
+        .collect();
+    let ports = |kind| -> Vec<(usize, PortInfo)> {
+        (0..seg.table_len(kind))
+            .filter_map(|i| {
+                let s = seg.port_slot(kind, i);
+                let id = s.port_id.load(Ordering::Relaxed);
+                (id != 0).then(|| {
+                    let node = s.node_id.load(Ordering::Relaxed);
+                    let retired = s.flags.load(Ordering::Relaxed) == PORT_RETIRED;
+                    let info = PortInfo {
+                        id,
+                        node,
+                        node_alive: !retired && node_is_alive(root, node),
+                        retired,
+                        counters: PortCounters::None,
+                    };
+                    (i, info)
+                })
+            })
+            .collect()
+    };
+    let mut publishers = ports(PortKind::Publisher);
+    let mut subscribers = ports(PortKind::Subscriber);
+    if let Pattern::PublishSubscribe { .. } = desc.pattern {
+        let mut segments = Vec::new();
+        for (_, p) in &mut publishers {
+            let path = dir.join(format!("pub_{:016x}", p.id));
+            if let Ok(Some(OpenSegment { fd, geo, header })) = open_segment_with(&path, false) {
+                if let Ok(map) = Mapping::new(&fd, 0, geo.pool_offset, false) {
+                    let c: &PubCounters = counters(&map);
+                    // Relaxed (all): counters for display.
+                    let free = c.free_chunks.load(Ordering::Relaxed);
+                    let pool = u64::from(header.chunk_count);
+                    p.counters = PortCounters::Publisher {
+                        sent: c.sent.load(Ordering::Relaxed),
+                        deliveries: c.deliveries.load(Ordering::Relaxed),
+                        dropped: c.dropped.load(Ordering::Relaxed),
+                        loans: c.loans.load(Ordering::Relaxed),
+                        chunks_in_use: pool.saturating_sub(free),
+                        pool_size: pool,
+                    };
+                    segments.push((map, geo));
+                }
+            }
+        }
+        for (j, s) in &mut subscribers {
+            let (mut received, mut dropped) = (0u64, 0u64);
+            for (map, geo) in &segments {
+                let base = geo.conns_offset + *j as u64 * geo.conn_stride;
+                if base + geo.conn_stride > map.len() as u64 {
+                    continue;
+                }
+                // Relaxed (all): counters for display.
+                if map.atomic(base).load(Ordering::Relaxed) == s.id {
+                    received += map.atomic(base + RECEIVED_OFFSET).load(Ordering::Relaxed);
+                    dropped += map.atomic(base + DROPPED_OFFSET).load(Ordering::Relaxed);
+                }
+            }
+            s.counters = PortCounters::Subscriber { received, dropped };
+        }
+    }
+    Ok(ServiceInfo {
+        name: desc.name.clone(),
+        dir: dir.to_path_buf(),
+        description: desc,
+        nodes,
+        publishers: publishers.into_iter().map(|(_, p)| p).collect(),
+        subscribers: subscribers.into_iter().map(|(_, p)| p).collect(),
+    })
+}
+
+fn counters(map: &Mapping) -> &PubCounters {
+    assert!(COUNTERS_OFFSET as usize + std::mem::size_of::<PubCounters>() <= map.len());
+    // SAFETY: in range (checked; the segment header validated the geometry),
+    // 8-aligned on a page-aligned mapping, made of atomics only, and it
+    // lives as long as `map`.
+    unsafe {
+        &*map
+            .ptr()
+            .add(COUNTERS_OFFSET as usize)
+            .cast::<PubCounters>()
+    }
+}
