@@ -82,17 +82,30 @@ impl Domain {
 
     /// As [`spawn`](Self::spawn), with another watchdog bound.
     pub fn spawn_bounded(&self, label: &str, args: &[&str], bound: Duration) -> Proc {
+        let mut cmd = Command::new(&self.helper);
+        cmd.env("HAKO_ROOT", &self.root).env_remove("HAKO_CONFIG");
+        self.spawn_command(label, cmd, args, bound)
+    }
+
+    /// Starts `cmd` (a helper, or a wrapper that runs one) with `args` under
+    /// the watchdog, its output captured like [`spawn`](Self::spawn)'s. The
+    /// caller sets its environment.
+    pub fn spawn_command(
+        &self,
+        label: &str,
+        mut cmd: Command,
+        args: &[&str],
+        bound: Duration,
+    ) -> Proc {
         let out = self.tmp.join(format!("{label}.stdout"));
         let err = self.tmp.join(format!("{label}.stderr"));
-        let child = Command::new(&self.helper)
+        let child = cmd
             .args(args)
-            .env("HAKO_ROOT", &self.root)
-            .env_remove("HAKO_CONFIG")
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out).expect("create stdout file"))
             .stderr(std::fs::File::create(&err).expect("create stderr file"))
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.helper.display()));
+            .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
         Proc {
             label: label.to_owned(),
             args: args.iter().map(|s| (*s).to_owned()).collect(),

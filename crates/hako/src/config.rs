@@ -81,6 +81,13 @@ pub struct Config {
     pub root: PathBuf,
     /// Defaults of new services and ports.
     pub defaults: Defaults,
+    /// A group whose members may use the domain too (cooperating users,
+    /// containers), by name (looked up in `/etc/group`) or number. Unset, the
+    /// default, every file and directory is for its owner alone (`0600`,
+    /// `0700`); set, for the group as well (`0660`, and `2770` so that new
+    /// files inherit the group). Only files created under this setting get
+    /// it: give the domain root the group first if it exists already.
+    pub group: Option<String>,
 }
 
 impl Default for Config {
@@ -88,6 +95,7 @@ impl Default for Config {
         Self {
             root: PathBuf::from(DEFAULT_ROOT),
             defaults: Defaults::default(),
+            group: None,
         }
     }
 }
@@ -104,6 +112,9 @@ pub enum ConfigError {
         /// Why.
         source: std::io::Error,
     },
+    /// The `group` setting names no group.
+    #[error("config: unknown group {0:?} (not in /etc/group; give its number instead)")]
+    UnknownGroup(String),
     /// The file is not valid TOML for a hako config.
     #[error("invalid config{}: {message}", path.as_ref().map(|p| format!(" in {}", p.display())).unwrap_or_default())]
     Parse {
@@ -152,6 +163,27 @@ impl Config {
         Ok(cfg)
     }
 
+    /// Who may use the domain's files, with `group` resolved to its id.
+    pub fn access(&self) -> Result<crate::os::shm::Access, ConfigError> {
+        let Some(g) = &self.group else {
+            return Ok(crate::os::shm::Access::default());
+        };
+        let gid = match g.parse::<u32>() {
+            Ok(n) if n != u32::MAX => Some(n),
+            Ok(_) => None,
+            Err(_) => std::fs::read_to_string("/etc/group").ok().and_then(|t| {
+                t.lines().find_map(|l| {
+                    let mut f = l.split(':');
+                    (f.next() == Some(g.as_str()))
+                        .then(|| f.nth(1).and_then(|id| id.parse().ok()))
+                        .flatten()
+                })
+            }),
+        };
+        gid.map(|gid| crate::os::shm::Access { group: Some(gid) })
+            .ok_or_else(|| ConfigError::UnknownGroup(g.clone()))
+    }
+
     /// The same config with another root.
     pub fn with_root(mut self, root: impl Into<PathBuf>) -> Self {
         self.root = root.into();
@@ -171,6 +203,17 @@ mod tests {
         assert_eq!(c.defaults.max_subscribers, 8);
         let c = Config::from_toml_str("[defaults]\noverflow = \"backpressure\"\n").unwrap();
         assert_eq!(c.defaults.overflow, OverflowPolicy::Backpressure);
+    }
+
+    #[test]
+    fn groups_by_name_or_number() {
+        let c = Config::from_toml_str("group = \"root\"").unwrap();
+        assert_eq!(c.access().unwrap().group, Some(0));
+        let c = Config::from_toml_str("group = \"65534\"").unwrap();
+        assert_eq!(c.access().unwrap().group, Some(65534));
+        let c = Config::from_toml_str("group = \"no-such-group-here\"").unwrap();
+        assert!(matches!(c.access(), Err(ConfigError::UnknownGroup(_))));
+        assert_eq!(Config::default().access().unwrap().group, None);
     }
 
     #[test]

@@ -484,7 +484,8 @@ impl ListenerBuilder {
         let q = svc.event_qos().clone();
         let port_id = new_id();
         let fifo_path = svc.fifo_path(port_id);
-        let fifo = fifo::create(&fifo_path).map_err(io_err("create FIFO", &fifo_path))?;
+        let fifo =
+            fifo::create(&fifo_path, svc.node.access).map_err(io_err("create FIFO", &fifo_path))?;
         let index = match svc.register(PortKind::Subscriber, port_id, 0, 0, |j| {
             let (summary, counter) = counters(&svc, j);
             // Relaxed (all): published by the Release store of the port id.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::config::{Config, ConfigError};
 use crate::name::{NameError, NodeName, ServiceName};
 use crate::os::lock::{self, DomainLock};
-use crate::os::shm;
+use crate::os::shm::{self, Access};
 use crate::service::ServiceBuilder;
 
 /// Why a node could not be created.
@@ -91,7 +91,8 @@ impl NodeBuilder {
             None => Config::from_env()?,
         };
         let root = config.root.clone();
-        ensure_dir(&root).map_err(|source| NodeCreateError::Root {
+        let access = config.access()?;
+        ensure_dir(&root, access).map_err(|source| NodeCreateError::Root {
             root: root.clone(),
             source,
         })?;
@@ -106,7 +107,7 @@ impl NodeBuilder {
             source,
         })?;
         let tmp = root.join(format!("node_{id:016x}.new"));
-        let fd = shm::create(&tmp, 0).map_err(|source| NodeCreateError::NodeFile {
+        let fd = shm::create(&tmp, 0, access).map_err(|source| NodeCreateError::NodeFile {
             path: tmp.clone(),
             source,
         })?;
@@ -145,6 +146,7 @@ impl NodeBuilder {
                 id,
                 name: self.name,
                 config,
+                access,
                 path,
                 _lock: fd,
             }),
@@ -152,18 +154,34 @@ impl NodeBuilder {
     }
 }
 
-/// Creates `dir` (and parents) owner-only if missing.
-pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
+/// Creates `dir` (and parents) if missing; a directory made here gets the
+/// permissions of `access` (owner-only by default). An existing one is left
+/// as it is.
+pub(crate) fn ensure_dir(dir: &Path, access: Access) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
     match std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
     {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
-        Err(e) => Err(e),
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => return Ok(()),
+        Err(e) => return Err(e),
     }
+    if access != Access::default() {
+        let fd = rustix::fs::open(
+            dir,
+            rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        access.apply(&fd, true)?;
+    }
+    Ok(())
 }
 
 /// A fresh random non-zero 64-bit id.
@@ -215,6 +233,8 @@ pub(crate) struct NodeInner {
     pub(crate) id: u64,
     pub(crate) name: Option<NodeName>,
     pub(crate) config: Config,
+    /// Who may use the files this node creates (from the config's group).
+    pub(crate) access: Access,
     path: PathBuf,
     _lock: OwnedFd,
 }

@@ -208,8 +208,8 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             size: geo.total_size,
             source,
         };
-        let fd =
-            shm::create(&path, geo.total_size).map_err(|e| seg_err(io_err("create", &path)(e)))?;
+        let fd = shm::create(&path, geo.total_size, svc.node.access)
+            .map_err(|e| seg_err(io_err("create", &path)(e)))?;
         let map = match Mapping::new(&fd, 0, geo.total_size, true) {
             Ok(m) => m,
             Err(e) => {

@@ -332,11 +332,12 @@ fn create_locked(
         tracing::warn!(dir = %dir.display(), "removing a half-created service");
         remove_service_files(&dir);
     }
-    ensure_dir(&dir).map_err(io_err("create directory", &dir))?;
+    ensure_dir(&dir, node.access).map_err(io_err("create directory", &dir))?;
     let tables = pattern.tables();
     let geo = tables.geometry();
     let dyn_path = dir.join(DYNAMIC_FILE);
-    let fd = shm::create(&dyn_path, geo.total_size).map_err(io_err("create", &dyn_path))?;
+    let fd =
+        shm::create(&dyn_path, geo.total_size, node.access).map_err(io_err("create", &dyn_path))?;
     let map = Mapping::new(&fd, 0, geo.total_size, true).map_err(io_err("map", &dyn_path))?;
     map.write(
         0,
@@ -360,7 +361,7 @@ fn create_locked(
         source: io::Error::other(e),
     })?;
     let tmp = dir.join("static.toml.tmp");
-    write_private(&tmp, text.as_bytes()).map_err(io_err("write", &tmp))?;
+    write_private(&tmp, text.as_bytes(), node.access).map_err(io_err("write", &tmp))?;
     std::fs::rename(&tmp, &fin).map_err(io_err("publish", &fin))?;
     ServiceInner::attach(
         node.clone(),
@@ -527,7 +528,7 @@ fn validate_pattern(p: &Pattern) -> Result<(), ServiceError> {
     }
 }
 
-fn write_private(path: &Path, data: &[u8]) -> io::Result<()> {
+fn write_private(path: &Path, data: &[u8], access: shm::Access) -> io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
@@ -536,6 +537,9 @@ fn write_private(path: &Path, data: &[u8]) -> io::Result<()> {
         .truncate(true)
         .mode(shm::FILE_MODE)
         .open(path)?;
+    if access != shm::Access::default() {
+        access.apply(&f, false)?;
+    }
     f.write_all(data)
 }
 

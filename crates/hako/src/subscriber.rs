@@ -101,7 +101,8 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
         let svc = self.service;
         let port_id = new_id();
         let fifo_path = svc.fifo_path(port_id);
-        let fifo = fifo::create(&fifo_path).map_err(io_err("create FIFO", &fifo_path))?;
+        let fifo =
+            fifo::create(&fifo_path, svc.node.access).map_err(io_err("create FIFO", &fifo_path))?;
         let index = match svc.register(PortKind::Subscriber, port_id, 0, 0, |_| {}) {
             Ok(Some(i)) => i,
             other => {

@@ -12,9 +12,9 @@ use std::path::Path;
 
 use rustix::fs::{mknodat, open, FileType, Mode, OFlags, CWD};
 
-/// Creates the FIFO at `path` (owner-only) and opens it read-write,
-/// non-blocking.
-pub fn create(path: &Path) -> io::Result<OwnedFd> {
+/// Creates the FIFO at `path` (with the permissions of `access`) and opens
+/// it read-write, non-blocking.
+pub fn create(path: &Path, access: super::shm::Access) -> io::Result<OwnedFd> {
     mknodat(
         CWD,
         path,
@@ -22,7 +22,14 @@ pub fn create(path: &Path) -> io::Result<OwnedFd> {
         Mode::from_raw_mode(super::shm::FILE_MODE),
         0,
     )?;
-    open_reader(path)
+    let fd = open_reader(path)?;
+    if access != super::shm::Access::default() {
+        if let Err(e) = access.apply(&fd, false) {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+    }
+    Ok(fd)
 }
 
 /// Opens an existing FIFO read-write, non-blocking (the owner's end).

@@ -9,23 +9,74 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::ptr::NonNull;
 
-use rustix::fs::{fallocate, fstat, open, FallocateFlags, Mode, OFlags};
+use rustix::fs::{fallocate, fchmod, fchown, fstat, open, FallocateFlags, Gid, Mode, OFlags};
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
-/// Permissions of every file hako creates: owner read/write only.
+/// Permissions of the files hako creates by default: owner read/write only.
 pub const FILE_MODE: u32 = 0o600;
 
-/// Creates `path` exclusively with `size` bytes reserved.
+/// Who may use the files of a domain: the owner only (the default), or also
+/// the members of one group (files `0660`, directories `2770`, so that new
+/// files inherit the group). Set through [`Config::group`](crate::Config::group).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Access {
+    /// The group that shares the domain, if any.
+    pub group: Option<u32>,
+}
+
+impl Access {
+    /// Mode of files.
+    pub fn file_mode(&self) -> u32 {
+        if self.group.is_some() {
+            0o660
+        } else {
+            FILE_MODE
+        }
+    }
+
+    /// Mode of directories.
+    pub fn dir_mode(&self) -> u32 {
+        if self.group.is_some() {
+            0o2770
+        } else {
+            0o700
+        }
+    }
+
+    /// Gives a file or directory just made its mode (whatever the umask)
+    /// and group.
+    pub fn apply(&self, fd: impl AsFd, dir: bool) -> io::Result<()> {
+        if let Some(g) = self.group {
+            fchown(&fd, None, Some(Gid::from_raw(g)))?;
+        }
+        let mode = if dir {
+            self.dir_mode()
+        } else {
+            self.file_mode()
+        };
+        fchmod(&fd, Mode::from_raw_mode(mode))?;
+        Ok(())
+    }
+}
+
+/// Creates `path` exclusively with `size` bytes reserved, with the
+/// permissions of `access`.
 ///
 /// Fails with `AlreadyExists` if the file exists, and with `StorageFull`
 /// (ENOSPC) when the file system cannot hold `size` bytes; the partial file is
 /// removed in that case.
-pub fn create(path: &Path, size: u64) -> io::Result<OwnedFd> {
+pub fn create(path: &Path, size: u64, access: Access) -> io::Result<OwnedFd> {
     let fd = open(
         path,
         OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
         Mode::from_raw_mode(FILE_MODE),
     )?;
+    if access != Access::default() {
+        if let Err(e) = access.apply(&fd, false) {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+    }
     if size > 0 {
         if let Err(e) = fallocate(&fd, FallocateFlags::empty(), 0, size) {
             let _ = std::fs::remove_file(path);

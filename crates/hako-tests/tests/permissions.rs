@@ -1,0 +1,193 @@
+//! Who may use a domain: by default only the user that made its files; with
+//! `group` in the config, the members of that group too.
+//!
+//! A helper runs as `nobody` (through `setpriv`): it is refused a domain of
+//! another user with a clear error, and admitted to one shared with its
+//! group, where it receives messages that this process (another user)
+//! publishes. Needs root to switch users; elsewhere it says so and checks
+//! only the file modes.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hako::{Config, NodeBuilder};
+use hako_tests::harness::{Domain, Proc, WATCHDOG};
+use hako_tests::{exit, TestMsg};
+
+const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
+const NOBODY: u32 = 65534;
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// Every file and directory under `root` (and `root`), with its mode and group.
+fn modes(root: &Path) -> Vec<(String, u32, u32)> {
+    let mut out = vec![];
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(p) = todo.pop() {
+        let m = std::fs::metadata(&p).unwrap();
+        out.push((
+            p.display().to_string(),
+            m.permissions().mode() & 0o7777,
+            m.gid(),
+        ));
+        if m.is_dir() {
+            todo.extend(std::fs::read_dir(&p).unwrap().flatten().map(|e| e.path()));
+        }
+    }
+    out
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// The helper, copied where `nobody` may run it (the build directory may
+/// not be open to other users).
+fn helper_for_nobody(d: &Domain) -> String {
+    let dir = d.file("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&d.tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = dir.join("hako-test-helper");
+    std::fs::copy(HELPER, &path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+fn as_nobody(d: &Domain, label: &str, root: &Path, config: Option<&Path>, args: &[&str]) -> Proc {
+    let helper = helper_for_nobody(d);
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        &format!("--reuid={NOBODY}"),
+        &format!("--regid={NOBODY}"),
+        "--clear-groups",
+        &helper,
+    ])
+    .env("HAKO_ROOT", root);
+    match config {
+        Some(c) => cmd.env("HAKO_CONFIG", c),
+        None => cmd.env_remove("HAKO_CONFIG"),
+    };
+    d.spawn_command(label, cmd, args, WATCHDOG)
+}
+
+#[test]
+fn files_are_for_their_owner_by_default() {
+    let d = Domain::new("perm-owner", HELPER);
+    let root = d.root.join("domain");
+    let cfg = Config::default().with_root(&root);
+    let node = NodeBuilder::new().config(&cfg).create().unwrap();
+    let svc = node
+        .service_builder(&"it/private".try_into().unwrap())
+        .publish_subscribe::<TestMsg>()
+        .open_or_create()
+        .unwrap();
+    let _publisher = svc.publisher_builder().create().unwrap();
+    let _sub = svc.subscriber_builder().create().unwrap();
+    for (path, m, _) in modes(&root) {
+        let want = if Path::new(&path).is_dir() {
+            0o700
+        } else {
+            0o600
+        };
+        assert_eq!(m, want, "{path} has mode {m:o}");
+    }
+    if !is_root() {
+        println!("not root: cannot run a process as another user; checked the modes only");
+        return;
+    }
+    let o = as_nobody(
+        &d,
+        "nobody",
+        &root,
+        None,
+        &["open", "--service", "it/private", "--mode", "open"],
+    )
+    .wait();
+    assert_ne!(o.code, Some(exit::OK), "{}", o.describe("was admitted"));
+    let said = format!("{}{}", o.stdout, o.stderr);
+    assert!(
+        said.contains("Permission denied") && said.contains(&root.display().to_string()),
+        "{}",
+        o.describe("failed without saying why")
+    );
+    drop((_publisher, _sub, svc, node));
+    assert!(std::fs::read_dir(&root).unwrap().next().is_none());
+    std::fs::remove_dir(&root).unwrap();
+    d.finish();
+}
+
+#[test]
+fn a_group_shares_the_domain_when_configured() {
+    let d = Domain::new("perm-group", HELPER);
+    let root = d.root.join("domain");
+    let conf = d.file("hako.toml");
+    std::fs::write(&conf, format!("group = \"{NOBODY}\"\n")).unwrap();
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let cfg = Config::from_file(&conf).unwrap().with_root(&root);
+    if !is_root() {
+        println!("not root: cannot give files to another group or run as another user");
+        return;
+    }
+    let node = NodeBuilder::new().config(&cfg).create().unwrap();
+    let svc = node
+        .service_builder(&"it/shared".try_into().unwrap())
+        .publish_subscribe::<TestMsg>()
+        .overflow_policy(hako::OverflowPolicy::Backpressure)
+        .open_or_create()
+        .unwrap();
+    let publisher = svc.publisher_builder().create().unwrap();
+    assert_eq!(mode(&root), 0o2770);
+    for (path, m, gid) in modes(&root) {
+        let want = if Path::new(&path).is_dir() {
+            0o2770
+        } else {
+            0o660
+        };
+        assert_eq!((m, gid), (want, NOBODY), "{path}");
+    }
+    let mut sub = vec![as_nobody(
+        &d,
+        "nobody-sub",
+        &root,
+        Some(&conf),
+        &[
+            "subscribe",
+            "--service",
+            "it/shared",
+            "--overflow",
+            "backpressure",
+            "--expect",
+            "3",
+        ],
+    )];
+    let start = Instant::now();
+    while publisher.subscriber_count() == 0 {
+        assert!(start.elapsed() < WATCHDOG, "nobody's subscriber never came");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for seq in 0..3 {
+        assert_eq!(publisher.send_copy(TestMsg::new(0, seq)).unwrap(), 1);
+    }
+    let o = sub.pop().unwrap().wait();
+    o.assert_code(exit::OK);
+    // What nobody made is shared the same way.
+    for (path, m, gid) in modes(&root) {
+        let want = if Path::new(&path).is_dir() {
+            0o2770
+        } else {
+            0o660
+        };
+        assert_eq!((m, gid), (want, NOBODY), "{path}");
+    }
+    drop((publisher, svc, node));
+    // Clean up as root: the helper's node is gone, so the root is empty but
+    // for the domain directory itself.
+    assert!(std::fs::read_dir(&root).unwrap().next().is_none());
+    std::fs::remove_dir(&root).unwrap();
+    d.finish();
+}
