@@ -36,6 +36,7 @@ use std::time::Duration;
 
 use crate::cpu::CpuTime;
 use crate::harness::{RowResult, RunRow, Session, Stats};
+use crate::transport::{Pattern, PayloadMode};
 use crate::Result;
 
 /// Round trips of a calibration run (after one untimed).
@@ -168,28 +169,36 @@ fn median(xs: &mut [f64]) -> f64 {
 }
 
 /// Measures `transports` at `size` in `plan.blocks` blocks between floor
-/// probes of `floor` (whose message size is 8 bytes, whatever `size` is).
-/// Transports that cannot carry `size` are listed in [`Row::skipped`].
+/// probes of `floor` (whose message size is 8 bytes, whatever `size` is),
+/// each message handled as `payload` says. Transports that cannot carry
+/// `size` are listed in [`Row::skipped`].
 pub fn measure_row(
     session: &mut Session,
     floor: &dyn RunRow,
     transports: &[&dyn RunRow],
     size: usize,
+    payload: PayloadMode,
     plan: &Plan,
 ) -> Result<Row> {
     let blocks = plan.blocks.max(1);
     let mut skipped = Vec::new();
     let mut running: Vec<(&dyn RunRow, u64, u64)> = Vec::new();
     for &t in transports {
-        if let Some(why) = t.row_skip_reason(size) {
+        if let Some(why) = t.row_skip_reason(size, Pattern::PingPong) {
             skipped.push((t.row_name(), why));
             continue;
         }
-        let calibration = t.run_row(session, size, 1, CALIBRATION)?;
+        let calibration = t.run_row(session, size, payload, 1, CALIBRATION)?;
         let (warmup, iterations) = plan.iterations_for(calibration.stats.median);
         running.push((t, warmup, iterations));
     }
-    let mut probes = vec![floor.run_row(session, 8, plan.probe_warmup, plan.probe)?];
+    let mut probes = vec![floor.run_row(
+        session,
+        8,
+        PayloadMode::Touch,
+        plan.probe_warmup,
+        plan.probe,
+    )?];
     let mut runs: Vec<Vec<RowResult>> = vec![Vec::new(); running.len()];
     for block in 0..blocks as usize {
         // Each block starts with the next transport, so none always runs
@@ -199,9 +208,15 @@ pub fn measure_row(
         for k in 0..n {
             let i = (block + k) % n;
             let (t, warmup, iterations) = running[i];
-            runs[i].push(t.run_row(session, size, warmup, iterations)?);
+            runs[i].push(t.run_row(session, size, payload, warmup, iterations)?);
         }
-        probes.push(floor.run_row(session, 8, plan.probe_warmup, plan.probe)?);
+        probes.push(floor.run_row(
+            session,
+            8,
+            PayloadMode::Touch,
+            plan.probe_warmup,
+            plan.probe,
+        )?);
     }
     let stable_blocks: Vec<usize> = (0..blocks as usize)
         .filter(|&b| floors_agree(probes[b].stats.median, probes[b + 1].stats.median))

@@ -50,6 +50,10 @@ impl Transport for Floor {
         Waiting::BusyPoll
     }
 
+    fn ping_pong_only(&self) -> bool {
+        true
+    }
+
     fn leader(&self, row: &RowSpec) -> Result<FloorLeader> {
         let path = path(row);
         let region = SharedRegion::create(&path, REGION)

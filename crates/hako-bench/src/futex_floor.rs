@@ -113,6 +113,10 @@ impl Transport for FutexFloor {
         Waiting::Blocking
     }
 
+    fn ping_pong_only(&self) -> bool {
+        true
+    }
+
     fn leader(&self, row: &RowSpec) -> Result<FutexLeader> {
         let path = path(row);
         let region = SharedRegion::create(&path, REGION)

@@ -10,19 +10,29 @@
 //! crate's loop (transport "hako"), or the library's `blocking_receive()`
 //! with a [`WaitStrategy`] ("hako-spin", "hako-spin-park", "hako-park"), so
 //! the publisher's `send()` wakes a parked subscriber through its futex.
-//! Nothing else of the payload is touched: this is the cost of zero-copy
-//! transfer itself, which should not depend on the size.
+//! In touch mode nothing else of the payload is touched: this is the cost of
+//! zero-copy transfer itself, which should not depend on the size; in full
+//! mode the sender fills the loaned slice and the receiver sums it in place
+//! ([`PayloadMode`]).
 //!
 //! The leader creates both services with small pools (one subscriber, one
 //! publisher, no history; buffer, borrow and loan limits from
 //! [`HakoPubSub`]); the follower opens them as they are.
+//!
+//! One-way rows (throughput, fan-out) use only "ping", with as many
+//! subscribers as followers, a queue of [`HakoPubSub::stream_buffer`] samples
+//! per subscriber and [`OverflowPolicy::Backpressure`] with
+//! [`BackpressureStrategy::Block`]: the publisher waits for the slowest
+//! subscriber instead of dropping anything, hako's own flow control.
 
 use hako::{
-    Config, Node, NodeBuilder, OverflowPolicy, PubSubService, Publisher, Sample, SampleMutUninit,
-    ServiceName, Subscriber, WaitStrategy,
+    BackpressureStrategy, Config, Node, NodeBuilder, OverflowPolicy, PubSubService, Publisher,
+    Sample, SampleMutUninit, ServiceName, Subscriber, WaitStrategy,
 };
 
-use crate::transport::{check_tagged, poll, tag, Follower, Leader, RowSpec, Transport, Waiting};
+use crate::transport::{
+    poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
+};
 use crate::Result;
 
 /// How the receiving side of [`HakoPubSub`] waits for a message.
@@ -47,6 +57,9 @@ pub struct HakoPubSub {
     pub borrowed: u32,
     /// `max_loaned_samples` of the leader's publisher (the follower's is 1).
     pub max_loans: u32,
+    /// `subscriber_max_buffer_size` in one-way rows: how far the publisher
+    /// may run ahead of a subscriber.
+    pub stream_buffer: u32,
     /// How both sides wait for a message.
     pub wait: HakoWait,
 }
@@ -57,6 +70,7 @@ impl Default for HakoPubSub {
             buffer: 2,
             borrowed: 1,
             max_loans: 1,
+            stream_buffer: 8,
             wait: HakoWait::Poll,
         }
     }
@@ -91,24 +105,27 @@ fn next_sample(wait: HakoWait, subscriber: &Subscriber<[u8]>, what: &str) -> Res
     }
 }
 
-/// The leader's side: publishes "ping", subscribes to "pong".
+/// The leader's side: publishes "ping", subscribes to "pong" (ping-pong).
 pub struct HakoLeader {
     // Field order is drop order: ports before services before the node.
     ping: Publisher<[u8]>,
-    pong: Subscriber<[u8]>,
-    _services: [PubSubService<[u8]>; 2],
+    pong: Option<Subscriber<[u8]>>,
+    _services: Vec<PubSubService<[u8]>>,
     _node: Node,
     size: usize,
+    payload: PayloadMode,
+    followers: usize,
     wait: HakoWait,
 }
 
-/// The follower's side: subscribes to "ping", publishes "pong".
+/// The follower's side: subscribes to "ping", publishes "pong" (ping-pong).
 pub struct HakoFollower {
     ping: Subscriber<[u8]>,
-    pong: Publisher<[u8]>,
-    _services: [PubSubService<[u8]>; 2],
+    pong: Option<Publisher<[u8]>>,
+    _services: Vec<PubSubService<[u8]>>,
     _node: Node,
     size: usize,
+    payload: PayloadMode,
     wait: HakoWait,
 }
 
@@ -149,19 +166,24 @@ fn check_size(size: usize) -> Result<()> {
     Ok(())
 }
 
-/// Loans a `size`-byte sample, tags its first and last byte with `t`.
+/// Loans a `size`-byte sample, writes message tag `t` into it as `payload`
+/// says and sends it; returns how many subscribers got it.
 #[inline]
-fn loan_tagged(publisher: &Publisher<[u8]>, size: usize, t: u8) -> Result<usize> {
+fn loan_tagged(
+    publisher: &Publisher<[u8]>,
+    size: usize,
+    payload: PayloadMode,
+    t: u8,
+) -> Result<usize> {
     let mut sample: SampleMutUninit<[u8]> = publisher.loan_slice_uninit(size)?;
-    let bytes = sample.payload_mut();
-    bytes[0].write(t);
-    bytes[size - 1].write(t);
-    // SAFETY: only the first and last byte were written. The others hold
-    // whatever the chunk held before — zeros written by the kernel when the
-    // segment was created, or bytes of earlier payloads — so they are
-    // initialised memory, and `u8` has no invalid bit patterns. hako offers no
-    // API for "send a chunk with partly stale contents"; writing all 4 MiB per
-    // message would measure memcpy, not the transport.
+    payload.write_uninit(sample.payload_mut(), t);
+    // SAFETY: in full mode every byte was written. In touch mode only the
+    // first and last byte were; the others hold whatever the chunk held
+    // before — zeros written by the kernel when the segment was created, or
+    // bytes of earlier payloads — so they are initialised memory, and `u8`
+    // has no invalid bit patterns. hako offers no API for "send a chunk with
+    // partly stale contents"; writing all 4 MiB per message would measure
+    // memcpy, not the transport (that is what full mode is for).
     let sample = unsafe { sample.assume_init() };
     Ok(sample.send())
 }
@@ -189,82 +211,131 @@ impl Transport for HakoPubSub {
     fn leader(&self, row: &RowSpec) -> Result<HakoLeader> {
         check_size(row.size)?;
         let node = node(row, "pingpong-leader")?;
-        let mk = |name: &ServiceName| {
-            node.service_builder(name)
+        let one_way = row.pattern.one_way();
+        let followers = row.followers.max(1);
+        let mk = |name: &ServiceName, subscribers: u32| {
+            let builder = node
+                .service_builder(name)
                 .publish_subscribe::<[u8]>()
                 .max_publishers(1)
-                .max_subscribers(1)
-                .max_nodes(2)
+                .max_subscribers(subscribers)
+                .max_nodes(subscribers + 1)
                 .history_size(0)
-                .subscriber_max_buffer_size(self.buffer)
-                .subscriber_max_borrowed_samples(self.borrowed)
-                .overflow_policy(OverflowPolicy::DropOldest)
-                .create()
+                .subscriber_max_borrowed_samples(self.borrowed);
+            if one_way {
+                builder
+                    .subscriber_max_buffer_size(self.stream_buffer)
+                    .overflow_policy(OverflowPolicy::Backpressure)
+                    .create()
+            } else {
+                builder
+                    .subscriber_max_buffer_size(self.buffer)
+                    .overflow_policy(OverflowPolicy::DropOldest)
+                    .create()
+            }
         };
         let [ping_name, pong_name] = service_names(row)?;
-        let services = [mk(&ping_name)?, mk(&pong_name)?];
+        let mut services = vec![mk(&ping_name, followers)?];
+        if !one_way {
+            services.push(mk(&pong_name, 1)?);
+        }
         let ping = services[0]
             .publisher_builder()
             .max_slice_len(row.size)
             .max_loaned_samples(self.max_loans)
+            .backpressure(BackpressureStrategy::Block)
             .create()?;
-        let pong = self.subscriber(&services[1])?;
+        let pong = match services.get(1) {
+            Some(s) => Some(self.subscriber(s)?),
+            None => None,
+        };
         Ok(HakoLeader {
             ping,
             pong,
             _services: services,
             _node: node,
             size: row.size,
+            payload: row.payload,
+            followers: followers as usize,
             wait: self.wait,
         })
     }
 
     fn follower(&self, row: &RowSpec) -> Result<HakoFollower> {
         check_size(row.size)?;
-        let node = node(row, "pingpong-follower")?;
+        let node = node(row, &format!("pingpong-follower-{}", row.index))?;
         let [ping_name, pong_name] = service_names(row)?;
         let open = |name: &ServiceName| {
             node.service_builder(name)
                 .publish_subscribe::<[u8]>()
                 .open()
         };
-        let services = [open(&ping_name)?, open(&pong_name)?];
+        let mut services = vec![open(&ping_name)?];
+        if row.pattern == Pattern::PingPong {
+            services.push(open(&pong_name)?);
+        }
         let ping = self.subscriber(&services[0])?;
-        let pong = services[1]
-            .publisher_builder()
-            .max_slice_len(row.size)
-            .max_loaned_samples(1)
-            .create()?;
+        let pong = match services.get(1) {
+            Some(s) => Some(
+                s.publisher_builder()
+                    .max_slice_len(row.size)
+                    .max_loaned_samples(1)
+                    .create()?,
+            ),
+            None => None,
+        };
         Ok(HakoFollower {
             ping,
             pong,
             _services: services,
             _node: node,
             size: row.size,
+            payload: row.payload,
             wait: self.wait,
         })
     }
 }
 
+fn one_way_only(what: &str) -> crate::BoxError {
+    format!("{what}: this row is one-way (no pong service)").into()
+}
+
 impl Leader for HakoLeader {
     fn connect(&mut self) -> Result<()> {
-        poll("the follower's ports to connect", || {
-            Ok(
-                (self.ping.subscriber_count() == 1 && self.pong.publisher_count() == 1)
-                    .then_some(()),
-            )
+        let want = self.followers;
+        poll("the followers' ports to connect", || {
+            let pong = self.pong.as_ref().is_none_or(|p| p.publisher_count() == 1);
+            Ok((self.ping.subscriber_count() == want && pong).then_some(()))
         })
     }
 
     #[inline]
     fn round_trip(&mut self, seq: u64) -> Result<()> {
         let t = tag(seq);
-        let reached = loan_tagged(&self.ping, self.size, t)?;
+        let reached = loan_tagged(&self.ping, self.size, self.payload, t)?;
         if reached != 1 {
             return Err(format!("ping {seq} reached {reached} subscribers, expected 1").into());
         }
-        let answer = next_sample(self.wait, &self.pong, "a pong")?;
-        check_tagged(&answer, self.size, t.wrapping_add(1), "pong")
+        let pong = self
+            .pong
+            .as_ref()
+            .ok_or_else(|| one_way_only("round trip"))?;
+        let answer = next_sample(self.wait, pong, "a pong")?;
+        self.payload
+            .check(&answer, self.size, t.wrapping_add(1), "pong")
+    }
+
+    #[inline]
+    fn send(&mut self, seq: u64) -> Result<()> {
+        let reached = loan_tagged(&self.ping, self.size, self.payload, tag(seq))?;
+        if reached != self.followers {
+            return Err(format!(
+                "message {seq} reached {reached} subscribers, expected {}",
+                self.followers
+            )
+            .into());
+        }
+        Ok(())
     }
 }
 
@@ -272,14 +343,20 @@ impl Follower for HakoFollower {
     #[inline]
     fn serve_one(&mut self, seq: u64) -> Result<()> {
         let t = tag(seq);
-        let ping = next_sample(self.wait, &self.ping, "a ping")?;
-        check_tagged(&ping, self.size, t, "ping")?;
-        drop(ping);
-        let reached = loan_tagged(&self.pong, self.size, t.wrapping_add(1))?;
+        self.receive(seq)?;
+        let pong = self.pong.as_ref().ok_or_else(|| one_way_only("answer"))?;
+        let reached = loan_tagged(pong, self.size, self.payload, t.wrapping_add(1))?;
         if reached != 1 {
             return Err(format!("pong {seq} reached {reached} subscribers, expected 1").into());
         }
         Ok(())
+    }
+
+    #[inline]
+    fn receive(&mut self, seq: u64) -> Result<()> {
+        let sample = next_sample(self.wait, &self.ping, "a ping")?;
+        self.payload.check(&sample, self.size, tag(seq), "ping")
+        // The sample drops here, handing its chunk back.
     }
 }
 
@@ -289,11 +366,7 @@ impl Follower for HakoFollower {
 /// from a one-way trip it leaves what cross-CPU traffic costs.
 pub fn single_thread_ns(root: &std::path::Path, size: usize, iterations: u64) -> Result<f64> {
     check_size(size)?;
-    let row = RowSpec {
-        root: root.to_owned(),
-        row_id: u64::MAX,
-        size,
-    };
+    let row = RowSpec::ping_pong(root.to_owned(), u64::MAX, size);
     let node = node(&row, "pingpong-local")?;
     let name = ServiceName::new("pingpong/local")?;
     let service = node
@@ -313,11 +386,11 @@ pub fn single_thread_ns(root: &std::path::Path, size: usize, iterations: u64) ->
     let subscriber = service.subscriber_builder().create()?;
     let one = |seq: u64| -> Result<()> {
         let t = tag(seq);
-        loan_tagged(&publisher, size, t)?;
+        loan_tagged(&publisher, size, PayloadMode::Touch, t)?;
         let sample = subscriber
             .receive()?
             .ok_or("a sample sent in this thread is missing")?;
-        check_tagged(&sample, size, t, "local")
+        PayloadMode::Touch.check(&sample, size, t, "local")
     };
     for seq in 1..=iterations / 10 {
         one(seq)?;

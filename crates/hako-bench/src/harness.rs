@@ -1,29 +1,37 @@
 //! Leader and follower processes, and the timing of round trips.
 //!
-//! The leader (the process the user started) starts the follower as a child
-//! process of the *same binary*, with [`FOLLOWER_ARG`] as its first argument;
-//! such a binary hands control to [`follower_main`] before parsing anything
-//! else. The two talk over the child's stdin/stdout, one line per message,
-//! only between rows (never while timing):
+//! The leader (the process the user started) starts one or more followers as
+//! child processes of the *same binary*, with [`FOLLOWER_ARG`] as their first
+//! argument; such a binary hands control to [`follower_main`] before parsing
+//! anything else. Leader and followers talk over the children's
+//! stdin/stdout, one line per message, only between rows (never while
+//! timing):
 //!
 //! ```text
 //!  follower → leader   hello <cpu>                        (after pinning)
-//!  leader → follower   row <transport> <size> <warmup> <iterations> <row id>
+//!  leader → follower   row <transport> <pattern> <payload> <size> <warmup>
+//!                          <iterations> <row id> <followers> <index>
 //!  follower → leader   ready                              (its side is built)
-//!                      … <warmup> + <iterations> round trips …
-//!  follower → leader   done <user ns> <system ns> <sleeps> (of the timed part)
+//!                      … <warmup> + <iterations> messages …
+//!  follower → leader   done <user ns> <system ns> <sleeps> <last ns>
 //!  leader → follower   quit
 //!  follower → leader   error <message>                    (instead of any reply)
 //! ```
 //!
-//! Both processes take their CPU time (`getrusage(RUSAGE_SELF)`, user and
-//! system) and their count of voluntary context switches (sleeps) around
-//! the timed round trips only; the follower's figures come back in its
-//! `done` line.
+//! A ping-pong row runs with the first follower; a fan-out row with the
+//! first `followers` of them, so a [`Session`] starts as many as its widest
+//! row needs ([`SessionConfig::followers`]).
 //!
-//! The follower dies with the leader: it asks the kernel for `SIGKILL` when
+//! All processes take their CPU time (`getrusage(RUSAGE_SELF)`, user and
+//! system) and their count of voluntary context switches (sleeps) around
+//! the timed messages only; the followers' figures come back in their
+//! `done` lines, with (one-way patterns) the `CLOCK_MONOTONIC` time at which
+//! they had checked the last message: the clock is the same in every
+//! process, so the leader knows when the last receiver was through.
+//!
+//! Followers die with the leader: each asks the kernel for `SIGKILL` when
 //! its parent exits (`PR_SET_PDEATHSIG`), and [`Session`]'s `Drop` kills and
-//! reaps it.
+//! reaps them.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -33,8 +41,26 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 
 use crate::cpu::{self, CpuTime};
-use crate::transport::{Follower, Leader, RowSpec, Transport, Waiting};
+use crate::transport::{
+    set_yield_when_idle, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
+};
 use crate::Result;
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the same clock in every process of the
+/// machine (and the one `Instant` reads).
+pub fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+}
+
+/// What a follower measured of one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FollowerReport {
+    /// CPU time of the timed messages.
+    pub cpu: CpuTime,
+    /// One-way patterns: [`monotonic_ns`] once the last message was checked.
+    pub last_ns: u64,
+}
 
 /// First argument that makes a binary of this crate act as the follower.
 pub const FOLLOWER_ARG: &str = "__hako-bench-follower";
@@ -46,18 +72,24 @@ pub trait DynTransport: Send + Sync {
     fn dyn_name(&self) -> &'static str;
 
     /// Builds the follower's side of `row`, calls `ready`, then serves
-    /// `warmup` untimed and `iterations` timed messages; returns the CPU
-    /// time this process used for the timed ones.
+    /// (ping-pong) or receives (one-way) `warmup` untimed and `iterations`
+    /// timed messages; returns what it measured of the timed ones, and the
+    /// side itself: the caller drops it only once the leader has moved on
+    /// (its next command), because closing a connection may overtake the
+    /// last answer still on its way (shmipc's close does).
     fn follow(
         &self,
         row: &RowSpec,
         warmup: u64,
         iterations: u64,
         ready: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<CpuTime>;
+    ) -> Result<(FollowerReport, Box<dyn std::any::Any>)>;
 }
 
-impl<T: Transport> DynTransport for T {
+impl<T: Transport> DynTransport for T
+where
+    T::Follower: 'static,
+{
     fn dyn_name(&self) -> &'static str {
         self.name()
     }
@@ -68,17 +100,30 @@ impl<T: Transport> DynTransport for T {
         warmup: u64,
         iterations: u64,
         ready: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<CpuTime> {
+    ) -> Result<(FollowerReport, Box<dyn std::any::Any>)> {
         let mut side = self.follower(row)?;
         ready()?;
+        let one_way = row.pattern.one_way();
+        let mut step = |seq: u64| {
+            if one_way {
+                side.receive(seq)
+            } else {
+                side.serve_one(seq)
+            }
+        };
         for seq in 1..=warmup {
-            side.serve_one(seq)?;
+            step(seq)?;
         }
         let before = CpuTime::now()?;
         for seq in warmup + 1..=warmup + iterations {
-            side.serve_one(seq)?;
+            step(seq)?;
         }
-        Ok(CpuTime::now()?.since(before))
+        let last_ns = monotonic_ns();
+        let report = FollowerReport {
+            cpu: CpuTime::now()?.since(before),
+            last_ns,
+        };
+        Ok((report, Box::new(side)))
     }
 }
 
@@ -97,6 +142,9 @@ pub struct SessionConfig {
     /// order) to `<dir>/<row id>_<transport>_<size>.txt`, to see whether the
     /// floor or the transport changed speed within a row.
     pub dump_dir: Option<PathBuf>,
+    /// Follower processes to start (at least 1): as many as the widest
+    /// fan-out row needs. All run on `follower_cpu`.
+    pub followers: u32,
 }
 
 /// Round-trip times of one row, in nanoseconds.
@@ -145,6 +193,8 @@ pub struct RowResult {
     pub transport: &'static str,
     /// Message size in bytes.
     pub size: usize,
+    /// How much of each message was written and read.
+    pub payload: PayloadMode,
     /// Round-trip times.
     pub stats: Stats,
     /// Every timed round trip in nanoseconds, in order.
@@ -195,82 +245,61 @@ pub fn measure<L: Leader>(
     Ok((samples, cpu))
 }
 
-/// The leader's end of a benchmark run: a follower process and the rows run
-/// with it. Dropping it kills the follower if it is still there.
+/// A one-way row to run: see [`Session::run_one_way`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OneWay {
+    /// [`Pattern::Throughput`] or [`Pattern::FanOut`].
+    pub pattern: Pattern,
+    /// How much of each message is written and read.
+    pub payload: PayloadMode,
+    /// Message size in bytes.
+    pub size: usize,
+    /// Receivers (1 for throughput).
+    pub followers: u32,
+    /// Untimed messages first.
+    pub warmup: u64,
+    /// Timed messages.
+    pub messages: u64,
+}
+
+/// The result of one one-way row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OneWayResult {
+    /// [`Transport::name`].
+    pub transport: &'static str,
+    /// What ran.
+    pub spec: OneWay,
+    /// From the leader's first timed send to the moment the last receiver
+    /// had checked the last message, in nanoseconds.
+    pub elapsed_ns: u64,
+    /// CPU time the leader used for the timed messages.
+    pub leader_cpu: CpuTime,
+    /// CPU time the followers used for the timed messages, added up.
+    pub follower_cpu: CpuTime,
+}
+
+impl OneWayResult {
+    /// Messages per second, each delivered to every receiver.
+    pub fn messages_per_s(&self) -> f64 {
+        self.spec.messages as f64 * 1e9 / self.elapsed_ns.max(1) as f64
+    }
+
+    /// Payload bytes per second delivered, counting each receiver's copy.
+    pub fn bytes_per_s(&self) -> f64 {
+        self.messages_per_s() * self.spec.size as f64 * f64::from(self.spec.followers)
+    }
+}
+
+/// One follower process and its pipes.
 #[derive(Debug)]
-pub struct Session {
+struct FollowerProc {
     child: Child,
     to_child: ChildStdin,
     from_child: BufReader<ChildStdout>,
-    root: PathBuf,
-    next_row: u64,
-    follower_cpu: Option<usize>,
-    dump_dir: Option<PathBuf>,
-    /// A row failed halfway; the follower may be stuck in it.
-    broken: bool,
+    cpu: Option<usize>,
 }
 
-impl Session {
-    /// Starts the follower (which pins itself), pins the calling thread and
-    /// waits for the follower's greeting.
-    pub fn start(cfg: &SessionConfig) -> Result<Self> {
-        // The follower is spawned before the leader pins itself, so it does
-        // not start out crowded onto the leader's CPU.
-        let program = match &cfg.program {
-            Some(p) => p.clone(),
-            None => std::env::current_exe()?,
-        };
-        let mut cmd = Command::new(&program);
-        cmd.arg(FOLLOWER_ARG)
-            .arg("--root")
-            .arg(&cfg.root)
-            .arg("--parent")
-            .arg(std::process::id().to_string());
-        if let Some(c) = cfg.follower_cpu {
-            cmd.arg("--cpu").arg(c.to_string());
-        }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start the follower {}: {e}", program.display()))?;
-        let (Some(to_child), Some(from_child)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err("the follower's stdin/stdout were not captured".into());
-        };
-        let mut s = Self {
-            child,
-            to_child,
-            from_child: BufReader::new(from_child),
-            root: cfg.root.clone(),
-            next_row: 0,
-            follower_cpu: None,
-            dump_dir: cfg.dump_dir.clone(),
-            broken: false,
-        };
-        if let Some(c) = cfg.leader_cpu {
-            cpu::pin_to(c)?;
-        }
-        let hello = s.read_reply()?;
-        match hello.strip_prefix("hello ") {
-            Some(c) => s.follower_cpu = c.parse().ok(),
-            None => return Err(format!("unexpected greeting from the follower: {hello:?}").into()),
-        }
-        Ok(s)
-    }
-
-    /// The CPU the follower reported running on when it started.
-    pub fn follower_cpu(&self) -> Option<usize> {
-        self.follower_cpu
-    }
-
-    /// The run's domain root.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
+impl FollowerProc {
     fn send(&mut self, line: &str) -> Result<()> {
         writeln!(self.to_child, "{line}")
             .and_then(|()| self.to_child.flush())
@@ -300,40 +329,207 @@ impl Session {
         Ok(())
     }
 
-    /// Runs one row: `warmup` untimed and `iterations` timed round trips of
-    /// `size`-byte messages through `transport`.
+    /// After the leader's side of a row failed: the follower's own error,
+    /// if it sends one within a moment (it often saw the cause first).
+    fn error_soon(&mut self) -> Option<String> {
+        use rustix::event::{poll, PollFd, PollFlags};
+        if self.from_child.buffer().is_empty() {
+            let mut fds = [PollFd::new(self.from_child.get_ref(), PollFlags::IN)];
+            let wait = rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: 300_000_000,
+            };
+            if !matches!(poll(&mut fds, Some(&wait)), Ok(n) if n > 0) {
+                return None;
+            }
+        }
+        match self.read_reply() {
+            Err(e) => Some(e.to_string()),
+            Ok(_) => None,
+        }
+    }
+}
+
+/// The leader's end of a benchmark run: follower processes and the rows run
+/// with them. Dropping it kills the followers that are still there.
+#[derive(Debug)]
+pub struct Session {
+    followers: Vec<FollowerProc>,
+    root: PathBuf,
+    next_row: u64,
+    dump_dir: Option<PathBuf>,
+    /// A row failed halfway; a follower may be stuck in it.
+    broken: bool,
+}
+
+impl Session {
+    /// Starts the followers (which pin themselves), pins the calling thread
+    /// and waits for the followers' greetings.
+    pub fn start(cfg: &SessionConfig) -> Result<Self> {
+        // The followers are spawned before the leader pins itself, so they
+        // do not start out crowded onto the leader's CPU.
+        let program = match &cfg.program {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()?,
+        };
+        let mut s = Self {
+            followers: Vec::new(),
+            root: cfg.root.clone(),
+            next_row: 0,
+            dump_dir: cfg.dump_dir.clone(),
+            broken: false,
+        };
+        for _ in 0..cfg.followers.max(1) {
+            let mut cmd = Command::new(&program);
+            cmd.arg(FOLLOWER_ARG)
+                .arg("--root")
+                .arg(&cfg.root)
+                .arg("--parent")
+                .arg(std::process::id().to_string());
+            if let Some(c) = cfg.follower_cpu {
+                cmd.arg("--cpu").arg(c.to_string());
+            }
+            let mut child = cmd
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .map_err(|e| format!("cannot start the follower {}: {e}", program.display()))?;
+            let (Some(to_child), Some(from_child)) = (child.stdin.take(), child.stdout.take())
+            else {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("the follower's stdin/stdout were not captured".into());
+            };
+            s.followers.push(FollowerProc {
+                child,
+                to_child,
+                from_child: BufReader::new(from_child),
+                cpu: None,
+            });
+        }
+        if let Some(c) = cfg.leader_cpu {
+            cpu::pin_to(c)?;
+        }
+        for f in &mut s.followers {
+            let hello = f.read_reply()?;
+            match hello.strip_prefix("hello ") {
+                Some(c) => f.cpu = c.parse().ok(),
+                None => {
+                    return Err(format!("unexpected greeting from a follower: {hello:?}").into())
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    /// The CPU the first follower reported running on when it started.
+    pub fn follower_cpu(&self) -> Option<usize> {
+        self.followers.first().and_then(|f| f.cpu)
+    }
+
+    /// How many follower processes the session has.
+    pub fn followers(&self) -> u32 {
+        self.followers.len() as u32
+    }
+
+    /// The run's domain root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Builds the leader's side of a new row and tells followers
+    /// `0..row.followers` to build theirs; returns once all are ready.
+    fn open_row<T: Transport>(
+        &mut self,
+        transport: &T,
+        mut row: RowSpec,
+        warmup: u64,
+        iterations: u64,
+    ) -> Result<T::Leader> {
+        if self.broken {
+            return Err("an earlier row failed; start a new session".into());
+        }
+        let n = row.followers.max(1);
+        if n > self.followers() {
+            return Err(format!(
+                "the row needs {n} followers, the session has {}",
+                self.followers()
+            )
+            .into());
+        }
+        self.broken = true;
+        row.row_id = self.next_row;
+        self.next_row += 1;
+        let leader = transport.leader(&row)?;
+        for (k, f) in self.followers.iter_mut().take(n as usize).enumerate() {
+            f.send(&format!(
+                "row {} {} {} {} {warmup} {iterations} {} {n} {k}",
+                transport.name(),
+                row.pattern.name(),
+                row.payload.name(),
+                row.size,
+                row.row_id
+            ))?;
+        }
+        for f in self.followers.iter_mut().take(n as usize) {
+            f.expect("ready")?;
+        }
+        Ok(leader)
+    }
+
+    /// `result`, or its error with what followers `0..n` said went wrong.
+    fn with_follower_errors<R>(&mut self, result: Result<R>, n: u32) -> Result<R> {
+        result.map_err(|e| {
+            let theirs: Vec<String> = self
+                .followers
+                .iter_mut()
+                .take(n as usize)
+                .filter_map(FollowerProc::error_soon)
+                .collect();
+            if theirs.is_empty() {
+                e
+            } else {
+                format!("{e} ({})", theirs.join("; ")).into()
+            }
+        })
+    }
+
+    /// Collects the `done` lines of followers `0..n`.
+    fn collect(&mut self, n: u32) -> Result<Vec<FollowerReport>> {
+        let mut reports = Vec::with_capacity(n as usize);
+        for f in self.followers.iter_mut().take(n as usize) {
+            let done = f.read_reply()?;
+            reports.push(parse_done(&done)?);
+        }
+        Ok(reports)
+    }
+
+    /// Runs one ping-pong row: `warmup` untimed and `iterations` timed round
+    /// trips of `size`-byte messages through `transport`.
     pub fn run<T: Transport>(
         &mut self,
         transport: &T,
         size: usize,
+        payload: PayloadMode,
         warmup: u64,
         iterations: u64,
     ) -> Result<RowResult> {
-        if self.broken {
-            return Err("an earlier row failed; start a new session".into());
-        }
-        self.broken = true;
         let row = RowSpec {
-            root: self.root.clone(),
-            row_id: self.next_row,
-            size,
+            payload,
+            ..RowSpec::ping_pong(self.root.clone(), 0, size)
         };
-        self.next_row += 1;
-        let mut leader = transport.leader(&row)?;
-        self.send(&format!(
-            "row {} {size} {warmup} {iterations} {}",
-            transport.name(),
-            row.row_id
-        ))?;
-        self.expect("ready")?;
-        leader.connect()?;
-        let (samples, leader_cpu) = measure(&mut leader, warmup, iterations)?;
-        let done = self.read_reply()?;
-        let follower_cpu = parse_done(&done)?;
+        let mut leader = self.open_row(transport, row, warmup, iterations)?;
+        let row_id = self.next_row - 1;
+        let timed = leader
+            .connect()
+            .and_then(|()| measure(&mut leader, warmup, iterations));
+        let (samples, leader_cpu) = self.with_follower_errors(timed, 1)?;
+        let follower_cpu = self.collect(1)?[0].cpu;
         drop(leader);
         self.broken = false;
         if let Some(dir) = &self.dump_dir {
-            let path = dir.join(format!("{}_{}_{size}.txt", row.row_id, transport.name()));
+            let path = dir.join(format!("{row_id}_{}_{size}.txt", transport.name()));
             let text: String = samples.iter().map(|s| format!("{s}\n")).collect();
             std::fs::write(&path, text)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -341,6 +537,7 @@ impl Session {
         Ok(RowResult {
             transport: transport.name(),
             size,
+            payload,
             stats: Stats::from_samples(&samples)?,
             samples,
             leader_cpu,
@@ -348,40 +545,101 @@ impl Session {
         })
     }
 
-    /// Tells the follower to exit and waits for it.
+    /// Runs one one-way row: the leader sends `spec.warmup` untimed, then
+    /// `spec.messages` timed messages to `spec.followers` receivers as fast
+    /// as the transport lets it; the time runs until the last receiver has
+    /// checked the last message.
+    pub fn run_one_way<T: Transport>(
+        &mut self,
+        transport: &T,
+        spec: OneWay,
+    ) -> Result<OneWayResult> {
+        if !spec.pattern.one_way() {
+            return Err("run_one_way needs a one-way pattern".into());
+        }
+        let row = RowSpec {
+            pattern: spec.pattern,
+            payload: spec.payload,
+            followers: spec.followers.max(1),
+            ..RowSpec::ping_pong(self.root.clone(), 0, spec.size)
+        };
+        let mut leader = self.open_row(transport, row, spec.warmup, spec.messages)?;
+        let timed = (|| {
+            leader.connect()?;
+            for seq in 1..=spec.warmup {
+                leader.send(seq)?;
+            }
+            let cpu_before = CpuTime::now()?;
+            let start = monotonic_ns();
+            for seq in spec.warmup + 1..=spec.warmup + spec.messages {
+                leader.send(seq)?;
+            }
+            Ok((start, CpuTime::now()?.since(cpu_before)))
+        })();
+        let (start, leader_cpu) = self.with_follower_errors(timed, spec.followers.max(1))?;
+        let reports = self.collect(spec.followers.max(1))?;
+        drop(leader);
+        self.broken = false;
+        let last = reports.iter().map(|r| r.last_ns).max().unwrap_or(start);
+        Ok(OneWayResult {
+            transport: transport.name(),
+            spec,
+            elapsed_ns: last.saturating_sub(start),
+            leader_cpu,
+            follower_cpu: reports
+                .iter()
+                .fold(CpuTime::default(), |acc, r| acc + r.cpu),
+        })
+    }
+
+    /// Tells the followers to exit and waits for them.
     pub fn finish(mut self) -> Result<()> {
-        if !self.broken {
-            self.send("quit")?;
+        let broken = self.broken;
+        let mut first_error = None;
+        for f in &mut self.followers {
+            if !broken {
+                f.send("quit")?;
+            }
         }
-        let status = self.child.wait()?;
-        if !self.broken && !status.success() {
-            return Err(format!("the follower exited with {status}").into());
+        for f in &mut self.followers {
+            let status = f.child.wait()?;
+            if !broken && !status.success() && first_error.is_none() {
+                first_error = Some(format!("a follower exited with {status}"));
+            }
         }
-        Ok(())
+        match first_error {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
         // Still running: `finish` was not reached (a row failed, or the
-        // caller bailed out). Kill and reap it; never leave it spinning.
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        // caller bailed out). Kill and reap them; never leave one spinning.
+        for f in &mut self.followers {
+            if let Ok(None) = f.child.try_wait() {
+                let _ = f.child.kill();
+                let _ = f.child.wait();
+            }
         }
     }
 }
 
-/// The follower's `done <user ns> <system ns> <sleeps>` line.
-fn parse_done(line: &str) -> Result<CpuTime> {
+/// The follower's `done <user ns> <system ns> <sleeps> <last ns>` line.
+fn parse_done(line: &str) -> Result<FollowerReport> {
     match line.split_whitespace().collect::<Vec<_>>().as_slice() {
-        ["done", user, system, sleeps] => Ok(CpuTime {
-            user_ns: user.parse()?,
-            system_ns: system.parse()?,
-            sleeps: sleeps.parse()?,
+        ["done", user, system, sleeps, last] => Ok(FollowerReport {
+            cpu: CpuTime {
+                user_ns: user.parse()?,
+                system_ns: system.parse()?,
+                sleeps: sleeps.parse()?,
+            },
+            last_ns: last.parse()?,
         }),
         _ => Err(format!(
-            "expected \"done <user ns> <system ns> <sleeps>\" from the follower, got {line:?}"
+            "expected \"done <user ns> <system ns> <sleeps> <last ns>\" from the follower, got {line:?}"
         )
         .into()),
     }
@@ -398,16 +656,20 @@ pub trait RunRow {
     fn row_waiting(&self) -> Waiting;
 
     /// [`Transport::skip_reason`].
-    fn row_skip_reason(&self, size: usize) -> Option<String>;
+    fn row_skip_reason(&self, size: usize, pattern: Pattern) -> Option<String>;
 
     /// [`Session::run`].
     fn run_row(
         &self,
         session: &mut Session,
         size: usize,
+        payload: PayloadMode,
         warmup: u64,
         iterations: u64,
     ) -> Result<RowResult>;
+
+    /// [`Session::run_one_way`].
+    fn run_one_way(&self, session: &mut Session, spec: OneWay) -> Result<OneWayResult>;
 }
 
 impl<T: Transport> RunRow for T {
@@ -419,18 +681,23 @@ impl<T: Transport> RunRow for T {
         self.waiting()
     }
 
-    fn row_skip_reason(&self, size: usize) -> Option<String> {
-        self.skip_reason(size)
+    fn row_skip_reason(&self, size: usize, pattern: Pattern) -> Option<String> {
+        self.skip_reason(size, pattern)
     }
 
     fn run_row(
         &self,
         session: &mut Session,
         size: usize,
+        payload: PayloadMode,
         warmup: u64,
         iterations: u64,
     ) -> Result<RowResult> {
-        session.run(self, size, warmup, iterations)
+        session.run(self, size, payload, warmup, iterations)
+    }
+
+    fn run_one_way(&self, session: &mut Session, spec: OneWay) -> Result<OneWayResult> {
+        session.run_one_way(self, spec)
     }
 }
 
@@ -487,13 +754,16 @@ pub fn follower_main(args: &[String], transports: &[&dyn DynTransport]) -> Resul
         Ok(())
     };
     reply(&format!("hello {}", rustix::thread::sched_getcpu()))?;
+    // The side of the last row, kept until the leader's next command.
+    let mut last_side: Option<Box<dyn std::any::Any>> = None;
     for line in stdin.lock().lines() {
         let line = line?;
+        last_side = None;
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["quit"] => return Ok(()),
-            ["row", name, size, warmup, iterations, row_id] => {
-                let result = (|| -> Result<CpuTime> {
+            ["row", name, pattern, payload, size, warmup, iterations, row_id, followers, index] => {
+                let result = (|| -> Result<(FollowerReport, Box<dyn std::any::Any>)> {
                     let t = transports
                         .iter()
                         .find(|t| t.dyn_name() == *name)
@@ -502,22 +772,35 @@ pub fn follower_main(args: &[String], transports: &[&dyn DynTransport]) -> Resul
                         root: args.root.clone(),
                         row_id: row_id.parse()?,
                         size: size.parse()?,
+                        pattern: Pattern::parse(pattern)?,
+                        payload: PayloadMode::parse(payload)?,
+                        followers: followers.parse()?,
+                        index: index.parse()?,
                     };
-                    t.follow(&row, warmup.parse()?, iterations.parse()?, &mut || {
+                    // Several receivers on this machine's few CPUs: a
+                    // busy-polling one must let the others run.
+                    set_yield_when_idle(row.followers > 1);
+                    let report = t.follow(&row, warmup.parse()?, iterations.parse()?, &mut || {
                         reply("ready")
-                    })
+                    });
+                    set_yield_when_idle(false);
+                    report
                 })();
                 match result {
-                    Ok(cpu) => reply(&format!(
-                        "done {} {} {}",
-                        cpu.user_ns, cpu.system_ns, cpu.sleeps
-                    ))?,
+                    Ok((r, side)) => {
+                        last_side = Some(side);
+                        reply(&format!(
+                            "done {} {} {} {}",
+                            r.cpu.user_ns, r.cpu.system_ns, r.cpu.sleeps, r.last_ns
+                        ))?
+                    }
                     Err(e) => reply(&format!("error {}", e.to_string().replace('\n', " ")))?,
                 }
             }
             _ => reply(&format!("error unknown command {line:?}"))?,
         }
     }
+    drop(last_side);
     Ok(())
 }
 
@@ -546,17 +829,20 @@ mod tests {
     #[test]
     fn done_lines_parse() {
         assert_eq!(
-            parse_done("done 12 34 5").unwrap(),
-            CpuTime {
-                user_ns: 12,
-                system_ns: 34,
-                sleeps: 5
+            parse_done("done 12 34 5 99").unwrap(),
+            FollowerReport {
+                cpu: CpuTime {
+                    user_ns: 12,
+                    system_ns: 34,
+                    sleeps: 5
+                },
+                last_ns: 99
             }
         );
         assert!(parse_done("done").is_err());
-        assert!(parse_done("done 12 34").is_err());
-        assert!(parse_done("done x 1 2").is_err());
-        assert!(parse_done("ready 1 2 3").is_err());
+        assert!(parse_done("done 12 34 5").is_err());
+        assert!(parse_done("done x 1 2 3").is_err());
+        assert!(parse_done("ready 1 2 3 4").is_err());
     }
 
     #[test]

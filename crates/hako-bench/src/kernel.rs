@@ -1,41 +1,54 @@
-//! Kernel mechanisms that copy the message: pipes, a unix socket, a POSIX
-//! message queue.
+//! Kernel mechanisms that copy the message: pipes, FIFOs, unix and TCP
+//! sockets, POSIX message queues.
 //!
-//! For message `seq` each side writes a whole `size`-byte buffer (its first
-//! and last byte tagged, as in the other transports) and reads a whole one:
-//! the kernel copies every byte twice per direction (into its buffers and
-//! out again), and a reader sleeps in the kernel until the data is there.
-//! Kernel defaults are kept (pipe capacity, socket buffer sizes), as a
-//! program that just uses the mechanism would have them.
+//! For message `seq` the sender writes a whole `size`-byte buffer (tagged,
+//! or filled in full mode, as in the other transports) and the receiver
+//! reads a whole one: the kernel copies every byte twice per direction (into
+//! its buffers and out again), and a reader sleeps in the kernel until the
+//! data is there. Kernel defaults are kept (pipe capacity, socket buffer
+//! sizes), as a program that just uses the mechanism would have them, and a
+//! sender that gets ahead blocks in `write` — the flow control each of them
+//! has.
 //!
-//! * [`Pipe`] — two named pipes (FIFOs) in the run's root: one per
-//!   direction. A FIFO is a pipe with a name, so the follower, started before
-//!   the row, can open it; the names are removed once both ends are open.
-//!   Reads and writes go through the same `pipe_read`/`pipe_write` as an
-//!   anonymous pipe's.
+//! * [`Pipe`] — anonymous pipes (`pipe2`), one per direction. The follower,
+//!   started before the row, opens its ends through `/proc/<leader>/fd/<n>`
+//!   (the numbers are in a small file in the run's root), which yields the
+//!   very same pipe; the leader then closes its copies of those ends.
+//! * [`Fifo`] — named pipes (`mkfifo`) in the run's root; the names are
+//!   removed once both ends are open. Reads and writes go through the same
+//!   `pipe_read`/`pipe_write` as an anonymous pipe's; only opening differs.
 //! * [`UnixSocket`] — a `SOCK_STREAM` unix socket bound in the run's root;
-//!   the follower connects, the leader accepts, the name is then removed. A
-//!   stream has no message boundaries: each side reads until it has `size`
-//!   bytes.
-//! * [`MessageQueue`] — two POSIX message queues (`mq_open`), one per
-//!   direction, each holding one message of `size` bytes. A message arrives
-//!   whole or not at all. Sizes above `/proc/sys/fs/mqueue/msgsize_max` are
-//!   skipped ([`Transport::skip_reason`]).
+//!   the follower connects, the leader accepts, the name is then removed.
+//! * [`Tcp`] — a TCP connection over loopback (127.0.0.1, an ephemeral port
+//!   written to a file in the run's root), `TCP_NODELAY` on both ends.
+//! * [`MessageQueue`] — POSIX message queues (`mq_open`), one per direction
+//!   and follower, each holding one message of `size` bytes (ping-pong) or a
+//!   few (one-way). A message arrives whole or not at all. Sizes above
+//!   `/proc/sys/fs/mqueue/msgsize_max` are skipped
+//!   ([`Transport::skip_reason`]).
 //!
-//! A side whose peer died sees end-of-file (pipe, socket) or a receive that
-//! times out after [`PEER_TIMEOUT`] (message queue).
+//! A stream (pipe, FIFO, socket) has no message boundaries: each side reads
+//! until it has `size` bytes. One-way rows use the leader→follower direction
+//! only; in fan-out the leader writes each message to every follower's
+//! channel in turn. All five share one leader and one follower side
+//! ([`KernelLeader`], [`KernelFollower`]) over a [`Channel`].
+//!
+//! A side whose peer died sees end-of-file or a broken pipe (streams) or a
+//! receive that times out after [`PEER_TIMEOUT`] (message queue).
 
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{fcntl_getfl, fcntl_setfl, mkfifoat, open, Mode, OFlags, CWD};
+use rustix::pipe::{pipe_with, PipeFlags};
 
 use crate::transport::PEER_TIMEOUT;
-use crate::transport::{check_tagged, tag, Follower, Leader, RowSpec, Transport, Waiting};
+use crate::transport::{tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting};
 use crate::Result;
 
 /// The two buffers of one side: what it writes, what it reads into.
@@ -43,91 +56,231 @@ use crate::Result;
 struct Buffers {
     out: Vec<u8>,
     inp: Vec<u8>,
+    payload: PayloadMode,
 }
 
 impl Buffers {
-    fn new(size: usize) -> Result<Self> {
-        if size == 0 {
+    fn new(row: &RowSpec) -> Result<Self> {
+        if row.size == 0 {
             return Err("message size must be at least 1 byte".into());
         }
         // Zero-filled now, so that no page fault lands in the timing.
         Ok(Self {
-            out: vec![0; size],
-            inp: vec![0; size],
+            out: vec![0; row.size],
+            inp: vec![0; row.size],
+            payload: row.payload,
         })
     }
 
     /// The outgoing message, tagged `t`.
     #[inline]
     fn tagged(&mut self, t: u8) -> &[u8] {
-        let n = self.out.len();
-        self.out[0] = t;
-        self.out[n - 1] = t;
+        self.payload.write(&mut self.out, t);
         &self.out
     }
 
+    /// Checks the first `n` bytes received against tag `t`.
     #[inline]
-    fn check(&self, t: u8, what: &str) -> Result<()> {
-        check_tagged(&self.inp, self.inp.len(), t, what)
+    fn check(&self, n: usize, t: u8, what: &str) -> Result<()> {
+        self.payload.check(&self.inp[..n], self.inp.len(), t, what)
     }
 }
 
-/// Clears `O_NONBLOCK` (the FIFOs are opened non-blocking so that opening
-/// does not wait for the other end).
+/// One direction of a kernel mechanism, as one side sees it.
+pub trait Channel {
+    /// Sends the whole message `msg`, blocking while the kernel's buffers
+    /// are full.
+    fn put(&mut self, msg: &[u8]) -> Result<()>;
+
+    /// Receives one whole message into `buf` (exactly `buf.len()` bytes of a
+    /// stream); returns its length.
+    fn get(&mut self, buf: &mut [u8]) -> Result<usize>;
+}
+
+impl<T: Read + Write> Channel for T {
+    #[inline]
+    fn put(&mut self, msg: &[u8]) -> Result<()> {
+        Ok(self.write_all(msg)?)
+    }
+
+    #[inline]
+    fn get(&mut self, buf: &mut [u8]) -> Result<usize> {
+        self.read_exact(buf)?;
+        Ok(buf.len())
+    }
+}
+
+/// What a leader still has to do once the followers have built their side.
+type Accept<C> = Box<dyn FnMut() -> Result<C>>;
+
+/// The leader's side of every kernel mechanism.
+pub struct KernelLeader<C> {
+    name: &'static str,
+    /// One channel to each follower (built in `connect` if `accept` is set).
+    outs: Vec<C>,
+    /// From the follower (ping-pong).
+    inp: Option<C>,
+    /// Makes the channel to the next follower (sockets: accepts), and for
+    /// ping-pong the one back, from the same connection.
+    accept: Option<(Accept<(C, Option<C>)>, usize)>,
+    /// Descriptors kept open only until the followers have opened theirs.
+    keep: Vec<OwnedFd>,
+    /// Names removed once everybody is connected (and on drop).
+    paths: Vec<PathBuf>,
+    queues: Vec<CString>,
+    bufs: Buffers,
+}
+
+impl<C> std::fmt::Debug for KernelLeader<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelLeader")
+            .field("name", &self.name)
+            .field("outs", &self.outs.len())
+            .field("paths", &self.paths)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> KernelLeader<C> {
+    fn new(name: &'static str, row: &RowSpec) -> Result<Self> {
+        Ok(Self {
+            name,
+            outs: Vec::new(),
+            inp: None,
+            accept: None,
+            keep: Vec::new(),
+            paths: Vec::new(),
+            queues: Vec::new(),
+            bufs: Buffers::new(row)?,
+        })
+    }
+
+    fn remove_names(&mut self) {
+        for p in self.paths.drain(..) {
+            let _ = std::fs::remove_file(p);
+        }
+        for q in self.queues.drain(..) {
+            unlink_queue(&q);
+        }
+    }
+}
+
+impl<C> Drop for KernelLeader<C> {
+    fn drop(&mut self) {
+        self.remove_names();
+    }
+}
+
+/// The follower's side of every kernel mechanism.
+#[derive(Debug)]
+pub struct KernelFollower<C> {
+    name: &'static str,
+    inp: C,
+    /// To the leader (ping-pong).
+    out: Option<C>,
+    bufs: Buffers,
+}
+
+impl<C: Channel> Leader for KernelLeader<C> {
+    fn connect(&mut self) -> Result<()> {
+        if let Some((mut accept, n)) = self.accept.take() {
+            for _ in 0..n {
+                let (out, inp) = accept()?;
+                self.outs.push(out);
+                if inp.is_some() {
+                    self.inp = inp;
+                }
+            }
+        }
+        // Everybody has its ends open: the names and our copies of the
+        // followers' ends are no longer needed.
+        self.keep.clear();
+        self.remove_names();
+        Ok(())
+    }
+
+    #[inline]
+    fn round_trip(&mut self, seq: u64) -> Result<()> {
+        let t = tag(seq);
+        let name = self.name;
+        let out = self.outs.first_mut().ok_or("not connected")?;
+        out.put(self.bufs.tagged(t))
+            .map_err(|e| format!("{name}: writing ping {seq}: {e}"))?;
+        let inp = self.inp.as_mut().ok_or("this row is one-way")?;
+        let n = inp
+            .get(&mut self.bufs.inp)
+            .map_err(|e| format!("{name}: reading pong {seq}: {e}"))?;
+        self.bufs.check(n, t.wrapping_add(1), "pong")
+    }
+
+    #[inline]
+    fn send(&mut self, seq: u64) -> Result<()> {
+        let name = self.name;
+        let msg = self.bufs.tagged(tag(seq));
+        for out in &mut self.outs {
+            out.put(msg)
+                .map_err(|e| format!("{name}: writing message {seq}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+impl<C: Channel> Follower for KernelFollower<C> {
+    #[inline]
+    fn serve_one(&mut self, seq: u64) -> Result<()> {
+        self.receive(seq)?;
+        let name = self.name;
+        let out = self.out.as_mut().ok_or("this row is one-way")?;
+        out.put(self.bufs.tagged(tag(seq).wrapping_add(1)))
+            .map_err(|e| format!("{name}: writing pong {seq}: {e}").into())
+    }
+
+    #[inline]
+    fn receive(&mut self, seq: u64) -> Result<()> {
+        let name = self.name;
+        let n = self
+            .inp
+            .get(&mut self.bufs.inp)
+            .map_err(|e| format!("{name}: reading message {seq}: {e}"))?;
+        self.bufs.check(n, tag(seq), "ping")
+    }
+}
+
+/// Clears `O_NONBLOCK` (FIFOs are opened non-blocking so that opening does
+/// not wait for the other end).
 fn set_blocking(fd: &OwnedFd) -> Result<()> {
     let flags = fcntl_getfl(fd)?;
     fcntl_setfl(fd, flags - OFlags::NONBLOCK)?;
     Ok(())
 }
 
+/// Opens a FIFO (or a pipe through `/proc`) without waiting for the other
+/// end, then makes it blocking.
 fn open_fifo(path: &Path, access: OFlags) -> Result<File> {
     let fd = open(
         path,
         access | OFlags::NONBLOCK | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| format!("cannot open the FIFO {}: {e}", path.display()))?;
+    .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     set_blocking(&fd)?;
     Ok(File::from(fd))
 }
 
+/// A file of the row in the run's root: `<kind>_<row>_<what>`.
+fn row_path(row: &RowSpec, kind: &str, what: &str) -> PathBuf {
+    row.root.join(format!("{kind}_{}_{what}", row.row_id))
+}
+
 // ---------------------------------------------------------------- pipes --
 
-/// Two pipes (named, so the follower can open them): one per direction.
+/// Anonymous pipes, one per direction and follower.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Pipe;
 
-fn fifo_paths(row: &RowSpec) -> [PathBuf; 2] {
-    [
-        row.root.join(format!("pipe_{}_ping", row.row_id)),
-        row.root.join(format!("pipe_{}_pong", row.row_id)),
-    ]
-}
-
-/// The leader's side of [`Pipe`]: writes "ping", reads "pong".
-#[derive(Debug)]
-pub struct PipeLeader {
-    /// Opened read-write (Linux allows that for a FIFO, and it never
-    /// blocks): so the FIFO has a writer from the start, and the follower
-    /// does not read a premature end-of-file before the first ping. The
-    /// leader never reads from it.
-    ping: File,
-    pong: File,
-    paths: [PathBuf; 2],
-    bufs: Buffers,
-}
-
-/// The follower's side of [`Pipe`]: reads "ping", writes "pong".
-#[derive(Debug)]
-pub struct PipeFollower {
-    ping: File,
-    pong: File,
-    bufs: Buffers,
-}
-
 impl Transport for Pipe {
-    type Leader = PipeLeader;
-    type Follower = PipeFollower;
+    type Leader = KernelLeader<File>;
+    type Follower = KernelFollower<File>;
 
     fn name(&self) -> &'static str {
         "pipe"
@@ -137,109 +290,156 @@ impl Transport for Pipe {
         Waiting::Blocking
     }
 
-    fn leader(&self, row: &RowSpec) -> Result<PipeLeader> {
-        let bufs = Buffers::new(row.size)?;
-        let paths = fifo_paths(row);
-        for p in &paths {
+    fn leader(&self, row: &RowSpec) -> Result<Self::Leader> {
+        let mut side = KernelLeader::new(self.name(), row)?;
+        let pong = if row.pattern == Pattern::PingPong {
+            let (r, w) = pipe_with(PipeFlags::CLOEXEC)?;
+            side.inp = Some(File::from(r));
+            Some(w)
+        } else {
+            None
+        };
+        for k in 0..row.followers.max(1) {
+            let (r, w) = pipe_with(PipeFlags::CLOEXEC)?;
+            side.outs.push(File::from(w));
+            let back = match (&pong, k) {
+                (Some(w), 0) => w.as_raw_fd().to_string(),
+                _ => "-".to_owned(),
+            };
+            let path = row_path(row, "pipe", &k.to_string());
+            std::fs::write(&path, format!("{} {back}\n", r.as_raw_fd()))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            side.paths.push(path);
+            side.keep.push(r);
+        }
+        side.keep.extend(pong);
+        Ok(side)
+    }
+
+    fn follower(&self, row: &RowSpec) -> Result<Self::Follower> {
+        let bufs = Buffers::new(row)?;
+        let path = row_path(row, "pipe", &row.index.to_string());
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let leader = rustix::process::getppid()
+            .ok_or("the leader is gone")?
+            .as_raw_nonzero()
+            .get();
+        let proc_fd = |fd: &str| PathBuf::from(format!("/proc/{leader}/fd/{fd}"));
+        let mut words = text.split_whitespace();
+        let (Some(ping), Some(pong)) = (words.next(), words.next()) else {
+            return Err(format!("{} holds {text:?}", path.display()).into());
+        };
+        Ok(KernelFollower {
+            name: self.name(),
+            inp: open_fifo(&proc_fd(ping), OFlags::RDONLY)?,
+            out: match pong {
+                "-" => None,
+                fd => Some(open_fifo(&proc_fd(fd), OFlags::WRONLY)?),
+            },
+            bufs,
+        })
+    }
+}
+
+// ---------------------------------------------------------------- FIFOs --
+
+/// Named pipes (FIFOs) in the run's root, one per direction and follower.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fifo;
+
+impl Transport for Fifo {
+    type Leader = KernelLeader<File>;
+    type Follower = KernelFollower<File>;
+
+    fn name(&self) -> &'static str {
+        "fifo"
+    }
+
+    fn waiting(&self) -> Waiting {
+        Waiting::Blocking
+    }
+
+    fn leader(&self, row: &RowSpec) -> Result<Self::Leader> {
+        let mut side = KernelLeader::new(self.name(), row)?;
+        let mkfifo = |p: &Path| {
             mkfifoat(CWD, p, Mode::from_raw_mode(0o600))
-                .map_err(|e| format!("cannot create the FIFO {}: {e}", p.display()))?;
+                .map_err(|e| format!("cannot create the FIFO {}: {e}", p.display()))
+        };
+        let mut pings = Vec::new();
+        for k in 0..row.followers.max(1) {
+            let path = row_path(row, "fifo", &format!("{k}_ping"));
+            mkfifo(&path)?;
+            // Held open read-write (Linux allows that for a FIFO, and it
+            // never blocks) until `connect`, so the FIFO has a writer from
+            // the start and the follower does not read a premature
+            // end-of-file. `connect` opens it write-only (the follower is
+            // reading by then), so a follower that dies shows up as a broken
+            // pipe, not as a pipe that fills up.
+            side.keep
+                .push(File::from(open_fifo(&path, OFlags::RDWR)?).into());
+            side.paths.push(path.clone());
+            pings.push(path);
         }
-        let ping = open(&paths[0], OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| format!("cannot open the FIFO {}: {e}", paths[0].display()))?;
-        Ok(PipeLeader {
-            ping: File::from(ping),
-            pong: open_fifo(&paths[1], OFlags::RDONLY)?,
-            paths,
-            bufs,
-        })
+        let mut next = pings.into_iter();
+        side.accept = Some((
+            Box::new(move || {
+                let path = next.next().ok_or("no FIFO left to open")?;
+                Ok((open_fifo(&path, OFlags::WRONLY)?, None))
+            }),
+            row.followers.max(1) as usize,
+        ));
+        if row.pattern == Pattern::PingPong {
+            let path = row_path(row, "fifo", "pong");
+            mkfifo(&path)?;
+            side.inp = Some(open_fifo(&path, OFlags::RDONLY)?);
+            side.paths.push(path);
+        }
+        Ok(side)
     }
 
-    fn follower(&self, row: &RowSpec) -> Result<PipeFollower> {
-        let bufs = Buffers::new(row.size)?;
-        let [ping, pong] = fifo_paths(row);
-        Ok(PipeFollower {
-            ping: open_fifo(&ping, OFlags::RDONLY)?,
+    fn follower(&self, row: &RowSpec) -> Result<Self::Follower> {
+        Ok(KernelFollower {
+            name: self.name(),
+            inp: open_fifo(
+                &row_path(row, "fifo", &format!("{}_ping", row.index)),
+                OFlags::RDONLY,
+            )?,
             // The leader holds the read end already.
-            pong: open_fifo(&pong, OFlags::WRONLY)?,
-            bufs,
+            out: match row.pattern {
+                Pattern::PingPong => {
+                    Some(open_fifo(&row_path(row, "fifo", "pong"), OFlags::WRONLY)?)
+                }
+                _ => None,
+            },
+            bufs: Buffers::new(row)?,
         })
     }
 }
 
-impl Leader for PipeLeader {
-    fn connect(&mut self) -> Result<()> {
-        // Both ends of both pipes are open: the names are no longer needed.
-        for p in &self.paths {
-            let _ = std::fs::remove_file(p);
-        }
-        Ok(())
-    }
-
-    #[inline]
-    fn round_trip(&mut self, seq: u64) -> Result<()> {
-        let t = tag(seq);
-        self.ping
-            .write_all(self.bufs.tagged(t))
-            .map_err(|e| format!("pipe: writing ping {seq}: {e}"))?;
-        self.pong
-            .read_exact(&mut self.bufs.inp)
-            .map_err(|e| format!("pipe: reading pong {seq}: {e}"))?;
-        self.bufs.check(t.wrapping_add(1), "pipe pong")
-    }
-}
-
-impl Follower for PipeFollower {
-    #[inline]
-    fn serve_one(&mut self, seq: u64) -> Result<()> {
-        let t = tag(seq);
-        self.ping
-            .read_exact(&mut self.bufs.inp)
-            .map_err(|e| format!("pipe: reading ping {seq}: {e}"))?;
-        self.bufs.check(t, "pipe ping")?;
-        self.pong
-            .write_all(self.bufs.tagged(t.wrapping_add(1)))
-            .map_err(|e| format!("pipe: writing pong {seq}: {e}"))?;
-        Ok(())
-    }
-}
-
-impl Drop for PipeLeader {
-    fn drop(&mut self) {
-        for p in &self.paths {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
-// --------------------------------------------------------- unix socket --
+// --------------------------------------------------------------- sockets --
 
 /// A `SOCK_STREAM` unix domain socket, bound to a name in the run's root.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UnixSocket;
 
-fn socket_path(row: &RowSpec) -> PathBuf {
-    row.root.join(format!("unix_{}.sock", row.row_id))
-}
-
-/// The leader's side of [`UnixSocket`]: listens, accepts in `connect`.
-#[derive(Debug)]
-pub struct UnixLeader {
-    listener: UnixListener,
-    stream: Option<UnixStream>,
-    path: PathBuf,
-    bufs: Buffers,
-}
-
-/// The follower's side of [`UnixSocket`].
-#[derive(Debug)]
-pub struct UnixFollower {
-    stream: UnixStream,
-    bufs: Buffers,
+/// Both directions of one accepted or connected stream: for ping-pong a
+/// second handle of it (`try_clone`) reads the answers.
+fn duplex<S>(
+    stream: S,
+    row: &RowSpec,
+    clone: impl Fn(&S) -> std::io::Result<S>,
+) -> Result<(S, Option<S>)> {
+    let back = match row.pattern {
+        Pattern::PingPong => Some(clone(&stream)?),
+        _ => None,
+    };
+    Ok((stream, back))
 }
 
 impl Transport for UnixSocket {
-    type Leader = UnixLeader;
-    type Follower = UnixFollower;
+    type Leader = KernelLeader<UnixStream>;
+    type Follower = KernelFollower<UnixStream>;
 
     fn name(&self) -> &'static str {
         "unix"
@@ -249,69 +449,87 @@ impl Transport for UnixSocket {
         Waiting::Blocking
     }
 
-    fn leader(&self, row: &RowSpec) -> Result<UnixLeader> {
-        let bufs = Buffers::new(row.size)?;
-        let path = socket_path(row);
+    fn leader(&self, row: &RowSpec) -> Result<Self::Leader> {
+        let mut side = KernelLeader::new(self.name(), row)?;
+        let path = row_path(row, "unix", "sock");
         let listener = UnixListener::bind(&path)
             .map_err(|e| format!("cannot bind {}: {e}", path.display()))?;
-        Ok(UnixLeader {
-            listener,
-            stream: None,
-            path,
-            bufs,
-        })
+        side.paths.push(path);
+        let spec = row.clone();
+        side.accept = Some((
+            Box::new(move || duplex(listener.accept()?.0, &spec, UnixStream::try_clone)),
+            row.followers.max(1) as usize,
+        ));
+        Ok(side)
     }
 
-    fn follower(&self, row: &RowSpec) -> Result<UnixFollower> {
-        let bufs = Buffers::new(row.size)?;
-        let path = socket_path(row);
+    fn follower(&self, row: &RowSpec) -> Result<Self::Follower> {
+        let path = row_path(row, "unix", "sock");
         // Completes through the listen backlog; the leader accepts later.
         let stream = UnixStream::connect(&path)
             .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?;
-        Ok(UnixFollower { stream, bufs })
+        let (inp, out) = duplex(stream, row, UnixStream::try_clone)?;
+        Ok(KernelFollower {
+            name: self.name(),
+            inp,
+            out,
+            bufs: Buffers::new(row)?,
+        })
     }
 }
 
-impl Leader for UnixLeader {
-    fn connect(&mut self) -> Result<()> {
-        let (stream, _) = self.listener.accept()?;
-        self.stream = Some(stream);
-        let _ = std::fs::remove_file(&self.path);
-        Ok(())
+/// TCP over loopback (127.0.0.1) with `TCP_NODELAY`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tcp;
+
+impl Transport for Tcp {
+    type Leader = KernelLeader<TcpStream>;
+    type Follower = KernelFollower<TcpStream>;
+
+    fn name(&self) -> &'static str {
+        "tcp"
     }
 
-    #[inline]
-    fn round_trip(&mut self, seq: u64) -> Result<()> {
-        let t = tag(seq);
-        let stream = self.stream.as_mut().ok_or("the socket is not connected")?;
-        stream
-            .write_all(self.bufs.tagged(t))
-            .map_err(|e| format!("unix: writing ping {seq}: {e}"))?;
-        stream
-            .read_exact(&mut self.bufs.inp)
-            .map_err(|e| format!("unix: reading pong {seq}: {e}"))?;
-        self.bufs.check(t.wrapping_add(1), "unix pong")
+    fn waiting(&self) -> Waiting {
+        Waiting::Blocking
     }
-}
 
-impl Follower for UnixFollower {
-    #[inline]
-    fn serve_one(&mut self, seq: u64) -> Result<()> {
-        let t = tag(seq);
-        self.stream
-            .read_exact(&mut self.bufs.inp)
-            .map_err(|e| format!("unix: reading ping {seq}: {e}"))?;
-        self.bufs.check(t, "unix ping")?;
-        self.stream
-            .write_all(self.bufs.tagged(t.wrapping_add(1)))
-            .map_err(|e| format!("unix: writing pong {seq}: {e}"))?;
-        Ok(())
+    fn leader(&self, row: &RowSpec) -> Result<Self::Leader> {
+        let mut side = KernelLeader::new(self.name(), row)?;
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
+        let path = row_path(row, "tcp", "port");
+        std::fs::write(&path, format!("{}\n", listener.local_addr()?.port()))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        side.paths.push(path);
+        let spec = row.clone();
+        side.accept = Some((
+            Box::new(move || {
+                let (stream, _) = listener.accept()?;
+                stream.set_nodelay(true)?;
+                duplex(stream, &spec, TcpStream::try_clone)
+            }),
+            row.followers.max(1) as usize,
+        ));
+        Ok(side)
     }
-}
 
-impl Drop for UnixLeader {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+    fn follower(&self, row: &RowSpec) -> Result<Self::Follower> {
+        let path = row_path(row, "tcp", "port");
+        let port: u16 = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            .trim()
+            .parse()?;
+        let stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port))
+            .map_err(|e| format!("cannot connect to 127.0.0.1:{port}: {e}"))?;
+        stream.set_nodelay(true)?;
+        let (inp, out) = duplex(stream, row, TcpStream::try_clone)?;
+        Ok(KernelFollower {
+            name: self.name(),
+            inp,
+            out,
+            bufs: Buffers::new(row)?,
+        })
     }
 }
 
@@ -333,31 +551,27 @@ pub fn msgsize_max() -> Option<usize> {
         .ok()
 }
 
-/// Queue names: `/<run root, '/' → '_'>-<row>-ping` and `…-pong`. POSIX
-/// queues live in one namespace per machine (IPC namespace), not in the
-/// run's root, so the root's path (which holds the leader's pid) keeps runs
-/// and sessions apart.
-fn queue_names(row: &RowSpec) -> Result<[CString; 2]> {
+/// Queue names: `/<run root, '/' → '_'>-<row>-<what>`. POSIX queues live in
+/// one namespace per machine (IPC namespace), not in the run's root, so the
+/// root's path (which holds the leader's pid) keeps runs and sessions apart.
+fn queue_name(row: &RowSpec, what: &str) -> Result<CString> {
     let root = row
         .root
         .to_str()
         .ok_or_else(|| format!("run root {} is not UTF-8", row.root.display()))?
         .trim_matches('/')
         .replace('/', "_");
-    let name = |dir: &str| -> Result<CString> {
-        let name = format!("/{root}-{}-{dir}", row.row_id);
-        // NAME_MAX, less the leading '/'.
-        if name.len() > 255 {
-            return Err(format!("queue name {name} is too long: use a shorter --shm-dir").into());
-        }
-        CString::new(name).map_err(|_| "queue name holds a NUL byte".into())
-    };
-    Ok([name("ping")?, name("pong")?])
+    let name = format!("/{root}-{}-{what}", row.row_id);
+    // NAME_MAX, less the leading '/'.
+    if name.len() > 255 {
+        return Err(format!("queue name {name} is too long: use a shorter --shm-dir").into());
+    }
+    CString::new(name).map_err(|_| "queue name holds a NUL byte".into())
 }
 
-/// An open message queue descriptor; closed on drop.
 #[derive(Debug)]
-struct Mq(libc::mqd_t);
+/// An open message queue descriptor, as a [`Channel`]; closed on drop.
+pub struct Mq(libc::mqd_t);
 
 impl Mq {
     /// Opens (`attr: Some`: creates, exclusively) the queue `name`.
@@ -466,26 +680,31 @@ fn unlink_queue(name: &CString) {
     unsafe { libc::mq_unlink(name.as_ptr()) };
 }
 
-/// The leader's side of [`MessageQueue`]: creates both queues.
-#[derive(Debug)]
-pub struct MqLeader {
-    ping: Mq,
-    pong: Mq,
-    names: [CString; 2],
-    bufs: Buffers,
+impl Channel for Mq {
+    #[inline]
+    fn put(&mut self, msg: &[u8]) -> Result<()> {
+        self.send(msg, "a message")
+    }
+
+    #[inline]
+    fn get(&mut self, buf: &mut [u8]) -> Result<usize> {
+        self.receive(buf, "a message")
+    }
 }
 
-/// The follower's side of [`MessageQueue`].
-#[derive(Debug)]
-pub struct MqFollower {
-    ping: Mq,
-    pong: Mq,
-    bufs: Buffers,
+/// Messages a one-way queue holds: a few, as far as
+/// `/proc/sys/fs/mqueue/msg_max` allows (10 by default).
+fn one_way_depth() -> libc::c_long {
+    let max = std::fs::read_to_string("/proc/sys/fs/mqueue/msg_max")
+        .ok()
+        .and_then(|t| t.trim().parse::<libc::c_long>().ok())
+        .unwrap_or(10);
+    max.clamp(1, 8)
 }
 
 impl Transport for MessageQueue {
-    type Leader = MqLeader;
-    type Follower = MqFollower;
+    type Leader = KernelLeader<Mq>;
+    type Follower = KernelFollower<Mq>;
 
     fn name(&self) -> &'static str {
         "mq"
@@ -495,88 +714,60 @@ impl Transport for MessageQueue {
         Waiting::Blocking
     }
 
-    fn skip_reason(&self, size: usize) -> Option<String> {
+    fn skip_reason(&self, size: usize, _pattern: Pattern) -> Option<String> {
         let max = msgsize_max()?;
         (size > max).then(|| format!("{size} B is above {MSGSIZE_MAX_PATH} ({max} B)"))
     }
 
-    fn leader(&self, row: &RowSpec) -> Result<MqLeader> {
-        let bufs = Buffers::new(row.size)?;
-        let names = queue_names(row)?;
+    fn leader(&self, row: &RowSpec) -> Result<Self::Leader> {
+        let mut side = KernelLeader::new(self.name(), row)?;
         // SAFETY: `mq_attr` is plain data; all-zero is a valid value.
         let mut attr: libc::mq_attr = unsafe { std::mem::zeroed() };
-        attr.mq_maxmsg = 1;
-        attr.mq_msgsize = libc::c_long::try_from(row.size)?;
-        for n in &names {
-            // A leftover of a killed run with our pid and row.
-            unlink_queue(n);
-        }
-        let ping = Mq::open(&names[0], libc::O_WRONLY, Some(&attr))?;
-        let pong = match Mq::open(&names[1], libc::O_RDONLY, Some(&attr)) {
-            Ok(q) => q,
-            Err(e) => {
-                unlink_queue(&names[0]);
-                return Err(e);
-            }
+        attr.mq_maxmsg = match row.pattern {
+            Pattern::PingPong => 1,
+            _ => one_way_depth(),
         };
-        Ok(MqLeader {
-            ping,
-            pong,
-            names,
-            bufs,
-        })
-    }
-
-    fn follower(&self, row: &RowSpec) -> Result<MqFollower> {
-        let bufs = Buffers::new(row.size)?;
-        let [ping, pong] = queue_names(row)?;
-        Ok(MqFollower {
-            ping: Mq::open(&ping, libc::O_RDONLY, None)?,
-            pong: Mq::open(&pong, libc::O_WRONLY, None)?,
-            bufs,
-        })
-    }
-}
-
-impl Leader for MqLeader {
-    fn connect(&mut self) -> Result<()> {
-        // Both sides have both queues open: remove the names now, so a
-        // killed run leaves nothing behind.
-        for n in &self.names {
-            unlink_queue(n);
+        attr.mq_msgsize = libc::c_long::try_from(row.size)?;
+        let mut create = |name: CString, access| -> Result<Mq> {
+            // A leftover of a killed run with our pid and row.
+            unlink_queue(&name);
+            let q = Mq::open(&name, access, Some(&attr));
+            // Named (and so removed on drop) even when opening failed half way.
+            side.queues.push(name);
+            q
+        };
+        let mut outs = Vec::new();
+        for k in 0..row.followers.max(1) {
+            outs.push(create(
+                queue_name(row, &format!("ping{k}"))?,
+                libc::O_WRONLY,
+            )?);
         }
-        Ok(())
+        let inp = match row.pattern {
+            Pattern::PingPong => Some(create(queue_name(row, "pong")?, libc::O_RDONLY)?),
+            _ => None,
+        };
+        side.outs = outs;
+        side.inp = inp;
+        Ok(side)
     }
 
-    #[inline]
-    fn round_trip(&mut self, seq: u64) -> Result<()> {
-        let t = tag(seq);
-        self.ping.send(self.bufs.tagged(t), "ping")?;
-        let n = self.pong.receive(&mut self.bufs.inp, "a pong")?;
-        check_tagged(
-            &self.bufs.inp[..n],
-            self.bufs.inp.len(),
-            t.wrapping_add(1),
-            "mq pong",
-        )
-    }
-}
-
-impl Follower for MqFollower {
-    #[inline]
-    fn serve_one(&mut self, seq: u64) -> Result<()> {
-        let t = tag(seq);
-        let n = self.ping.receive(&mut self.bufs.inp, "a ping")?;
-        check_tagged(&self.bufs.inp[..n], self.bufs.inp.len(), t, "mq ping")?;
-        self.pong.send(self.bufs.tagged(t.wrapping_add(1)), "pong")
-    }
-}
-
-impl Drop for MqLeader {
-    fn drop(&mut self) {
-        for n in &self.names {
-            unlink_queue(n);
-        }
+    fn follower(&self, row: &RowSpec) -> Result<Self::Follower> {
+        Ok(KernelFollower {
+            name: self.name(),
+            inp: Mq::open(
+                &queue_name(row, &format!("ping{}", row.index))?,
+                libc::O_RDONLY,
+                None,
+            )?,
+            out: match row.pattern {
+                Pattern::PingPong => {
+                    Some(Mq::open(&queue_name(row, "pong")?, libc::O_WRONLY, None)?)
+                }
+                _ => None,
+            },
+            bufs: Buffers::new(row)?,
+        })
     }
 }
 
@@ -586,30 +777,27 @@ mod tests {
 
     #[test]
     fn queue_names_follow_the_run_root() {
-        let row = RowSpec {
-            root: "/dev/shm/hako-bench-42/".into(),
-            row_id: 7,
-            size: 64,
-        };
-        let [ping, pong] = queue_names(&row).unwrap();
-        assert_eq!(ping.to_str().unwrap(), "/dev_shm_hako-bench-42-7-ping");
-        assert_eq!(pong.to_str().unwrap(), "/dev_shm_hako-bench-42-7-pong");
+        let row = RowSpec::ping_pong("/dev/shm/hako-bench-42/".into(), 7, 64);
+        let ping = queue_name(&row, "ping0").unwrap();
+        assert_eq!(ping.to_str().unwrap(), "/dev_shm_hako-bench-42-7-ping0");
     }
 
     #[test]
     fn buffers_tag_and_check() {
-        let mut b = Buffers::new(3).unwrap();
+        let row = RowSpec::ping_pong("/".into(), 0, 3);
+        let mut b = Buffers::new(&row).unwrap();
         assert_eq!(b.tagged(9), &[9, 0, 9]);
         b.inp.copy_from_slice(&[9, 0, 9]);
-        b.check(9, "x").unwrap();
-        assert!(b.check(8, "x").is_err());
-        assert!(Buffers::new(0).is_err());
+        b.check(3, 9, "x").unwrap();
+        assert!(b.check(3, 8, "x").is_err());
+        assert!(b.check(2, 9, "x").is_err());
+        assert!(Buffers::new(&RowSpec::ping_pong("/".into(), 0, 0)).is_err());
     }
 
     #[test]
     fn mq_skips_only_sizes_above_the_limit() {
         let Some(max) = msgsize_max() else { return };
-        assert!(MessageQueue.skip_reason(max).is_none());
-        assert!(MessageQueue.skip_reason(max + 1).is_some());
+        assert!(MessageQueue.skip_reason(max, Pattern::PingPong).is_none());
+        assert!(MessageQueue.skip_reason(max + 1, Pattern::FanOut).is_some());
     }
 }

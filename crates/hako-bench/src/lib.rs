@@ -68,11 +68,15 @@ pub mod futex_floor;
 pub mod hako_pubsub;
 pub mod harness;
 pub mod kernel;
+pub mod memory;
+#[cfg(feature = "peers")]
+pub mod peers;
 pub mod reference;
 pub mod report;
 pub mod rundir;
 pub mod select;
 pub mod shm;
+pub mod suite;
 pub mod transport;
 
 /// The error type of this crate: benchmarks report, they do not recover.

@@ -227,6 +227,10 @@ impl Transport for Reference {
         Waiting::BusyPoll
     }
 
+    fn ping_pong_only(&self) -> bool {
+        true
+    }
+
     fn leader(&self, row: &RowSpec) -> Result<ReferenceLeader> {
         if row.size == 0 {
             return Err("message size must be at least 1 byte".into());

@@ -9,9 +9,17 @@
 //! | `hako-park`      | hako, `blocking_receive()`, `WaitStrategy::Park`       | blocking    |
 //! | `reference`      | hako's data path by hand ([`crate::reference`])        | busy-poll   |
 //! | `futex`          | one futex word ([`crate::futex_floor`])                | blocking    |
-//! | `pipe`           | two pipes ([`crate::kernel::Pipe`])                    | blocking    |
+//! | `pipe`           | anonymous pipes ([`crate::kernel::Pipe`])              | blocking    |
+//! | `fifo`           | named pipes ([`crate::kernel::Fifo`])                  | blocking    |
 //! | `unix`           | a unix stream socket ([`crate::kernel::UnixSocket`])   | blocking    |
-//! | `mq`             | two POSIX message queues ([`crate::kernel::MessageQueue`]) | blocking |
+//! | `tcp`            | TCP over loopback ([`crate::kernel::Tcp`])             | blocking    |
+//! | `mq`             | POSIX message queues ([`crate::kernel::MessageQueue`]) | blocking    |
+//! | `iceoryx2`       | iceoryx2 pub/sub, polled (feature `peers`)             | busy-poll   |
+//! | `shmipc`         | shmipc streams (feature `peers`)                       | blocking    |
+//!
+//! The peers exist only in a build with the `peers` feature; without it
+//! their names are known but refused with a message that says how to get
+//! them.
 
 use hako::WaitStrategy;
 
@@ -19,7 +27,9 @@ use crate::floor::Floor;
 use crate::futex_floor::FutexFloor;
 use crate::hako_pubsub::{HakoPubSub, HakoWait};
 use crate::harness::{DynTransport, RunRow};
-use crate::kernel::{MessageQueue, Pipe, UnixSocket};
+use crate::kernel::{Fifo, MessageQueue, Pipe, Tcp, UnixSocket};
+#[cfg(feature = "peers")]
+use crate::peers::{iceoryx2::Iceoryx2, shmipc::Shmipc};
 use crate::reference::Reference;
 
 /// A transport, by name.
@@ -41,15 +51,28 @@ pub enum Kind {
     Futex,
     /// `pipe`.
     Pipe,
+    /// `fifo`.
+    Fifo,
     /// `unix`.
     Unix,
+    /// `tcp`.
+    Tcp,
     /// `mq`.
     Mq,
+    /// `iceoryx2`.
+    #[cfg(feature = "peers")]
+    Iceoryx2,
+    /// `shmipc`.
+    #[cfg(feature = "peers")]
+    Shmipc,
 }
 
+/// Names of the peer transports, known in every build.
+pub const PEER_NAMES: [&str; 2] = ["iceoryx2", "shmipc"];
+
 impl Kind {
-    /// Every transport.
-    pub const ALL: [Kind; 10] = [
+    /// Every transport of this build.
+    pub const ALL: &'static [Kind] = &[
         Kind::Floor,
         Kind::Hako,
         Kind::HakoSpin,
@@ -58,8 +81,14 @@ impl Kind {
         Kind::Reference,
         Kind::Futex,
         Kind::Pipe,
+        Kind::Fifo,
         Kind::Unix,
+        Kind::Tcp,
         Kind::Mq,
+        #[cfg(feature = "peers")]
+        Kind::Iceoryx2,
+        #[cfg(feature = "peers")]
+        Kind::Shmipc,
     ];
 
     /// What `hako-pingpong` measures unless told otherwise.
@@ -78,6 +107,25 @@ impl Kind {
     pub const DEFAULT_LIST: &'static str =
         "hako,hako-spin,hako-park,hako-spin-park,futex,pipe,unix,mq";
 
+    /// What `hako bench` measures unless told otherwise: hako busy-polling
+    /// and spin-then-park, the two floors, every kernel mechanism and (when
+    /// built in) the peers.
+    pub const SUITE: &'static [Kind] = &[
+        Kind::Hako,
+        Kind::HakoSpinPark,
+        #[cfg(feature = "peers")]
+        Kind::Iceoryx2,
+        #[cfg(feature = "peers")]
+        Kind::Shmipc,
+        Kind::Floor,
+        Kind::Futex,
+        Kind::Pipe,
+        Kind::Fifo,
+        Kind::Unix,
+        Kind::Tcp,
+        Kind::Mq,
+    ];
+
     /// The name (the transport's [`Transport::name`](crate::transport::Transport::name)).
     pub fn name(self) -> &'static str {
         match self {
@@ -89,18 +137,39 @@ impl Kind {
             Kind::Reference => "reference",
             Kind::Futex => "futex",
             Kind::Pipe => "pipe",
+            Kind::Fifo => "fifo",
             Kind::Unix => "unix",
+            Kind::Tcp => "tcp",
             Kind::Mq => "mq",
+            #[cfg(feature = "peers")]
+            Kind::Iceoryx2 => "iceoryx2",
+            #[cfg(feature = "peers")]
+            Kind::Shmipc => "shmipc",
         }
     }
 
-    /// The transport called `name`; the error lists the known names.
+    /// Whether this is a peer library (not hako, not the kernel, not a floor).
+    pub fn is_peer(self) -> bool {
+        PEER_NAMES.contains(&self.name())
+    }
+
+    /// The transport called `name`; the error lists the known names, or
+    /// says how to build a peer in.
     pub fn parse(name: &str) -> Result<Kind, String> {
         let name = name.trim();
-        Kind::ALL
-            .into_iter()
-            .find(|k| k.name() == name)
-            .ok_or_else(|| format!("unknown transport {name:?}; known: {}", known_names()))
+        if let Some(k) = Kind::ALL.iter().copied().find(|k| k.name() == name) {
+            return Ok(k);
+        }
+        if PEER_NAMES.contains(&name) {
+            return Err(format!(
+                "transport {name:?} is a peer library this build leaves out: build with \
+                 `--features peers` (./scripts/bench does)"
+            ));
+        }
+        Err(format!(
+            "unknown transport {name:?}; known: {}",
+            known_names()
+        ))
     }
 
     /// A comma-separated list of names, in order, each once.
@@ -121,7 +190,11 @@ impl Kind {
 
 /// `floor, hako, …`.
 pub fn known_names() -> String {
-    Kind::ALL.map(Kind::name).join(", ")
+    Kind::ALL
+        .iter()
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// One instance of every transport.
@@ -135,8 +208,14 @@ pub struct Transports {
     reference: Reference,
     futex: FutexFloor,
     pipe: Pipe,
+    fifo: Fifo,
     unix: UnixSocket,
+    tcp: Tcp,
     mq: MessageQueue,
+    #[cfg(feature = "peers")]
+    iceoryx2: Iceoryx2,
+    #[cfg(feature = "peers")]
+    shmipc: Shmipc,
 }
 
 impl Transports {
@@ -153,8 +232,14 @@ impl Transports {
             reference: Reference,
             futex: FutexFloor,
             pipe: Pipe,
+            fifo: Fifo,
             unix: UnixSocket,
+            tcp: Tcp,
             mq: MessageQueue,
+            #[cfg(feature = "peers")]
+            iceoryx2: Iceoryx2::matching(&hako),
+            #[cfg(feature = "peers")]
+            shmipc: Shmipc,
         }
     }
 
@@ -169,25 +254,42 @@ impl Transports {
             Kind::Reference => &self.reference,
             Kind::Futex => &self.futex,
             Kind::Pipe => &self.pipe,
+            Kind::Fifo => &self.fifo,
             Kind::Unix => &self.unix,
+            Kind::Tcp => &self.tcp,
             Kind::Mq => &self.mq,
+            #[cfg(feature = "peers")]
+            Kind::Iceoryx2 => &self.iceoryx2,
+            #[cfg(feature = "peers")]
+            Kind::Shmipc => &self.shmipc,
+        }
+    }
+
+    /// Transport `kind`, for [`crate::harness::follower_main`].
+    fn get_dyn(&self, kind: Kind) -> &dyn DynTransport {
+        match kind {
+            Kind::Floor => &self.floor,
+            Kind::Hako => &self.hako,
+            Kind::HakoSpin => &self.hako_spin,
+            Kind::HakoSpinPark => &self.hako_spin_park,
+            Kind::HakoPark => &self.hako_park,
+            Kind::Reference => &self.reference,
+            Kind::Futex => &self.futex,
+            Kind::Pipe => &self.pipe,
+            Kind::Fifo => &self.fifo,
+            Kind::Unix => &self.unix,
+            Kind::Tcp => &self.tcp,
+            Kind::Mq => &self.mq,
+            #[cfg(feature = "peers")]
+            Kind::Iceoryx2 => &self.iceoryx2,
+            #[cfg(feature = "peers")]
+            Kind::Shmipc => &self.shmipc,
         }
     }
 
     /// Every transport, for [`crate::harness::follower_main`].
     pub fn for_follower(&self) -> Vec<&dyn DynTransport> {
-        vec![
-            &self.floor,
-            &self.hako,
-            &self.hako_spin,
-            &self.hako_spin_park,
-            &self.hako_park,
-            &self.reference,
-            &self.futex,
-            &self.pipe,
-            &self.unix,
-            &self.mq,
-        ]
+        Kind::ALL.iter().map(|&k| self.get_dyn(k)).collect()
     }
 }
 
@@ -204,12 +306,16 @@ mod tests {
     #[test]
     fn names_match_the_transports() {
         let t = Transports::default();
-        for k in Kind::ALL {
+        for &k in Kind::ALL {
             assert_eq!(t.get(k).row_name(), k.name());
             assert_eq!(Kind::parse(k.name()), Ok(k));
         }
         let follower: Vec<&str> = t.for_follower().iter().map(|t| t.dyn_name()).collect();
-        assert_eq!(follower, Kind::ALL.map(Kind::name));
+        let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(follower, names);
+        for &k in Kind::SUITE {
+            assert!(Kind::ALL.contains(&k));
+        }
     }
 
     #[test]
@@ -223,5 +329,10 @@ mod tests {
         assert!(e.contains("hako-park"), "{e}");
         assert!(Kind::parse_list("").is_err());
         assert_eq!(Kind::parse_list(Kind::DEFAULT_LIST).unwrap(), Kind::DEFAULT);
+        #[cfg(not(feature = "peers"))]
+        {
+            let e = Kind::parse("iceoryx2").unwrap_err();
+            assert!(e.contains("--features peers"), "{e}");
+        }
     }
 }

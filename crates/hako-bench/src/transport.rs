@@ -1,27 +1,205 @@
 //! What a benchmarked transport provides.
 //!
-//! A transport moves a message of `size` bytes from a leader process to a
-//! follower process and an answer of the same size back. The harness builds
-//! both sides for each row of a table:
+//! A transport moves messages of `size` bytes from a leader process to one
+//! or more follower processes. The harness builds both sides for each row of
+//! a table:
 //!
 //! 1. the leader calls [`Transport::leader`] (it creates shared resources),
-//! 2. the follower calls [`Transport::follower`] (it opens them),
-//! 3. the leader calls [`Leader::connect`] (it waits until both are linked),
-//! 4. both run exchanges numbered 1, 2, … — first untimed warm-up ones,
-//!    then timed ones: the leader with [`Leader::round_trip`], the follower
-//!    with [`Follower::serve_one`].
+//! 2. each follower calls [`Transport::follower`] (it opens them),
+//! 3. the leader calls [`Leader::connect`] (it waits until all are linked),
+//! 4. all run messages numbered 1, 2, … — first untimed warm-up ones,
+//!    then timed ones.
+//!
+//! What step 4 does depends on the row's [`Pattern`]:
+//!
+//! * [`Pattern::PingPong`] — one follower; the leader sends a message and
+//!   waits for an answer of the same size ([`Leader::round_trip`],
+//!   [`Follower::serve_one`]).
+//! * [`Pattern::Throughput`] — one follower; the leader sends messages one
+//!   way as fast as the transport's own flow control lets it
+//!   ([`Leader::send`]), the follower receives and checks each
+//!   ([`Follower::receive`]).
+//! * [`Pattern::FanOut`] — as throughput, with `followers` receivers: every
+//!   message reaches each of them (one publisher and N subscribers, or N
+//!   connections the leader writes in turn).
+//!
+//! How much of each message the sides touch is the row's [`PayloadMode`]:
+//! `touch` writes and checks the first and last byte, `full` writes every
+//! byte and reads every byte back into a checksum.
 //!
 //! Sequence numbers let each side check that it got the message it expects,
 //! so a transport that loses or reorders messages fails loudly instead of
 //! producing a fast number.
 
+use std::mem::MaybeUninit;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::Result;
 
 /// How long a side waits for its peer before it gives up on it.
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How messages flow in a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Pattern {
+    /// Round trips between the leader and one follower.
+    #[default]
+    PingPong,
+    /// One way, leader to one follower, back to back.
+    Throughput,
+    /// One way, leader to every follower, back to back.
+    FanOut,
+}
+
+impl Pattern {
+    /// Every pattern.
+    pub const ALL: [Pattern; 3] = [Pattern::PingPong, Pattern::Throughput, Pattern::FanOut];
+
+    /// `pingpong`, `throughput`, `fanout`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::PingPong => "pingpong",
+            Pattern::Throughput => "throughput",
+            Pattern::FanOut => "fanout",
+        }
+    }
+
+    /// The pattern called `name`.
+    pub fn parse(name: &str) -> Result<Pattern, String> {
+        let name = name.trim();
+        Pattern::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| format!("unknown pattern {name:?}; known: pingpong, throughput, fanout"))
+    }
+
+    /// Whether messages flow one way only (no answers).
+    pub fn one_way(self) -> bool {
+        self != Pattern::PingPong
+    }
+}
+
+/// How much of each message the sending and the receiving side touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PayloadMode {
+    /// The sender writes the first and last byte, the receiver checks them
+    /// (the iceperf method): the cost of moving a message, whatever it holds.
+    #[default]
+    Touch,
+    /// The sender writes every byte, the receiver reads every byte into a
+    /// checksum and compares it: the cost of producing and consuming the data
+    /// as well.
+    Full,
+}
+
+impl PayloadMode {
+    /// Both modes.
+    pub const ALL: [PayloadMode; 2] = [PayloadMode::Touch, PayloadMode::Full];
+
+    /// `touch` or `full`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PayloadMode::Touch => "touch",
+            PayloadMode::Full => "full",
+        }
+    }
+
+    /// The mode called `name`.
+    pub fn parse(name: &str) -> Result<PayloadMode, String> {
+        match name.trim() {
+            "touch" => Ok(PayloadMode::Touch),
+            "full" => Ok(PayloadMode::Full),
+            other => Err(format!(
+                "unknown payload mode {other:?}; known: touch, full"
+            )),
+        }
+    }
+
+    /// Writes message tag `t` into `buf` (touch: its first and last byte;
+    /// full: every byte).
+    #[inline]
+    pub fn write(self, buf: &mut [u8], t: u8) {
+        let n = buf.len();
+        if n == 0 {
+            return;
+        }
+        match self {
+            PayloadMode::Touch => {
+                buf[0] = t;
+                buf[n - 1] = t;
+            }
+            PayloadMode::Full => buf.fill(t),
+        }
+    }
+
+    /// [`Self::write`] into memory that may be uninitialised (a loaned
+    /// sample). In touch mode only the first and last byte are written.
+    #[inline]
+    pub fn write_uninit(self, buf: &mut [MaybeUninit<u8>], t: u8) {
+        let n = buf.len();
+        if n == 0 {
+            return;
+        }
+        match self {
+            PayloadMode::Touch => {
+                buf[0].write(t);
+                buf[n - 1].write(t);
+            }
+            PayloadMode::Full => buf.fill(MaybeUninit::new(t)),
+        }
+    }
+
+    /// Checks that `bytes` is a whole `size`-byte message tagged `t`: its
+    /// first and last byte, and in full mode the sum of all its bytes
+    /// (`t × size`), so a message written only in part, or read only in
+    /// part, fails. `what` names the message in the error.
+    #[inline]
+    pub fn check(self, bytes: &[u8], size: usize, t: u8, what: &str) -> Result<()> {
+        check_tagged(bytes, size, t, what)?;
+        if self == PayloadMode::Full {
+            let sum = byte_sum(bytes);
+            let want = u64::from(t) * size as u64;
+            if sum != want {
+                return Err(format!(
+                    "{what}: the checksum of {size} bytes tagged {t} is {sum}, expected {want}"
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The sum of all bytes, read 8 at a time: each 16-bit lane of an
+/// accumulator adds two bytes per word, and is folded into the total every
+/// 1 KiB (128 words, at most 65 280 per lane), so the loop vectorises and
+/// runs at memory speed.
+#[inline]
+pub fn byte_sum(bytes: &[u8]) -> u64 {
+    const LANES: u64 = 0x00ff_00ff_00ff_00ff;
+    let fold =
+        |acc: u64| (acc & 0xffff) + ((acc >> 16) & 0xffff) + ((acc >> 32) & 0xffff) + (acc >> 48);
+    let mut total = 0u64;
+    let mut blocks = bytes.chunks_exact(1024);
+    for block in &mut blocks {
+        let mut acc = 0u64;
+        for word in block.chunks_exact(8) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            let w = u64::from_le_bytes(w);
+            acc += (w & LANES) + ((w >> 8) & LANES);
+        }
+        total += fold(acc);
+    }
+    total
+        + blocks
+            .remainder()
+            .iter()
+            .map(|&b| u64::from(b))
+            .sum::<u64>()
+}
 
 /// What both sides of one row know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +210,29 @@ pub struct RowSpec {
     pub row_id: u64,
     /// Message size in bytes (at least 1).
     pub size: usize,
+    /// How messages flow.
+    pub pattern: Pattern,
+    /// How much of each message is written and read.
+    pub payload: PayloadMode,
+    /// Followers (receivers) of the row: 1 unless the pattern is fan-out.
+    pub followers: u32,
+    /// Which follower this is, `0..followers` (0 on the leader's side).
+    pub index: u32,
+}
+
+impl RowSpec {
+    /// A ping-pong row in touch mode.
+    pub fn ping_pong(root: PathBuf, row_id: u64, size: usize) -> Self {
+        Self {
+            root,
+            row_id,
+            size,
+            pattern: Pattern::PingPong,
+            payload: PayloadMode::Touch,
+            followers: 1,
+            index: 0,
+        }
+    }
 }
 
 /// The leader's side of a row.
@@ -44,12 +245,28 @@ pub trait Leader {
 
     /// Sends message `seq` and waits for the follower's answer to it.
     fn round_trip(&mut self, seq: u64) -> Result<()>;
+
+    /// One-way patterns: sends message `seq` to every follower, waiting as
+    /// the transport's flow control says when a receiver is behind.
+    /// Default: the transport does only ping-pong.
+    fn send(&mut self, seq: u64) -> Result<()> {
+        let _ = seq;
+        Err(ONE_WAY_UNSUPPORTED.into())
+    }
 }
+
+const ONE_WAY_UNSUPPORTED: &str = "this transport measures ping-pong only";
 
 /// The follower's side of a row.
 pub trait Follower {
     /// Waits for message `seq` and answers it.
     fn serve_one(&mut self, seq: u64) -> Result<()>;
+
+    /// One-way patterns: waits for message `seq` and checks it.
+    fn receive(&mut self, seq: u64) -> Result<()> {
+        let _ = seq;
+        Err(ONE_WAY_UNSUPPORTED.into())
+    }
 }
 
 /// How a transport's sides wait for each other.
@@ -77,11 +294,17 @@ pub trait Transport: Send + Sync {
     /// How its sides wait.
     fn waiting(&self) -> Waiting;
 
-    /// Why it cannot carry `size`-byte messages on this machine, if it
-    /// cannot: the row is skipped and the reason shown. Default: it can.
-    fn skip_reason(&self, size: usize) -> Option<String> {
+    /// Why it cannot carry `size`-byte messages in `pattern` on this
+    /// machine, if it cannot: the row is skipped and the reason shown.
+    /// Default: it can, except one way if it is [`Self::ping_pong_only`].
+    fn skip_reason(&self, size: usize, pattern: Pattern) -> Option<String> {
         let _ = size;
-        None
+        (pattern.one_way() && self.ping_pong_only()).then(|| "a floor: ping-pong only".to_owned())
+    }
+
+    /// Whether it only measures round trips (the floors). Default: no.
+    fn ping_pong_only(&self) -> bool {
+        false
     }
 
     /// Builds the leader's side of a row; runs before [`Self::follower`].
@@ -91,16 +314,33 @@ pub trait Transport: Send + Sync {
     fn follower(&self, row: &RowSpec) -> Result<Self::Follower>;
 }
 
+/// Whether [`poll`] gives up the CPU after each empty look.
+static YIELD_WHEN_IDLE: AtomicBool = AtomicBool::new(false);
+
+/// Makes [`poll`] yield the CPU (`sched_yield`) after each empty look, or
+/// stop doing so. Fan-out followers that share one CPU set it: a receiver
+/// that only spins would keep the others (and, on a small machine, the
+/// sender) off the CPU until the scheduler preempts it.
+pub fn set_yield_when_idle(on: bool) {
+    // Relaxed: read by the same process only; no data is published by it.
+    YIELD_WHEN_IDLE.store(on, Ordering::Relaxed);
+}
+
 /// Busy-polls `f` until it yields a value; fails after [`PEER_TIMEOUT`]
 /// without one (the peer died or lost a message). `what` names the wait in
-/// the error.
+/// the error. See [`set_yield_when_idle`].
 #[inline]
 pub fn poll<T>(what: &str, mut f: impl FnMut() -> Result<Option<T>>) -> Result<T> {
     let mut spins: u32 = 0;
     let mut since: Option<Instant> = None;
+    // Relaxed: a setting of this process, not shared data.
+    let yield_when_idle = YIELD_WHEN_IDLE.load(Ordering::Relaxed);
     loop {
         if let Some(v) = f()? {
             return Ok(v);
+        }
+        if yield_when_idle {
+            std::thread::yield_now();
         }
         spins = spins.wrapping_add(1);
         if spins & 0xffff == 0 {
@@ -138,4 +378,53 @@ pub fn check_tagged(bytes: &[u8], size: usize, t: u8, what: &str) -> Result<()> 
         .into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sum_matches_a_plain_sum() {
+        for n in [0usize, 1, 7, 8, 1023, 1024, 1025, 4096 + 13] {
+            let bytes: Vec<u8> = (0..n).map(|i| (i * 7 + 250) as u8).collect();
+            let plain: u64 = bytes.iter().map(|&b| u64::from(b)).sum();
+            assert_eq!(byte_sum(&bytes), plain, "{n}");
+        }
+        assert_eq!(byte_sum(&[255; 1 << 20]), 255 << 20);
+    }
+
+    #[test]
+    fn payload_modes_write_and_check() {
+        for mode in PayloadMode::ALL {
+            let mut buf = vec![0u8; 100];
+            mode.write(&mut buf, 9);
+            mode.check(&buf, 100, 9, "x").unwrap();
+            assert!(mode.check(&buf, 100, 8, "x").is_err());
+            assert!(mode.check(&buf[..99], 100, 9, "x").is_err());
+            assert_eq!(PayloadMode::parse(mode.name()), Ok(mode));
+        }
+        // Full mode sees a message written only in part.
+        let mut buf = vec![0u8; 100];
+        PayloadMode::Touch.write(&mut buf, 9);
+        PayloadMode::Touch.check(&buf, 100, 9, "x").unwrap();
+        let e = PayloadMode::Full.check(&buf, 100, 9, "x").unwrap_err();
+        assert!(e.to_string().contains("checksum"), "{e}");
+        let mut un = vec![MaybeUninit::new(0u8); 10];
+        PayloadMode::Full.write_uninit(&mut un, 3);
+        assert!(un.iter().all(|b| {
+            // SAFETY: every byte was initialised above.
+            unsafe { b.assume_init() } == 3
+        }));
+    }
+
+    #[test]
+    fn patterns_parse() {
+        for p in Pattern::ALL {
+            assert_eq!(Pattern::parse(p.name()), Ok(p));
+        }
+        assert!(Pattern::parse("carrier").is_err());
+        assert!(!Pattern::PingPong.one_way());
+        assert!(Pattern::FanOut.one_way());
+    }
 }

@@ -1,26 +1,52 @@
-//! Every transport does a few round trips correctly between two processes:
-//! the follower is the `hako-pingpong` binary, the leader this test, talking
-//! through the same harness as the benchmark. Sequence tags at both ends of
+//! Every transport does a few round trips correctly between two processes,
+//! and sends a few messages one way (throughput) and to several followers
+//! (fan-out), in both payload modes: the followers are the `hako-pingpong`
+//! binary, the leader this test, talking through the same harness as the
+//! benchmark. With the `peers` feature this covers iceoryx2 and shmipc too. Sequence tags at both ends of
 //! every message make a lost, reordered or truncated message fail the row.
 //! Asserts behaviour only, never speed; a watchdog turns a hang into a
 //! failure.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use hako_bench::cpu;
-use hako_bench::harness::{Session, SessionConfig};
+use hako_bench::harness::{OneWay, Session, SessionConfig};
 use hako_bench::kernel::msgsize_max;
 use hako_bench::rundir::RunDir;
 use hako_bench::select::{Kind, Transports};
+use hako_bench::transport::{Pattern, PayloadMode};
 
-fn watchdog(what: &'static str) {
+/// Aborts the test process if the test that made it is still running after
+/// 120 s (the followers die with it: PDEATHSIG); disarmed on drop, so a
+/// finished test's watchdog never fires during a later one.
+struct Watchdog(Arc<AtomicBool>);
+
+fn watchdog(what: &'static str) -> Watchdog {
+    let done = Arc::new(AtomicBool::new(false));
+    let seen = done.clone();
     std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(120));
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(120) {
+            std::thread::sleep(Duration::from_millis(100));
+            // Relaxed: a flag with no data behind it.
+            if seen.load(Ordering::Relaxed) {
+                return;
+            }
+        }
         eprintln!("watchdog: {what} hung for 120 s");
-        // Kills the test process; the follower dies with it (PDEATHSIG).
         std::process::abort();
     });
+    Watchdog(done)
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        // Relaxed: as above.
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 fn session(dir: &RunDir, leader_cpu: Option<usize>, follower_cpu: Option<usize>) -> Session {
@@ -30,6 +56,7 @@ fn session(dir: &RunDir, leader_cpu: Option<usize>, follower_cpu: Option<usize>)
         follower_cpu,
         program: Some(PathBuf::from(env!("CARGO_BIN_EXE_hako-pingpong"))),
         dump_dir: None,
+        followers: 3,
     })
     .unwrap()
 }
@@ -40,36 +67,92 @@ fn run_dir(tag: &str) -> RunDir {
     RunDir::create(&base, "run").unwrap()
 }
 
-/// Runs `kinds` at each size: 3 untimed and 25 timed round trips each.
+/// Runs `kinds` at each size in both payload modes: 3 untimed and 25 timed
+/// round trips each.
 fn round_trips(session: &mut Session, kinds: &[Kind], sizes: &[usize]) {
     let all = Transports::default();
     for &kind in kinds {
         let t = all.get(kind);
         for &size in sizes {
-            if t.row_skip_reason(size).is_some() {
+            if t.row_skip_reason(size, Pattern::PingPong).is_some() {
                 continue;
             }
-            let r = t
-                .run_row(session, size, 3, 25)
-                .unwrap_or_else(|e| panic!("{} at {size} B: {e}", kind.name()));
-            assert_eq!(r.transport, kind.name());
-            assert_eq!(r.size, size);
-            assert_eq!(r.samples.len(), 25);
-            assert_eq!(r.stats.count, 25);
+            for payload in PayloadMode::ALL {
+                let r = t
+                    .run_row(session, size, payload, 3, 25)
+                    .unwrap_or_else(|e| panic!("{} at {size} B, {payload:?}: {e}", kind.name()));
+                assert_eq!(r.transport, kind.name());
+                assert_eq!(r.size, size);
+                assert_eq!(r.samples.len(), 25);
+                assert_eq!(r.stats.count, 25);
+            }
+        }
+    }
+}
+
+/// Sends 40 messages one way (after 5 untimed) through `kinds` at each
+/// size, to one follower and to three, in both payload modes.
+fn one_way(session: &mut Session, kinds: &[Kind], sizes: &[usize]) {
+    let all = Transports::default();
+    for &kind in kinds {
+        let t = all.get(kind);
+        for &size in sizes {
+            for (pattern, followers) in [(Pattern::Throughput, 1), (Pattern::FanOut, 3)] {
+                if t.row_skip_reason(size, pattern).is_some() {
+                    continue;
+                }
+                for payload in PayloadMode::ALL {
+                    let spec = OneWay {
+                        pattern,
+                        payload,
+                        size,
+                        followers,
+                        warmup: 5,
+                        messages: 40,
+                    };
+                    let r = t.run_one_way(session, spec).unwrap_or_else(|e| {
+                        panic!("{} {pattern:?} at {size} B, {payload:?}: {e}", kind.name())
+                    });
+                    assert_eq!(r.transport, kind.name());
+                    assert!(r.elapsed_ns > 0);
+                    assert!(r.messages_per_s() > 0.0);
+                }
+            }
         }
     }
 }
 
 #[test]
 fn every_transport_round_trips_across_cpus() {
-    watchdog("every_transport_round_trips_across_cpus");
+    let _watchdog = watchdog("every_transport_round_trips_across_cpus");
     let dir = run_dir("cross");
     let base = dir.path().parent().unwrap().to_owned();
     // Two CPUs if there are two; otherwise both on one (still correct).
     let cpus = cpu::allowed_cpus().unwrap();
     let (l, f) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
     let mut s = session(&dir, Some(l), Some(f));
-    round_trips(&mut s, &Kind::ALL, &[1, 64, 4096, 1 << 20]);
+    round_trips(&mut s, Kind::ALL, &[1, 64, 4096, 1 << 20]);
+    s.finish().unwrap();
+    drop(dir);
+    std::fs::remove_dir_all(base).unwrap();
+}
+
+#[test]
+fn every_transport_streams_and_fans_out() {
+    let _watchdog = watchdog("every_transport_streams_and_fans_out");
+    let dir = run_dir("oneway");
+    let base = dir.path().parent().unwrap().to_owned();
+    let cpus = cpu::allowed_cpus().unwrap();
+    let (l, f) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
+    let mut s = session(&dir, Some(l), Some(f));
+    one_way(&mut s, Kind::ALL, &[1, 4096, 1 << 20]);
+    // The floors measure ping-pong only, and say so.
+    let all = Transports::default();
+    let why = all
+        .get(Kind::Floor)
+        .row_skip_reason(64, Pattern::Throughput)
+        .unwrap();
+    assert!(why.contains("ping-pong only"), "{why}");
     s.finish().unwrap();
     drop(dir);
     std::fs::remove_dir_all(base).unwrap();
@@ -77,7 +160,7 @@ fn every_transport_round_trips_across_cpus() {
 
 #[test]
 fn blocking_transports_round_trip_on_one_cpu() {
-    watchdog("blocking_transports_round_trip_on_one_cpu");
+    let _watchdog = watchdog("blocking_transports_round_trip_on_one_cpu");
     let dir = run_dir("same");
     let base = dir.path().parent().unwrap().to_owned();
     let c = cpu::allowed_cpus().unwrap()[0];
@@ -87,10 +170,13 @@ fn blocking_transports_round_trip_on_one_cpu() {
         Kind::HakoSpinPark,
         Kind::Futex,
         Kind::Pipe,
+        Kind::Fifo,
         Kind::Unix,
+        Kind::Tcp,
         Kind::Mq,
     ];
     round_trips(&mut s, &blocking, &[64, 64 * 1024]);
+    one_way(&mut s, &blocking, &[64 * 1024]);
     s.finish().unwrap();
     drop(dir);
     std::fs::remove_dir_all(base).unwrap();
@@ -102,15 +188,17 @@ fn mq_skips_sizes_above_the_kernel_limit() {
     let mq = all.get(Kind::Mq);
     match msgsize_max() {
         Some(max) => {
-            assert!(mq.row_skip_reason(max).is_none());
-            let why = mq.row_skip_reason(max + 1).unwrap();
+            assert!(mq.row_skip_reason(max, Pattern::PingPong).is_none());
+            let why = mq.row_skip_reason(max + 1, Pattern::PingPong).unwrap();
             assert!(why.contains("msgsize_max"), "{why}");
         }
-        None => assert!(mq.row_skip_reason(1 << 20).is_none()),
+        None => assert!(mq.row_skip_reason(1 << 20, Pattern::PingPong).is_none()),
     }
-    for k in Kind::ALL.into_iter().filter(|&k| k != Kind::Mq) {
+    for &k in Kind::ALL.iter().filter(|&&k| k != Kind::Mq) {
         assert!(
-            all.get(k).row_skip_reason(4 << 20).is_none(),
+            all.get(k)
+                .row_skip_reason(4 << 20, Pattern::PingPong)
+                .is_none(),
             "{}",
             k.name()
         );

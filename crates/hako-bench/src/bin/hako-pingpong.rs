@@ -28,7 +28,7 @@ use hako_bench::harness::{self, RunRow, Session, SessionConfig, FOLLOWER_ARG};
 use hako_bench::report::{self, format_size, parse_size, RunReport};
 use hako_bench::rundir::{self, RunDir};
 use hako_bench::select::{Kind, Transports};
-use hako_bench::transport::Waiting;
+use hako_bench::transport::{PayloadMode, Waiting};
 use hako_bench::Result;
 
 /// Where the two processes run.
@@ -314,6 +314,7 @@ fn run_mode(
         follower_cpu: mode.follower_cpu,
         program: None,
         dump_dir: cli.dump.clone(),
+        followers: 1,
     })?;
     let pin = match (mode.leader_cpu, mode.follower_cpu) {
         (Some(l), Some(f)) => format!("leader on CPU {l}, follower on CPU {f}"),
@@ -328,7 +329,9 @@ fn run_mode(
     println!("\n=== {}: {pin} ===", mode.name);
     // The blocking probe is slow: measure it in one go with the probe's count.
     let one_go = if same_cpu { plan.probe * 5 } else { iterations };
-    let floor = probe.run_row(&mut session, 8, one_go / 10, one_go)?.stats;
+    let floor = probe
+        .run_row(&mut session, 8, PayloadMode::Touch, one_go / 10, one_go)?
+        .stats;
     println!(
         "{} ({one_go} round trips in one go): median {:.3} µs, p99 {:.3} µs",
         floor_name(probe.row_name()),
@@ -338,7 +341,14 @@ fn run_mode(
 
     let mut rows = Vec::new();
     for &size in &cli.sizes {
-        let row = blocks::measure_row(&mut session, probe, &transports, size, plan)?;
+        let row = blocks::measure_row(
+            &mut session,
+            probe,
+            &transports,
+            size,
+            PayloadMode::Touch,
+            plan,
+        )?;
         let parts: Vec<String> = row
             .transports
             .iter()

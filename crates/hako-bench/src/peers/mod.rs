@@ -1,0 +1,25 @@
+//! Peer libraries measured against hako (feature `peers`).
+//!
+//! * [`iceoryx2`](mod@iceoryx2) — Eclipse iceoryx2, the closest peer: zero-copy
+//!   publish/subscribe over shared memory, measured exactly as hako is
+//!   (slices of `u8` loaned, written in place, sent; busy-polled
+//!   `receive()`; the same queue depths and flow control).
+//! * [`shmipc`](mod@shmipc) — CloudWeGo shmipc: byte streams whose data goes
+//!   through shared memory and whose wake-ups go through a unix socket or an
+//!   eventfd, driven by tokio.
+//!
+//! Each keeps its files apart per run (see the modules), so that a run that
+//! was killed leaves nothing that the next one does not clean up.
+
+pub mod iceoryx2;
+pub mod shmipc;
+
+/// The pid of the run's leader: this process on the leader's side, its
+/// parent on a follower's.
+pub(crate) fn leader_pid(follower: bool) -> u32 {
+    if follower {
+        rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as u32)
+    } else {
+        std::process::id()
+    }
+}

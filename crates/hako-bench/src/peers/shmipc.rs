@@ -1,0 +1,352 @@
+//! CloudWeGo shmipc: byte streams over shared memory, driven by tokio.
+//!
+//! The leader is the server: it listens on a unix socket in the run's root
+//! (`shmipc_<row>.sock`) and accepts one stream per follower; each follower
+//! is a client (`SessionManager` with one session) that opens a stream and
+//! says hello with one byte, so the server's `accept` returns. Messages are
+//! written in place into the stream's shared-memory send buffer
+//! (`Stream::reserve`, then `flush`), read in place
+//! (`read_exact_bytes`, zero-copy while a message lies in one buffer slice)
+//! and released (`release_previous_read`). The protocol is V4 with
+//! eventfd wake-ups, which shmipc recommends for low latency; shared memory
+//! is a memfd (nothing in `/dev/shm`). Buffer slices are sized for the
+//! row's message (plus room for shmipc's own small messages), with room for
+//! 4 messages in flight: more makes every row far slower to set up (a
+//! 16-message buffer took seconds per 4 MiB row here). When the buffer is
+//! full, shmipc itself carries a message through the socket instead (its
+//! fallback); that is part of what it costs one way.
+//!
+//! Each side runs a tokio runtime with one worker thread for shmipc's
+//! background tasks and blocks on it for each message from its main thread. A sender
+//! whose queue is full (`QueueFull`, `NoMoreBuffer`) yields and tries again:
+//! shmipc's flow control as its own benchmark uses it. In fan-out the leader
+//! writes each message into every follower's stream (streams are
+//! point-to-point).
+
+use std::os::unix::net::SocketAddr;
+
+use shmipc::buffer::BufferReader;
+use shmipc::config::{Config, SizePercentPair};
+use shmipc::session::{SessionManager, SessionManagerConfig};
+use shmipc::stream::Stream;
+use shmipc::transport::{DefaultUnixConnect, DefaultUnixListen};
+use shmipc::{Error as ShmError, Listener};
+use tokio::runtime::Runtime;
+
+use crate::transport::{
+    tag, Follower, Leader, PayloadMode, RowSpec, Transport, Waiting, PEER_TIMEOUT,
+};
+use crate::Result;
+
+/// shmipc streams.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shmipc;
+
+fn err(what: &str, e: impl std::fmt::Display) -> crate::BoxError {
+    format!("shmipc: {what}: {e}").into()
+}
+
+/// A tokio runtime with one worker thread for shmipc's background tasks
+/// (its session reads wake-ups and flushes queues there, also while this
+/// side is busy elsewhere); the messages themselves are written and read on
+/// the calling thread (`block_on`). Shut down without waiting: a plain drop
+/// waits up to a second for shmipc's background work.
+struct Rt(Option<Runtime>);
+
+impl Rt {
+    fn new() -> Result<Self> {
+        Ok(Self(Some(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()?,
+        )))
+    }
+
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        match &self.0 {
+            Some(rt) => rt.block_on(f),
+            // Only `drop` takes the runtime.
+            None => unreachable!("the runtime is gone"),
+        }
+    }
+}
+
+impl Drop for Rt {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+fn socket(row: &RowSpec) -> Result<SocketAddr> {
+    let path = row.root.join(format!("shmipc_{}.sock", row.row_id));
+    Ok(SocketAddr::from_pathname(path)?)
+}
+
+/// Messages in flight the shared memory has room for.
+const IN_FLIGHT: u64 = 4;
+
+/// A configuration whose buffer slices hold a whole `size`-byte message.
+fn config(row: &RowSpec) -> Config {
+    let mut c = Config::default().with_v4_eventfd();
+    let slice = u32::try_from(row.size + 256).unwrap_or(u32::MAX);
+    let cap = (u64::from(slice) * IN_FLIGHT * 100 / 70).clamp(32 << 20, 3 << 30);
+    c.share_memory_buffer_cap = cap as u32;
+    c.buffer_slice_sizes = vec![
+        SizePercentPair {
+            size: slice,
+            percent: 70,
+        },
+        SizePercentPair {
+            size: 16 << 10,
+            percent: 20,
+        },
+        SizePercentPair {
+            size: 64 << 10,
+            percent: 10,
+        },
+    ];
+    // memfd shared memory; these paths name it only.
+    let path = |what: &str| {
+        row.root
+            .join(format!("shmipc_{}_{what}", row.row_id))
+            .to_string_lossy()
+            .into_owned()
+    };
+    c.share_memory_path_prefix = path("shm");
+    c.queue_path = path("queue");
+    c
+}
+
+/// Writes message tag `t` into `stream` in place and flushes it, retrying
+/// while shmipc's queue or buffers are full.
+async fn write_msg(stream: &mut Stream, size: usize, payload: PayloadMode, t: u8) -> Result<()> {
+    let buf = stream.reserve(size).map_err(|e| err("reserve", e))?;
+    payload.write(buf, t);
+    let start = std::time::Instant::now();
+    loop {
+        match stream.flush(false).await {
+            Ok(()) => return Ok(()),
+            Err(ShmError::QueueFull | ShmError::NoMoreBuffer) if start.elapsed() < PEER_TIMEOUT => {
+                tokio::task::yield_now().await;
+            }
+            Err(e) => return Err(err("flush", e)),
+        }
+    }
+}
+
+/// Reads one `size`-byte message tagged `t` from `stream` and checks it.
+async fn read_msg(
+    stream: &mut Stream,
+    size: usize,
+    payload: PayloadMode,
+    t: u8,
+    what: &str,
+) -> Result<()> {
+    let read = tokio::time::timeout(PEER_TIMEOUT, stream.read_exact_bytes(size));
+    let buf = read
+        .await
+        .map_err(|_| format!("gave up after {PEER_TIMEOUT:?} waiting for {what}"))?
+        .map_err(|e| err("read", e))?;
+    let checked = payload.check(&buf, size, t, what);
+    drop(buf);
+    // Hands the slice back to the sender's pool (what shmipc's own
+    // benchmark server does; `release_read_and_reuse` would keep it for an
+    // answer written in place, which one-way rows never write).
+    stream.recv_buf().release_previous_read();
+    checked
+}
+
+/// The leader's side: the server, with one stream per follower.
+pub struct ShmipcLeader {
+    // Field order is drop order: streams before the listener before the runtime.
+    streams: Vec<Stream>,
+    listener: Option<Listener>,
+    rt: Rt,
+    size: usize,
+    payload: PayloadMode,
+    followers: usize,
+}
+
+/// The follower's side: a client with one stream.
+pub struct ShmipcFollower {
+    stream: Stream,
+    _manager: SessionManager<DefaultUnixConnect>,
+    rt: Rt,
+    size: usize,
+    payload: PayloadMode,
+}
+
+impl std::fmt::Debug for ShmipcLeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShmipcLeader")
+            .field("size", &self.size)
+            .field("streams", &self.streams.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for ShmipcFollower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShmipcFollower")
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Transport for Shmipc {
+    type Leader = ShmipcLeader;
+    type Follower = ShmipcFollower;
+
+    fn name(&self) -> &'static str {
+        "shmipc"
+    }
+
+    fn waiting(&self) -> Waiting {
+        Waiting::Blocking
+    }
+
+    fn skip_reason(&self, size: usize, _pattern: crate::transport::Pattern) -> Option<String> {
+        // Buffer slice sizes are u32, and IN_FLIGHT of them must fit its
+        // u32 capacity.
+        (size as u64 * IN_FLIGHT > 3 << 30)
+            .then(|| format!("{size} B is more than shmipc's 32-bit buffer capacity holds"))
+    }
+
+    fn leader(&self, row: &RowSpec) -> Result<ShmipcLeader> {
+        if row.size == 0 {
+            return Err("message size must be at least 1 byte".into());
+        }
+        let rt = Rt::new()?;
+        let listener = rt
+            .block_on(Listener::new(DefaultUnixListen, socket(row)?, config(row)))
+            .map_err(|e| err("listen", e))?;
+        Ok(ShmipcLeader {
+            streams: Vec::new(),
+            listener: Some(listener),
+            rt,
+            size: row.size,
+            payload: row.payload,
+            followers: row.followers.max(1) as usize,
+        })
+    }
+
+    fn follower(&self, row: &RowSpec) -> Result<ShmipcFollower> {
+        let rt = Rt::new()?;
+        let sm_config = SessionManagerConfig::new()
+            .with_config(config(row))
+            .with_session_num(1);
+        let (manager, stream) = rt.block_on(async {
+            let manager = SessionManager::new(sm_config, DefaultUnixConnect, socket(row)?)
+                .await
+                .map_err(|e| err("connect", e))?;
+            let mut stream = manager.get_stream().map_err(|e| err("open a stream", e))?;
+            // The server learns of a stream from its first bytes.
+            write_msg(&mut stream, 1, PayloadMode::Touch, 0).await?;
+            Ok::<_, crate::BoxError>((manager, stream))
+        })?;
+        Ok(ShmipcFollower {
+            stream,
+            _manager: manager,
+            rt,
+            size: row.size,
+            payload: row.payload,
+        })
+    }
+}
+
+impl Leader for ShmipcLeader {
+    fn connect(&mut self) -> Result<()> {
+        let mut listener = self.listener.take().ok_or("connected already")?;
+        let n = self.followers;
+        let streams = self.rt.block_on(async {
+            let mut streams = Vec::with_capacity(n);
+            for _ in 0..n {
+                let accept = tokio::time::timeout(PEER_TIMEOUT, listener.accept());
+                let mut s = accept
+                    .await
+                    .map_err(|_| "shmipc: no follower connected")?
+                    .map_err(|e| err("accept", e))?;
+                read_msg(&mut s, 1, PayloadMode::Touch, 0, "a hello").await?;
+                streams.push(s);
+            }
+            Ok::<_, crate::BoxError>(streams)
+        })?;
+        self.streams = streams;
+        // The listener keeps the sessions alive; keep it with the streams.
+        self.listener = Some(listener);
+        Ok(())
+    }
+
+    #[inline]
+    fn round_trip(&mut self, seq: u64) -> Result<()> {
+        let t = tag(seq);
+        let (size, payload) = (self.size, self.payload);
+        let stream = self.streams.first_mut().ok_or("not connected")?;
+        self.rt.block_on(async {
+            write_msg(stream, size, payload, t).await?;
+            read_msg(stream, size, payload, t.wrapping_add(1), "a pong").await
+        })
+    }
+
+    #[inline]
+    fn send(&mut self, seq: u64) -> Result<()> {
+        let t = tag(seq);
+        let (size, payload) = (self.size, self.payload);
+        let streams = &mut self.streams;
+        self.rt.block_on(async {
+            for s in streams.iter_mut() {
+                write_msg(s, size, payload, t).await?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl Drop for ShmipcLeader {
+    fn drop(&mut self) {
+        // Streams must be closed explicitly (shmipc's documentation); the
+        // sessions end with the runtime. `Listener::close` would wait for
+        // the followers' sessions to go, and they go only when the leader
+        // has moved on.
+        let streams = std::mem::take(&mut self.streams);
+        self.rt.block_on(async {
+            for mut s in streams {
+                let _ = s.close().await;
+            }
+        });
+    }
+}
+
+impl Follower for ShmipcFollower {
+    #[inline]
+    fn serve_one(&mut self, seq: u64) -> Result<()> {
+        let t = tag(seq);
+        let (size, payload) = (self.size, self.payload);
+        let stream = &mut self.stream;
+        self.rt.block_on(async {
+            read_msg(stream, size, payload, t, "a ping").await?;
+            write_msg(stream, size, payload, t.wrapping_add(1)).await
+        })
+    }
+
+    #[inline]
+    fn receive(&mut self, seq: u64) -> Result<()> {
+        let (size, payload) = (self.size, self.payload);
+        let stream = &mut self.stream;
+        self.rt
+            .block_on(read_msg(stream, size, payload, tag(seq), "a ping"))
+    }
+}
+
+impl Drop for ShmipcFollower {
+    fn drop(&mut self) {
+        // As the leader: close the stream; the session ends with the runtime.
+        let stream = &mut self.stream;
+        self.rt.block_on(async {
+            let _ = stream.close().await;
+        });
+    }
+}

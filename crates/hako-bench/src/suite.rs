@@ -1,0 +1,408 @@
+//! The comparison suite behind `hako bench`: every pattern, payload mode,
+//! size and transport asked for, in one session of follower processes.
+//!
+//! Order of a run:
+//!
+//! 1. the memory figure at each size ([`crate::memory`]), in the leader;
+//! 2. **ping-pong**, per payload mode and size: all transports together in
+//!    blocks between floor probes ([`blocks::measure_row`]), so their ratios
+//!    to the floor and to each other come from the same stretches of time;
+//! 3. **throughput** and **fan-out**, per payload mode, size and transport:
+//!    a floor probe, a short calibration, then [`StreamPlan::blocks`] runs of
+//!    as many messages as fit [`StreamPlan::budget`] (within
+//!    [`StreamPlan::min_messages`]..=[`StreamPlan::max_messages`]); the row
+//!    reports the median run.
+//!
+//! Transports that cannot carry a size (POSIX message queues above
+//! `msgsize_max`) or a pattern (the floors are ping-pong only) are listed
+//! as skipped with the reason. With both processes on one CPU the
+//! busy-polling transports are left out and the futex floor is the probe
+//! (see `hako-pingpong`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::blocks::{self, Plan, Row};
+use crate::cpu;
+use crate::harness::{OneWay, OneWayResult, RunRow, Session, SessionConfig, Stats};
+use crate::memory;
+use crate::select::{Kind, Transports};
+use crate::transport::{Pattern, PayloadMode, Waiting};
+use crate::Result;
+
+/// How one-way rows are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamPlan {
+    /// Runs per row (the median is reported).
+    pub blocks: u32,
+    /// Time one run should take; the message count is fitted to it.
+    pub budget: Duration,
+    /// Fewest messages per run at sizes up to 1 MiB (fewer above, so that a
+    /// run moves at most about 1 GiB per receiver).
+    pub min_messages: u64,
+    /// Most messages per run.
+    pub max_messages: u64,
+    /// Longest a run may take: a slow transport does fewer messages than
+    /// [`Self::min_messages`] rather than more time (at least 10).
+    pub cap: Duration,
+}
+
+impl StreamPlan {
+    /// Messages per run for a transport that takes about `per_message_ns`
+    /// per message at `size` bytes.
+    pub fn messages_for(&self, size: usize, per_message_ns: u64) -> u64 {
+        let fit = |d: Duration| {
+            u64::try_from(d.as_nanos() / u128::from(per_message_ns.max(1))).unwrap_or(u64::MAX)
+        };
+        let max = self.max_messages.max(1);
+        let min = (self.min_messages * (1 << 20) / size.max(1) as u64)
+            .clamp(10, self.min_messages.max(10))
+            .min(fit(self.cap).max(10))
+            .min(max);
+        fit(self.budget).clamp(min, max)
+    }
+}
+
+/// Everything a suite run needs.
+#[derive(Debug, Clone)]
+pub struct SuiteConfig {
+    /// The run's domain root.
+    pub root: PathBuf,
+    /// Transports, in the order of the tables.
+    pub transports: Vec<Kind>,
+    /// Message sizes in bytes.
+    pub sizes: Vec<usize>,
+    /// Patterns to run.
+    pub patterns: Vec<Pattern>,
+    /// Payload modes to run.
+    pub payloads: Vec<PayloadMode>,
+    /// Receivers of a fan-out row.
+    pub fanout: u32,
+    /// Ping-pong blocks and probes.
+    pub plan: Plan,
+    /// One-way runs.
+    pub stream: StreamPlan,
+    /// CPU of the leader, if pinned.
+    pub leader_cpu: Option<usize>,
+    /// CPU of the followers, if pinned.
+    pub follower_cpu: Option<usize>,
+    /// The transports' settings.
+    pub all: Transports,
+}
+
+/// One ping-pong row: all transports at one size and payload mode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PingPongRow {
+    /// How much of each message was touched.
+    pub payload: PayloadMode,
+    /// The transports, the probes and the skipped ones.
+    pub row: Row,
+}
+
+/// One one-way row: a transport at one size, payload mode and pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OneWayRow {
+    /// Throughput or fan-out.
+    pub pattern: Pattern,
+    /// How much of each message was touched.
+    pub payload: PayloadMode,
+    /// Message size in bytes.
+    pub size: usize,
+    /// Receivers.
+    pub followers: u32,
+    /// The transport's name.
+    pub transport: &'static str,
+    /// Why the row was not measured, if it was not.
+    pub skipped: Option<String>,
+    /// The floor probe taken just before the row (round trips).
+    pub probe: Option<Stats>,
+    /// Every run, in order.
+    pub runs: Vec<OneWayResult>,
+}
+
+impl OneWayRow {
+    /// The run with the median rate, if any ran.
+    pub fn median_run(&self) -> Option<&OneWayResult> {
+        let mut runs: Vec<&OneWayResult> = self.runs.iter().collect();
+        runs.sort_by(|a, b| a.messages_per_s().total_cmp(&b.messages_per_s()));
+        runs.get(runs.len() / 2).copied()
+    }
+}
+
+/// The memory figure at one size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryFigure {
+    /// Bytes.
+    pub size: usize,
+    /// Nanoseconds to write the payload once and read it once.
+    pub write_read_ns: f64,
+}
+
+/// Everything a suite run measured.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SuiteResult {
+    /// Cost of one clock read in nanoseconds (one per timed round trip).
+    pub clock_ns: f64,
+    /// The floor probes' transport (`floor`, or `futex` on one CPU).
+    pub probe: &'static str,
+    /// Transports left out because they busy-poll and both processes share
+    /// one CPU.
+    pub left_out: Vec<&'static str>,
+    /// The memory figure per size.
+    pub memory: Vec<MemoryFigure>,
+    /// Ping-pong rows.
+    pub ping_pong: Vec<PingPongRow>,
+    /// Throughput and fan-out rows.
+    pub one_way: Vec<OneWayRow>,
+}
+
+/// Whether a floor probe of `median_ns` shows the VM's low or high level.
+/// This VM's cross-CPU floor flips between about 0.1 and 0.4 µs as the host
+/// moves the vCPUs; 0.25 µs lies between.
+pub fn floor_level(median_ns: u64) -> &'static str {
+    if median_ns < 250 {
+        "low"
+    } else {
+        "high"
+    }
+}
+
+/// A step of the run, for a progress bar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// Steps done.
+    pub done: u64,
+    /// Steps in all.
+    pub total: u64,
+    /// What runs now.
+    pub what: String,
+}
+
+impl SuiteConfig {
+    /// Both processes on one CPU.
+    pub fn same_cpu(&self) -> bool {
+        self.leader_cpu.is_some() && self.leader_cpu == self.follower_cpu
+    }
+
+    /// The transports that run, and those left out on one CPU.
+    fn split(&self) -> (Vec<Kind>, Vec<&'static str>) {
+        if !self.same_cpu() {
+            return (self.transports.clone(), Vec::new());
+        }
+        let (busy, rest): (Vec<Kind>, Vec<Kind>) = self
+            .transports
+            .iter()
+            .partition(|&&k| self.all.get(k).row_waiting() == Waiting::BusyPoll);
+        (rest, busy.into_iter().map(Kind::name).collect())
+    }
+
+    /// Steps of the run (ping-pong groups and one-way rows).
+    pub fn steps(&self) -> u64 {
+        let (kinds, _) = self.split();
+        let n = |p: Pattern| u64::from(self.patterns.contains(&p));
+        let groups = (self.sizes.len() * self.payloads.len()) as u64;
+        groups
+            * (n(Pattern::PingPong)
+                + kinds.len() as u64 * (n(Pattern::Throughput) + n(Pattern::FanOut)))
+    }
+}
+
+/// Runs the suite; `progress` hears of every step.
+pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<SuiteResult> {
+    let (kinds, left_out) = cfg.split();
+    if kinds.is_empty() {
+        return Err(
+            "nothing to measure: every transport given busy-polls, and both processes \
+                    are on one CPU"
+                .into(),
+        );
+    }
+    let probe_kind = if cfg.same_cpu() {
+        Kind::Futex
+    } else {
+        Kind::Floor
+    };
+    let probe = cfg.all.get(probe_kind);
+    let followers = if cfg.patterns.contains(&Pattern::FanOut) {
+        cfg.fanout.max(1)
+    } else {
+        1
+    };
+    let mut session = Session::start(&SessionConfig {
+        root: cfg.root.clone(),
+        leader_cpu: cfg.leader_cpu,
+        follower_cpu: cfg.follower_cpu,
+        program: None,
+        dump_dir: None,
+        followers,
+    })?;
+    let mut result = SuiteResult {
+        clock_ns: crate::harness::clock_cost_ns(),
+        probe: probe.row_name(),
+        left_out,
+        ..SuiteResult::default()
+    };
+    let total = cfg.steps();
+    let mut done = 0;
+    let mut step = |what: String, progress: &mut dyn FnMut(Progress)| {
+        progress(Progress { done, total, what });
+        done += 1;
+    };
+
+    if cfg.payloads.contains(&PayloadMode::Full) {
+        for &size in &cfg.sizes {
+            let reps = memory::reps_for(size, 20_000_000);
+            result.memory.push(MemoryFigure {
+                size,
+                write_read_ns: memory::write_read_ns(size, reps)?,
+            });
+        }
+    }
+
+    let rows: Vec<&dyn RunRow> = kinds.iter().map(|&k| cfg.all.get(k)).collect();
+    if cfg.patterns.contains(&Pattern::PingPong) {
+        for &payload in &cfg.payloads {
+            for &size in &cfg.sizes {
+                step(
+                    format!(
+                        "ping-pong {} {}",
+                        payload.name(),
+                        crate::report::format_size(size)
+                    ),
+                    progress,
+                );
+                let row =
+                    blocks::measure_row(&mut session, probe, &rows, size, payload, &cfg.plan)?;
+                result.ping_pong.push(PingPongRow { payload, row });
+            }
+        }
+    }
+    for pattern in [Pattern::Throughput, Pattern::FanOut] {
+        if !cfg.patterns.contains(&pattern) {
+            continue;
+        }
+        let followers = if pattern == Pattern::FanOut {
+            followers
+        } else {
+            1
+        };
+        for &payload in &cfg.payloads {
+            for &size in &cfg.sizes {
+                for &t in &rows {
+                    step(
+                        format!(
+                            "{} {} {} {}",
+                            pattern.name(),
+                            payload.name(),
+                            crate::report::format_size(size),
+                            t.row_name()
+                        ),
+                        progress,
+                    );
+                    let mut row = OneWayRow {
+                        pattern,
+                        payload,
+                        size,
+                        followers,
+                        transport: t.row_name(),
+                        skipped: t.row_skip_reason(size, pattern),
+                        probe: None,
+                        runs: Vec::new(),
+                    };
+                    if row.skipped.is_none() {
+                        measure_one_way(cfg, &mut session, probe, t, &mut row).map_err(|e| {
+                            format!(
+                                "{} through {}, {} mode, {}: {e}",
+                                pattern.name(),
+                                t.row_name(),
+                                payload.name(),
+                                crate::report::format_size(size)
+                            )
+                        })?;
+                    }
+                    result.one_way.push(row);
+                }
+            }
+        }
+    }
+    progress(Progress {
+        done: total,
+        total,
+        what: "done".into(),
+    });
+    session.finish()?;
+    Ok(result)
+}
+
+fn measure_one_way(
+    cfg: &SuiteConfig,
+    session: &mut Session,
+    probe: &dyn RunRow,
+    t: &dyn RunRow,
+    row: &mut OneWayRow,
+) -> Result<()> {
+    let plan = &cfg.plan;
+    row.probe = Some(
+        probe
+            .run_row(
+                session,
+                8,
+                PayloadMode::Touch,
+                plan.probe_warmup,
+                plan.probe,
+            )?
+            .stats,
+    );
+    let mut spec = OneWay {
+        pattern: row.pattern,
+        payload: row.payload,
+        size: row.size,
+        followers: row.followers,
+        warmup: 1,
+        messages: 4,
+    };
+    let calibration = t.run_one_way(session, spec)?;
+    let per_message = calibration.elapsed_ns / spec.messages;
+    spec.messages = cfg.stream.messages_for(row.size, per_message);
+    spec.warmup = (spec.messages / 10).clamp(2, 100);
+    for _ in 0..cfg.stream.blocks.max(1) {
+        row.runs.push(t.run_one_way(session, spec)?);
+    }
+    Ok(())
+}
+
+/// The CPUs to pin to by default: the first two this process may use (the
+/// same one twice on a one-CPU machine).
+pub fn default_cpus() -> Result<(usize, usize)> {
+    let cpus = cpu::allowed_cpus()?;
+    let first = *cpus.first().ok_or("no CPU is allowed")?;
+    Ok((first, *cpus.get(1).unwrap_or(&first)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_counts_fit_the_budget() {
+        let plan = StreamPlan {
+            blocks: 3,
+            budget: Duration::from_millis(100),
+            min_messages: 1000,
+            max_messages: 100_000,
+            cap: Duration::from_secs(1),
+        };
+        // Fast: capped.
+        assert_eq!(plan.messages_for(64, 100), 100_000);
+        // 1 MiB at 1 ms each: 100 fit, but at least 1000.
+        assert_eq!(plan.messages_for(1 << 20, 1_000_000), 1000);
+        // 4 MiB: at least 250 (1 GiB).
+        assert_eq!(plan.messages_for(4 << 20, 10_000_000), 250);
+        // Huge: at least 10.
+        assert_eq!(plan.messages_for(1 << 30, u64::MAX), 10);
+        // 1 MiB at 4 ms each: the cap (1 s) allows 250.
+        assert_eq!(plan.messages_for(1 << 20, 4_000_000), 250);
+        assert_eq!(floor_level(130), "low");
+        assert_eq!(floor_level(420), "high");
+    }
+}

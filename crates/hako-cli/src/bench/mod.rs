@@ -1,0 +1,346 @@
+//! `hako bench`: the IPC comparison suite.
+//!
+//! Runs [`hako_bench::suite`] with the arguments of [`BenchArgs`], shows a
+//! progress bar on stderr while it runs (only on a terminal), then prints
+//! the tables and a summary ([`output`]) and writes the files asked for:
+//! `--json`, `--markdown`, `--plot` ([`plot`]).
+//!
+//! The run's files live in a private domain root, `<shm dir>/hako-bench-<pid>`,
+//! removed at the end, on Ctrl-C (SIGINT) and on SIGTERM; the followers die
+//! with the leader (`PR_SET_PDEATHSIG`). Leftovers of runs that were killed
+//! outright (SIGKILL) are removed by the next run.
+
+pub mod output;
+pub mod plot;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use hako_bench::blocks::Plan;
+use hako_bench::hako_pubsub::HakoPubSub;
+use hako_bench::report::{format_size, parse_size};
+use hako_bench::rundir::{self, RunDir};
+use hako_bench::select::{Kind, Transports};
+use hako_bench::suite::{self, StreamPlan, SuiteConfig};
+use hako_bench::transport::{Pattern, PayloadMode};
+use hako_bench::Result;
+
+/// Largest message size the suite accepts.
+pub const MAX_SIZE: usize = 256 << 20;
+
+/// Prefix of the shared-memory files iceoryx2 keeps in the shm directory.
+const PEER_SHM_PREFIX: &str = "hkb";
+
+/// Where the processes run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Pinning {
+    /// Leader and followers on two different CPUs.
+    Cross,
+    /// Leader and followers on the leader's CPU (busy-polling transports
+    /// are left out).
+    Same,
+    /// Not pinned: the scheduler decides.
+    None,
+}
+
+impl Pinning {
+    /// `cross-cpu`, `same-cpu`, `unpinned`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Pinning::Cross => "cross-cpu",
+            Pinning::Same => "same-cpu",
+            Pinning::None => "unpinned",
+        }
+    }
+}
+
+/// Arguments of `hako bench`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Without --transports, every transport of the build runs and sizes a \
+transport cannot carry are skipped with the reason; a transport named in --transports that \
+cannot carry a size given is an error. See the README for what each column means."
+)]
+pub struct BenchArgs {
+    /// Transports, in table order: hako, hako-spin-park, hako-park,
+    /// hako-spin, iceoryx2, shmipc, floor, futex, pipe, fifo, unix, tcp, mq,
+    /// reference [default: all but hako-park, hako-spin and reference].
+    #[arg(long, value_delimiter = ',', value_parser = Kind::parse)]
+    pub transports: Option<Vec<Kind>>,
+    /// Message sizes (e.g. 64,1K,4KiB,1M).
+    #[arg(long, value_delimiter = ',', value_parser = parse_size,
+          default_value = "64,1K,4K,64K,1M,4M")]
+    pub sizes: Vec<usize>,
+    /// Patterns: pingpong (round-trip latency), throughput (one way),
+    /// fanout (one sender, --fanout receivers).
+    #[arg(long, value_delimiter = ',', value_parser = Pattern::parse,
+          default_value = "pingpong,throughput,fanout")]
+    pub patterns: Vec<Pattern>,
+    /// Payload modes: touch (first and last byte written and checked), full
+    /// (every byte written, every byte read into a checksum).
+    #[arg(long, value_delimiter = ',', value_parser = PayloadMode::parse,
+          default_value = "touch,full")]
+    pub payload: Vec<PayloadMode>,
+    /// Receivers of a fan-out row (follower processes).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub fanout: u32,
+    /// Most timed round trips per ping-pong row and transport, over all
+    /// blocks [default: 20000; --quick: 2000].
+    #[arg(long)]
+    pub iterations: Option<u64>,
+    /// Untimed round trips per ping-pong row and transport, over all blocks
+    /// [default: iterations / 10].
+    #[arg(long)]
+    pub warmup: Option<u64>,
+    /// Blocks per row: ping-pong blocks between floor probes, and one-way
+    /// runs [default: 4; --quick: 2].
+    #[arg(long)]
+    pub blocks: Option<u32>,
+    /// Time per block and transport that the round trips or messages are
+    /// fitted to, in ms [default: 12; --quick: 3].
+    #[arg(long)]
+    pub block_ms: Option<u64>,
+    /// Fewest messages per one-way run at sizes up to 1 MiB (fewer above,
+    /// at most 1 GiB per run) [default: 1000; --quick: 100].
+    #[arg(long)]
+    pub min_messages: Option<u64>,
+    /// A short run (under 20 s here): fewer blocks, shorter blocks.
+    #[arg(long)]
+    pub quick: bool,
+    /// Where the processes run.
+    #[arg(long, value_enum, default_value_t = Pinning::Cross)]
+    pub pinning: Pinning,
+    /// CPU of the leader [default: the first CPU this process may use].
+    #[arg(long)]
+    pub leader_cpu: Option<usize>,
+    /// CPU of the followers [default: the second CPU this process may use].
+    #[arg(long)]
+    pub follower_cpu: Option<usize>,
+    /// tmpfs directory for the run's files (`<dir>/hako-bench-<pid>`).
+    #[arg(long, default_value = "/dev/shm")]
+    pub shm_dir: PathBuf,
+    /// Also write every figure, and the machine, to this JSON file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Also write the tables and the summary to this Markdown file.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+    /// Also draw latency against payload size (log–log, one line per
+    /// transport, a panel per payload mode) into this SVG file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// No progress bar (it is off anyway when stderr is not a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// What the run was, for the reports.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    /// Pinning mode.
+    pub pinning: Pinning,
+    /// The leader's CPU, if pinned.
+    pub leader_cpu: Option<usize>,
+    /// The followers' CPU, if pinned.
+    pub follower_cpu: Option<usize>,
+    /// The suite's settings.
+    pub plan: Plan,
+    /// One-way settings.
+    pub stream: StreamPlan,
+    /// Fan-out receivers.
+    pub fanout: u32,
+    /// Wall time of the run.
+    pub wall: Duration,
+    /// The machine ([`output::machine`]).
+    pub machine: serde_json::Value,
+}
+
+/// Checks the arguments and builds the suite's configuration.
+fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
+    let all = Transports::new(HakoPubSub::default());
+    let explicit = args.transports.is_some();
+    let transports = args
+        .transports
+        .clone()
+        .unwrap_or_else(|| Kind::SUITE.to_vec());
+    let mut kinds: Vec<Kind> = Vec::new();
+    for k in transports {
+        if !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
+    let dedup = |mut v: Vec<usize>| {
+        v.dedup();
+        v
+    };
+    let sizes = dedup(args.sizes.clone());
+    if let Some(&big) = sizes.iter().find(|&&s| s > MAX_SIZE) {
+        return Err(format!(
+            "size {} is above the largest the suite supports ({})",
+            format_size(big),
+            format_size(MAX_SIZE)
+        )
+        .into());
+    }
+    let patterns = args.patterns.clone();
+    if explicit {
+        // A transport the user named must carry every size given (the
+        // floors' "ping-pong only" is no error: one-way rows just skip them).
+        for &k in &kinds {
+            for &size in &sizes {
+                if let Some(why) = all.get(k).row_skip_reason(size, Pattern::PingPong) {
+                    return Err(format!(
+                        "transport {} cannot carry {} messages: {why}",
+                        k.name(),
+                        format_size(size)
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+    let quick = args.quick;
+    let iterations = args
+        .iterations
+        .unwrap_or(if quick { 2_000 } else { 20_000 });
+    let blocks = args.blocks.unwrap_or(if quick { 2 } else { 4 }).max(1);
+    let warmup = args.warmup.unwrap_or(iterations / 10);
+    let budget = Duration::from_millis(args.block_ms.unwrap_or(if quick { 3 } else { 12 }));
+    let probe = if quick { 300 } else { 1_000 };
+    let plan = Plan {
+        blocks,
+        iterations: (iterations / u64::from(blocks)).max(1),
+        min_iterations: 10,
+        warmup: warmup / u64::from(blocks),
+        budget,
+        probe,
+        probe_warmup: probe / 5,
+    };
+    let stream = StreamPlan {
+        blocks,
+        budget: budget * 4,
+        min_messages: args.min_messages.unwrap_or(if quick { 100 } else { 1_000 }),
+        max_messages: if quick { 20_000 } else { 100_000 },
+        cap: Duration::from_millis(if quick { 40 } else { 150 }),
+    };
+    let (first, second) = suite::default_cpus()?;
+    let (leader_cpu, follower_cpu) = match args.pinning {
+        Pinning::Cross => {
+            let l = args.leader_cpu.unwrap_or(first);
+            let f = args
+                .follower_cpu
+                .unwrap_or(if l == second { first } else { second });
+            (Some(l), Some(f))
+        }
+        Pinning::Same => {
+            let l = args.leader_cpu.unwrap_or(first);
+            (Some(l), Some(l))
+        }
+        Pinning::None => (None, None),
+    };
+    Ok((
+        SuiteConfig {
+            root: root.to_owned(),
+            transports: kinds,
+            sizes,
+            patterns,
+            payloads: args.payload.clone(),
+            fanout: args.fanout,
+            plan,
+            stream,
+            leader_cpu,
+            follower_cpu,
+            all,
+        },
+        args.pinning,
+    ))
+}
+
+/// Removes the run's files and exits on SIGINT or SIGTERM (the followers die
+/// with this process).
+fn clean_on_signal(root: PathBuf, shm_dir: PathBuf) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            let _ = std::fs::remove_dir_all(&root);
+            rundir::remove_own_shm(&shm_dir, PEER_SHM_PREFIX);
+            eprintln!("\nhako bench: interrupted; removed {}", root.display());
+            std::process::exit(128 + sig);
+        }
+    });
+    Ok(())
+}
+
+/// Runs `hako bench`.
+pub fn run(args: BenchArgs) -> Result<()> {
+    for dir in rundir::clean_stale(&args.shm_dir, rundir::DEFAULT_PREFIX)
+        .map_err(|e| format!("cannot look into {}: {e}", args.shm_dir.display()))?
+    {
+        eprintln!("removed the leftovers of a dead run: {}", dir.display());
+    }
+    let _ = rundir::clean_stale_shm(&args.shm_dir, PEER_SHM_PREFIX);
+    let run_dir = RunDir::create(&args.shm_dir, rundir::DEFAULT_PREFIX).map_err(|e| {
+        format!(
+            "cannot create the run directory in {}: {e}",
+            args.shm_dir.display()
+        )
+    })?;
+    let (cfg, pinning) = configure(&args, run_dir.path())?;
+    // Before any pinning narrows what this process sees.
+    let machine = output::machine();
+    clean_on_signal(run_dir.path().to_owned(), args.shm_dir.clone())?;
+
+    let bar = if args.no_progress {
+        ProgressBar::hidden()
+    } else {
+        // Draws only when stderr is a terminal.
+        ProgressBar::with_draw_target(Some(cfg.steps()), ProgressDrawTarget::stderr())
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
+            .map_err(|e| e.to_string())?
+            .progress_chars("=> "),
+    );
+    let start = Instant::now();
+    let result = suite::run(&cfg, &mut |p| {
+        bar.set_length(p.total);
+        bar.set_position(p.done);
+        bar.set_message(p.what);
+    });
+    bar.finish_and_clear();
+    let result = result?;
+    let info = RunInfo {
+        pinning,
+        leader_cpu: cfg.leader_cpu,
+        follower_cpu: cfg.follower_cpu,
+        plan: cfg.plan,
+        stream: cfg.stream,
+        fanout: cfg.fanout,
+        wall: start.elapsed(),
+        machine,
+    };
+    drop(run_dir);
+    rundir::remove_own_shm(&args.shm_dir, PEER_SHM_PREFIX);
+
+    print!("{}", output::text(&result, &info));
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&output::json(&result, &info))?;
+        std::fs::write(path, json + "\n")
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, output::markdown(&result, &info))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(path) = &args.plot {
+        plot::latency_svg(&result, path)?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! `--plot FILE.svg`: ping-pong latency against payload size, log–log.
+//!
+//! One panel per payload mode that ran (touch, full), one line per
+//! transport: the median round trip at each size. Drawn with plotters'
+//! SVG backend only, so no font or image library of the system is needed:
+//! text is written as SVG `<text>` elements, which any viewer renders with
+//! its own fonts (plotters only estimates their extent for the layout).
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use hako_bench::report::format_size;
+use hako_bench::suite::SuiteResult;
+use hako_bench::transport::PayloadMode;
+use hako_bench::Result;
+
+/// The median round trip (µs) of each transport at each size, per mode.
+type Lines = Vec<(&'static str, Vec<(f64, f64)>)>;
+
+fn lines(result: &SuiteResult, payload: PayloadMode) -> Lines {
+    let mut out: Lines = Vec::new();
+    for r in result.ping_pong.iter().filter(|r| r.payload == payload) {
+        for m in &r.row.transports {
+            let point = (
+                r.row.size as f64,
+                (m.stats.median as f64 / 1000.0).max(1e-3),
+            );
+            match out.iter_mut().find(|(n, _)| *n == m.name) {
+                Some((_, pts)) => pts.push(point),
+                None => out.push((m.name, vec![point])),
+            }
+        }
+    }
+    out
+}
+
+fn plot_err(e: impl std::fmt::Display) -> hako_bench::BoxError {
+    format!("cannot draw the plot: {e}").into()
+}
+
+/// Draws the plot into `path` (an SVG file).
+pub fn latency_svg(result: &SuiteResult, path: &Path) -> Result<()> {
+    let modes: Vec<PayloadMode> = PayloadMode::ALL
+        .into_iter()
+        .filter(|&p| result.ping_pong.iter().any(|r| r.payload == p))
+        .collect();
+    if modes.is_empty() {
+        return Err("--plot needs the pingpong pattern".into());
+    }
+    let width = 720 * modes.len() as u32;
+    let root = SVGBackend::new(path, (width, 540)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let panels = root.split_evenly((1, modes.len()));
+    for (panel, &mode) in panels.iter().zip(&modes) {
+        let data = lines(result, mode);
+        let (mut xmin, mut xmax, mut ymin, mut ymax) = (f64::MAX, 0.0f64, f64::MAX, 0.0f64);
+        for (_, pts) in &data {
+            for &(x, y) in pts {
+                xmin = xmin.min(x);
+                xmax = xmax.max(x);
+                ymin = ymin.min(y);
+                ymax = ymax.max(y);
+            }
+        }
+        let (xmin, xmax) = (xmin / 1.5, (xmax * 1.5).max(xmin * 2.0));
+        let (ymin, ymax) = (ymin / 1.5, (ymax * 1.5).max(ymin * 2.0));
+        let mut chart = ChartBuilder::on(panel)
+            .caption(
+                format!("round trip vs payload size ({} mode)", mode.name()),
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d((xmin..xmax).log_scale(), (ymin..ymax).log_scale())
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("payload size")
+            .y_desc("median round trip (µs)")
+            .x_label_formatter(&|x| format_size(x.round() as usize))
+            .y_label_formatter(&|y| format!("{y}"))
+            .draw()
+            .map_err(plot_err)?;
+        for (i, (name, pts)) in data.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+                .map_err(plot_err)?
+                .label(*name)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 4), (x + 14, y + 4)], color.filled())
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_err)?;
+    }
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
