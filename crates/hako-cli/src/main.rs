@@ -1,6 +1,7 @@
 //! # `hako` — the command-line tool of hako
 //!
-//! One binary with subcommands. Today it has one:
+//! One binary with subcommands, each in its own module with its own `clap`
+//! arguments and `--help`:
 //!
 //! * `hako bench` — the IPC comparison suite ([`bench`]): hako against the
 //!   floors (a cache line, a futex), the kernel's pipes, FIFOs, unix and TCP
@@ -8,10 +9,15 @@
 //!   the peer libraries iceoryx2 and shmipc, in ping-pong, throughput and
 //!   fan-out between separate processes, as a table, JSON, Markdown and an
 //!   SVG plot.
+//! * `hako list`, `hako nodes`, `hako inspect SERVICE`, `hako clean`,
+//!   `hako monitor` — what a domain holds, seen from outside ([`domain`]).
+//! * `hako pub`, `hako sub`, `hako notify`, `hako listen` — talking to a
+//!   service from a terminal ([`talk`]).
 //!
-//! Subcommands to list, inspect and clean services, and to publish and
-//! subscribe from a terminal, will join it; each lives in its own module
-//! and has its own `clap` arguments.
+//! The domain is the one of `HAKO_CONFIG` / `HAKO_ROOT` (as for every hako
+//! program), or `--root`. `--json` prints machine-readable output. Exit codes
+//! ([`exit`]): 0 success, 1 failure, 2 bad usage, 3 no such service, 4 timed
+//! out.
 //!
 //! The benchmark's follower processes are this same binary, started with a
 //! hidden first argument ([`hako_bench::harness::FOLLOWER_ARG`]) that
@@ -29,6 +35,86 @@ use hako_bench::harness::{self, FOLLOWER_ARG};
 use hako_bench::select::Transports;
 
 pub mod bench;
+pub mod domain;
+pub mod talk;
+
+/// Exit codes scripts can rely on.
+pub mod exit {
+    /// It worked.
+    pub const OK: u8 = 0;
+    /// It failed (the message says why).
+    pub const FAILURE: u8 = 1;
+    /// Bad arguments (clap uses it too).
+    pub const USAGE: u8 = 2;
+    /// The service does not exist.
+    pub const NOT_FOUND: u8 = 3;
+    /// Nothing came (or not enough peers) within `--timeout`.
+    pub const TIMED_OUT: u8 = 4;
+}
+
+/// Which domain, and how to print: shared by the subcommands that use one.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DomainArgs {
+    /// Domain root directory (default: HAKO_CONFIG's, else HAKO_ROOT, else
+    /// /dev/shm/hako).
+    #[arg(long, value_name = "DIR")]
+    root: Option<std::path::PathBuf>,
+    /// Machine-readable output (JSON).
+    #[arg(long)]
+    json: bool,
+}
+
+impl DomainArgs {
+    /// The config: the environment's, with `--root` applied.
+    pub fn config(&self) -> Result<hako::Config, CliError> {
+        let cfg = hako::Config::from_env().map_err(|e| CliError::failure(e.to_string()))?;
+        Ok(match &self.root {
+            Some(r) => cfg.with_root(r),
+            None => cfg,
+        })
+    }
+}
+
+/// A subcommand's failure: the exit code and what to tell the user.
+#[derive(Debug)]
+pub struct CliError {
+    /// One of [`exit`].
+    pub code: u8,
+    /// The message (printed after `hako: error: `).
+    pub message: String,
+}
+
+impl CliError {
+    /// A failure ([`exit::FAILURE`]).
+    pub fn failure(message: impl Into<String>) -> Self {
+        Self {
+            code: exit::FAILURE,
+            message: message.into(),
+        }
+    }
+
+    /// Bad arguments ([`exit::USAGE`]).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: exit::USAGE,
+            message: message.into(),
+        }
+    }
+
+    /// An I/O failure on the domain root.
+    pub fn io(root: &std::path::Path, e: std::io::Error) -> Self {
+        Self::failure(format!("cannot read domain root {}: {e}", root.display()))
+    }
+}
+
+/// Raised by SIGINT or SIGTERM, for subcommands that run until stopped.
+pub fn termination_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, flag.clone());
+    }
+    flag
+}
 
 /// hako: zero-copy shared-memory IPC for Linux.
 #[derive(Debug, Parser)]
@@ -44,6 +130,25 @@ enum Command {
     /// Measure hako against the kernel's IPC and peer libraries: latency,
     /// throughput and fan-out across processes, from 64 B to 4 MiB.
     Bench(Box<bench::BenchArgs>),
+    /// List the services of a domain: pattern, payload type, port counts.
+    List(domain::ListArgs),
+    /// List the nodes of a domain: id, pid, name, alive or dead.
+    Nodes(domain::NodesArgs),
+    /// Show a service: QoS, nodes, ports and their counters.
+    Inspect(domain::InspectArgs),
+    /// Remove what dead processes left behind (their ports, files and
+    /// nodes; samples they held go back to their publishers).
+    Clean(domain::CleanArgs),
+    /// Print per-service message rates, live.
+    Monitor(domain::MonitorArgs),
+    /// Publish messages (bytes / UTF-8) on a `[u8]` service.
+    Pub(talk::PubArgs),
+    /// Print the messages of a `[u8]` service.
+    Sub(talk::SubArgs),
+    /// Send an event.
+    Notify(talk::NotifyArgs),
+    /// Print the events of an event service.
+    Listen(talk::ListenArgs),
 }
 
 /// Runs a follower (when started as one) or the subcommand asked for.
@@ -61,13 +166,22 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Bench(args) => bench::run(*args),
+        Command::Bench(args) => bench::run(*args).map_err(|e| CliError::failure(e.to_string())),
+        Command::List(a) => domain::list(a),
+        Command::Nodes(a) => domain::nodes(a),
+        Command::Inspect(a) => domain::inspect(a),
+        Command::Clean(a) => domain::clean(a),
+        Command::Monitor(a) => domain::monitor(a),
+        Command::Pub(a) => talk::publish(a),
+        Command::Sub(a) => talk::subscribe(a),
+        Command::Notify(a) => talk::notify(a),
+        Command::Listen(a) => talk::listen(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("hako: error: {e}");
-            ExitCode::FAILURE
+            eprintln!("hako: error: {}", e.message);
+            ExitCode::from(e.code)
         }
     }
 }

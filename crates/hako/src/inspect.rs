@@ -12,9 +12,7 @@ use std::sync::atomic::Ordering;
 
 use crate::cleanup::read_node_info;
 use crate::config::Config;
-use crate::core::layout::{
-    PubCounters, COUNTERS_OFFSET, DROPPED_OFFSET, PORT_RETIRED, RECEIVED_OFFSET,
-};
+use crate::core::layout::{PubCounters, COUNTERS_OFFSET, DROPPED_OFFSET, PORT_RETIRED};
 use crate::node::node_is_alive;
 use crate::os::shm::Mapping;
 use crate::segment::{open_segment_with, OpenSegment};
@@ -23,7 +21,7 @@ use crate::service::{
 };
 
 /// A node of the domain.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NodeInfo {
     /// Its id.
     pub id: u64,
@@ -36,7 +34,8 @@ pub struct NodeInfo {
 }
 
 /// Counters of a port, from shared memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum PortCounters {
     /// A publisher.
@@ -54,11 +53,11 @@ pub enum PortCounters {
         /// Chunks in its pool.
         pool_size: u64,
     },
-    /// A subscriber, summed over its connections to the live publishers.
+    /// A subscriber.
     Subscriber {
-        /// Samples received.
+        /// Samples received, from every publisher.
         received: u64,
-        /// Samples lost to overflow before it took them.
+        /// Samples its present publishers dropped for it (overflow).
         dropped: u64,
     },
     /// None kept (event ports), or none readable.
@@ -66,7 +65,7 @@ pub enum PortCounters {
 }
 
 /// A port registered with a service.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PortInfo {
     /// The port id.
     pub id: u64,
@@ -81,7 +80,7 @@ pub struct PortInfo {
 }
 
 /// A service and what is registered with it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ServiceInfo {
     /// Its name.
     pub name: String,
@@ -225,15 +224,16 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
             }
         }
         for (j, s) in &mut subscribers {
-            let (mut received, mut dropped) = (0u64, 0u64);
+            let (extra, off) = seg.extra(*j);
+            // Relaxed (all): counters for display.
+            let received = extra.atomic(off).load(Ordering::Relaxed);
+            let mut dropped = 0u64;
             for (map, geo) in &segments {
                 let base = geo.conns_offset + *j as u64 * geo.conn_stride;
                 if base + geo.conn_stride > map.len() as u64 {
                     continue;
                 }
-                // Relaxed (all): counters for display.
                 if map.atomic(base).load(Ordering::Relaxed) == s.id {
-                    received += map.atomic(base + RECEIVED_OFFSET).load(Ordering::Relaxed);
                     dropped += map.atomic(base + DROPPED_OFFSET).load(Ordering::Relaxed);
                 }
             }

@@ -135,7 +135,7 @@ impl Pattern {
                 nodes: qos.max_nodes,
                 first: qos.max_publishers.saturating_mul(2),
                 second: qos.max_subscribers,
-                extra_per_second: 0,
+                extra_per_second: crate::core::layout::SUB_COUNTERS_SIZE,
             },
             Pattern::Event { qos } => Tables {
                 nodes: qos.max_nodes,

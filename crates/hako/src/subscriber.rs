@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE, RECEIVED_OFFSET};
+use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
 use crate::core::ring::{Corrupted, DropCount, Pop, Returns, Submission};
 use crate::node::{new_id, node_is_alive};
 use crate::os::fifo;
@@ -117,12 +117,19 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             }
         };
         let max_borrowed = svc.pubsub().1.subscriber_max_borrowed_samples as usize;
+        let (extra, off) = svc.extra(index);
+        // SAFETY: the service's mapping outlives the Registration, which
+        // holds the service.
+        let received_total = unsafe { extra.atomic_detached(off) };
+        // Relaxed: a counter for inspectors; ours starts from zero.
+        received_total.store(0, Ordering::Relaxed);
         let reg = Arc::new(Registration {
             service: svc,
             port_id,
             index,
             fifo,
             fifo_path,
+            received_total,
         });
         let sub = Subscriber {
             reg,
@@ -151,6 +158,9 @@ struct Registration {
     /// Read end of the wake-up FIFO a waitset polls.
     fifo: OwnedFd,
     fifo_path: PathBuf,
+    /// Samples received in all, for inspectors: in the service's extra area
+    /// for this subscriber (kept mapped by `service`).
+    received_total: &'static AtomicU64,
 }
 
 impl Drop for Registration {
@@ -187,8 +197,6 @@ struct SubConn {
     sub: Submission<'static>,
     returns: Returns<'static>,
     connected: &'static AtomicU64,
-    /// `received`, published for inspectors (on the line of `head`).
-    received_word: &'static AtomicU64,
     pool_base: usize,
 }
 
@@ -236,17 +244,14 @@ impl SubConn {
         // SAFETY: the four views below point into `rw`, which moves
         // into the returned struct with them and stays mapped until it is
         // dropped; they are only used through it (see the field comment).
-        let (slots, head, returns, connected, received_word) = unsafe {
+        let (slots, head, returns, connected) = unsafe {
             (
                 rw.atomics_detached(base + geo.sub_offset, 1 << geo.sub_log2),
                 rw.atomic_detached(base + LINE),
                 rw.atomics_detached(base + geo.returns_offset, u64::from(h.chunk_count)),
                 rw.atomic_detached(base),
-                rw.atomic_detached(base + RECEIVED_OFFSET),
             )
         };
-        // Relaxed: a counter for inspectors; ours starts from zero.
-        received_word.store(0, Ordering::Relaxed);
         Ok(Some(Self {
             reg: reg.clone(),
             publisher: pid,
@@ -266,7 +271,6 @@ impl SubConn {
             received: AtomicU64::new(0),
             returns: Returns::new(returns),
             connected,
-            received_word,
         }))
     }
 
@@ -556,11 +560,12 @@ impl<T: Payload + ?Sized> Subscriber<T> {
             conn.returns.release(idx, stamp);
             return Err(bad("payload length out of range"));
         }
-        // Relaxed (all three): only this thread writes `received`; the word
-        // is a counter for inspectors.
-        let received = conn.received.load(Ordering::Relaxed) + 1;
-        conn.received.store(received, Ordering::Relaxed);
-        conn.received_word.store(received, Ordering::Relaxed);
+        // Relaxed (all): only this thread writes `received` and the total
+        // (a counter for inspectors, on a line of this subscriber's own).
+        conn.received
+            .store(conn.received.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        let total = self.reg.received_total;
+        total.store(total.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         Ok(Some(Sample {
             conn: conn.0,
             idx,

@@ -20,7 +20,6 @@
 //!  +8                attached: AtomicU64   (subscriber port id that mapped the segment)
 //!  +16               dropped: AtomicU64    (samples this subscriber lost to overflow)
 //!  +LINE             head: AtomicU64       (submission consumer position)
-//!  +LINE + 8         received: AtomicU64   (samples the subscriber took)
 //!  +2·LINE           submission slots      (1 << sub_log2 × u64)
 //!  +2·LINE + sub     return words          (chunk_count × u64, one per chunk)
 //!
@@ -35,7 +34,8 @@
 //!  +-----------+------------------+-----------------+-----------------+-------------------+
 //!  | DynHeader | NodeSlot × nodes | PortSlot × pubs | PortSlot × subs | extra × subs      |
 //!  +-----------+------------------+-----------------+-----------------+-------------------+
-//!  (events: pubs = notifiers, subs = listeners, extra = a listener's event counters)
+//!  (events: pubs = notifiers, subs = listeners, extra = a listener's event counters;
+//!   publish/subscribe: extra = a subscriber's own counters, one line each)
 //! ```
 //! Tables are changed only under the domain lock; readers use atomics. A port
 //! slot is in use while `port_id != 0`; `generation` counts table changes.
@@ -60,9 +60,10 @@ pub const MAX_ALIGN: u64 = PAGE;
 pub const ATTACHED_OFFSET: u64 = 8;
 /// Offset of the `dropped` counter in a connection block (publisher writes).
 pub const DROPPED_OFFSET: u64 = 16;
-/// Offset of the `received` counter in a connection block (subscriber
-/// writes; on the line of `head`, which it writes anyway).
-pub const RECEIVED_OFFSET: u64 = LINE + 8;
+/// Bytes of a subscriber's own counters in the extra area of a
+/// publish/subscribe service's dynamic segment: a line that only that
+/// subscriber writes (`received` at +0).
+pub const SUB_COUNTERS_SIZE: u64 = LINE;
 /// Offset of the [`PubCounters`] in a publisher segment.
 pub const COUNTERS_OFFSET: u64 = LINE;
 /// Size of the chunk header (the element count).

@@ -1,0 +1,376 @@
+//! `hako list`, `hako nodes`, `hako inspect`, `hako clean` and
+//! `hako monitor`: what a domain holds, from the outside.
+//!
+//! They read the domain's files through [`hako::inspect`] and never join it
+//! (no node is created), so they work on a domain whose processes are all
+//! gone, too. `clean` reclaims what dead processes left behind
+//! ([`hako::reclaim_dead_nodes`]).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use hako::inspect::{self, PortCounters, PortInfo, ServiceInfo};
+use hako::{Pattern, ServiceName};
+use serde_json::json;
+
+use crate::{exit, CliError, DomainArgs};
+
+/// `hako list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    domain: DomainArgs,
+}
+
+/// `hako nodes`.
+#[derive(Debug, Args)]
+pub struct NodesArgs {
+    #[command(flatten)]
+    domain: DomainArgs,
+}
+
+/// `hako inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The service, e.g. `My/Funk/ServiceName`.
+    service: String,
+    #[command(flatten)]
+    domain: DomainArgs,
+}
+
+/// `hako clean`.
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Only say what would be removed.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    domain: DomainArgs,
+}
+
+/// `hako monitor`.
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// Milliseconds between two reports.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
+    interval: u64,
+    /// Stop after this many reports (default: until Ctrl-C).
+    #[arg(long)]
+    count: Option<u64>,
+    #[command(flatten)]
+    domain: DomainArgs,
+}
+
+fn pattern_name(info: &ServiceInfo) -> &'static str {
+    info.description.pattern.name()
+}
+
+fn payload_name(info: &ServiceInfo) -> String {
+    match &info.description.pattern {
+        Pattern::PublishSubscribe { payload, .. } => payload.type_name.clone(),
+        _ => "-".into(),
+    }
+}
+
+/// (first table's name, second table's name) for the pattern.
+fn port_names(info: &ServiceInfo) -> (&'static str, &'static str) {
+    match info.description.pattern {
+        Pattern::PublishSubscribe { .. } => ("publishers", "subscribers"),
+        _ => ("notifiers", "listeners"),
+    }
+}
+
+/// Runs `hako list`.
+pub fn list(a: ListArgs) -> Result<(), CliError> {
+    let cfg = a.domain.config()?;
+    let all = inspect::services(&cfg).map_err(|e| CliError::io(&cfg.root, e))?;
+    if a.domain.json {
+        let rows: Vec<_> = all
+            .iter()
+            .map(|r| match r {
+                Ok(s) => json!({
+                    "name": s.name,
+                    "pattern": pattern_name(s),
+                    "payload": payload_name(s),
+                    port_names(s).0: s.publishers.len(),
+                    port_names(s).1: s.subscribers.len(),
+                    "nodes": s.nodes.len(),
+                }),
+                Err(e) => json!({ "error": e.to_string() }),
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows).expect("JSON"));
+        return Ok(());
+    }
+    if all.is_empty() {
+        println!("no services in {}", cfg.root.display());
+        return Ok(());
+    }
+    println!(
+        "{:<32} {:<18} {:<16} {:>5} {:>5} {:>5}",
+        "SERVICE", "PATTERN", "PAYLOAD", "PUBS", "SUBS", "NODES"
+    );
+    for r in &all {
+        match r {
+            Ok(s) => println!(
+                "{:<32} {:<18} {:<16} {:>5} {:>5} {:>5}",
+                s.name,
+                pattern_name(s),
+                payload_name(s),
+                s.publishers.len(),
+                s.subscribers.len(),
+                s.nodes.len()
+            ),
+            Err(e) => println!("(unreadable) {e}"),
+        }
+    }
+    println!("(events: PUBS = notifiers, SUBS = listeners)");
+    Ok(())
+}
+
+/// Runs `hako nodes`.
+pub fn nodes(a: NodesArgs) -> Result<(), CliError> {
+    let cfg = a.domain.config()?;
+    let nodes = inspect::nodes(&cfg).map_err(|e| CliError::io(&cfg.root, e))?;
+    if a.domain.json {
+        println!("{}", serde_json::to_string_pretty(&nodes).expect("JSON"));
+        return Ok(());
+    }
+    if nodes.is_empty() {
+        println!("no nodes in {}", cfg.root.display());
+        return Ok(());
+    }
+    println!("{:<18} {:>8} {:<6} NAME", "NODE", "PID", "STATE");
+    for n in &nodes {
+        println!(
+            "{:016x}   {:>8} {:<6} {}",
+            n.id,
+            n.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+            if n.alive { "alive" } else { "dead" },
+            n.name
+        );
+    }
+    if nodes.iter().any(|n| !n.alive) {
+        println!("dead nodes are reclaimed by `hako clean` (or by the next process that joins)");
+    }
+    Ok(())
+}
+
+fn port_line(p: &PortInfo) -> String {
+    let state = if p.retired {
+        "left, samples queued"
+    } else if p.node_alive {
+        "alive"
+    } else {
+        "DEAD"
+    };
+    let counters = match p.counters {
+        PortCounters::Publisher {
+            sent,
+            deliveries,
+            dropped,
+            loans,
+            chunks_in_use,
+            pool_size,
+        } => format!(
+            "sent {sent}, delivered {deliveries}, dropped {dropped}, loans {loans}, \
+             chunks in use {chunks_in_use}/{pool_size}"
+        ),
+        PortCounters::Subscriber { received, dropped } => {
+            format!("received {received}, lost to overflow {dropped}")
+        }
+        _ => String::new(),
+    };
+    format!("{:016x}  node {:016x} ({state})  {counters}", p.id, p.node)
+}
+
+/// Runs `hako inspect`.
+pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
+    let cfg = a.domain.config()?;
+    let name = ServiceName::new(&a.service).map_err(|e| CliError::usage(e.to_string()))?;
+    let info = match inspect::service(&cfg, &name) {
+        Ok(i) => i,
+        Err(hako::ServiceError::DoesNotExist(_)) => {
+            return Err(CliError {
+                code: exit::NOT_FOUND,
+                message: format!(
+                    "no service {:?} in {} (`hako list` shows what is there)",
+                    a.service,
+                    cfg.root.display()
+                ),
+            })
+        }
+        Err(e) => return Err(CliError::failure(e.to_string())),
+    };
+    if a.domain.json {
+        println!("{}", serde_json::to_string_pretty(&info).expect("JSON"));
+        return Ok(());
+    }
+    let (first, second) = port_names(&info);
+    println!("service   {}", info.name);
+    println!("pattern   {}", pattern_name(&info));
+    match &info.description.pattern {
+        Pattern::PublishSubscribe { payload, qos } => {
+            println!(
+                "payload   {} ({} bytes, align {})",
+                payload_name(&info),
+                payload.size,
+                payload.align
+            );
+            println!(
+                "qos       buffer {}, borrowed {}, history {}, overflow {:?}, \
+                 max publishers {}, max subscribers {}, max nodes {}",
+                qos.subscriber_max_buffer_size,
+                qos.subscriber_max_borrowed_samples,
+                qos.history_size,
+                qos.overflow,
+                qos.max_publishers,
+                qos.max_subscribers,
+                qos.max_nodes
+            );
+        }
+        Pattern::Event { qos } => println!(
+            "qos       max notifiers {}, max listeners {}, max nodes {}, event ids 0..={}",
+            qos.max_notifiers, qos.max_listeners, qos.max_nodes, qos.event_id_max
+        ),
+        _ => {}
+    }
+    println!("directory {}", info.dir.display());
+    println!("nodes     {}", info.nodes.len());
+    for (title, ports) in [(first, &info.publishers), (second, &info.subscribers)] {
+        println!("{title} ({})", ports.len());
+        for p in ports {
+            println!("  {}", port_line(p));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `hako clean`.
+pub fn clean(a: CleanArgs) -> Result<(), CliError> {
+    let cfg = a.domain.config()?;
+    let r = hako::reclaim_dead_nodes(&cfg, a.dry_run).map_err(|e| CliError::io(&cfg.root, e))?;
+    if a.domain.json {
+        let v = json!({
+            "dry_run": a.dry_run,
+            "dead_nodes": r.dead_nodes.iter().map(|n| json!({
+                "id": n.id, "pid": n.pid, "name": n.name,
+            })).collect::<Vec<_>>(),
+            "ports": r.ports,
+            "services": r.services,
+            "files": r.files,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
+        return Ok(());
+    }
+    let verb = if a.dry_run { "would remove" } else { "removed" };
+    if r.is_empty() {
+        println!("nothing to clean in {}", cfg.root.display());
+        return Ok(());
+    }
+    for n in &r.dead_nodes {
+        println!(
+            "dead node {:016x} (pid {}, {:?})",
+            n.id,
+            n.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+            n.name
+        );
+    }
+    println!(
+        "{verb}: {} ports of dead nodes, {} services nobody uses, {} files",
+        r.ports,
+        r.services.len(),
+        r.files.len()
+    );
+    for f in &r.files {
+        println!("  {}", f.display());
+    }
+    Ok(())
+}
+
+/// Runs `hako monitor`.
+pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
+    let cfg = a.domain.config()?;
+    let interval = Duration::from_millis(a.interval);
+    let term = crate::termination_flag();
+    let mut last: BTreeMap<(String, u64), (u64, u64)> = BTreeMap::new();
+    let mut last_at = Instant::now();
+    let mut reports = 0u64;
+    let mut primed = false;
+    loop {
+        let now = Instant::now();
+        let secs = now.duration_since(last_at).as_secs_f64().max(1e-9);
+        last_at = now;
+        let all = inspect::services(&cfg).map_err(|e| CliError::io(&cfg.root, e))?;
+        let mut rows = Vec::new();
+        let mut seen = BTreeMap::new();
+        for s in all.iter().flatten() {
+            let (mut sent_rate, mut deliv_rate, mut dropped) = (0.0, 0.0, 0u64);
+            for p in &s.publishers {
+                if let PortCounters::Publisher {
+                    sent,
+                    deliveries,
+                    dropped: d,
+                    ..
+                } = p.counters
+                {
+                    let key = (s.name.clone(), p.id);
+                    if let Some((ls, ld)) = last.get(&key) {
+                        sent_rate += sent.saturating_sub(*ls) as f64 / secs;
+                        deliv_rate += deliveries.saturating_sub(*ld) as f64 / secs;
+                    }
+                    dropped += d;
+                    seen.insert(key, (sent, deliveries));
+                }
+            }
+            rows.push((
+                s.name.clone(),
+                s.publishers.len(),
+                s.subscribers.len(),
+                sent_rate,
+                deliv_rate,
+                dropped,
+            ));
+        }
+        last = seen;
+        // Rates need two samples: the first one only primes them (unless a
+        // single report was asked for).
+        if primed || a.count == Some(1) {
+            if a.domain.json {
+                let v: Vec<_> = rows
+                    .iter()
+                    .map(|(n, p, s, r, d, x)| {
+                        json!({"service": n, "publishers": p, "subscribers": s,
+                               "sent_per_s": r, "delivered_per_s": d, "dropped": x})
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string(&v).expect("JSON"));
+            } else {
+                println!(
+                    "{:<32} {:>5} {:>5} {:>14} {:>14} {:>10}",
+                    "SERVICE", "PUBS", "SUBS", "SENT/S", "DELIVERED/S", "DROPPED"
+                );
+                for (n, p, s, r, d, x) in &rows {
+                    println!("{n:<32} {p:>5} {s:>5} {r:>14.1} {d:>14.1} {x:>10}");
+                }
+                if rows.is_empty() {
+                    println!("(no services in {})", cfg.root.display());
+                }
+                println!();
+            }
+            reports += 1;
+            if a.count.is_some_and(|c| reports >= c) {
+                return Ok(());
+            }
+        }
+        primed = true;
+        let until = Instant::now() + interval;
+        while Instant::now() < until {
+            if term.load(std::sync::atomic::Ordering::Relaxed) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(10).min(interval));
+        }
+    }
+}

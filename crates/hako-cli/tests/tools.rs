@@ -1,0 +1,254 @@
+//! The `hako` tools run as a user runs them: separate processes, checked by
+//! their output and exit codes. Each test has a domain root of its own.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const HAKO: &str = env!("CARGO_BIN_EXE_hako");
+/// Only a hang takes this long.
+const WATCHDOG: Duration = Duration::from_secs(60);
+
+struct Domain(PathBuf);
+
+impl Domain {
+    fn new(name: &str) -> Self {
+        let root = PathBuf::from(format!("/dev/shm/hako-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        Self(root)
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(HAKO);
+        c.args(args)
+            .env("HAKO_ROOT", &self.0)
+            .env_remove("HAKO_CONFIG")
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut child = self
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > WATCHDOG {
+                let _ = child.kill();
+                panic!("hako {args:?} hung");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let o = self.run(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{args:?} printed no JSON ({e}): {}", text(&o.stdout)))
+    }
+
+    /// Polls `f` until it holds (under the watchdog).
+    fn until(&self, what: &str, mut f: impl FnMut() -> bool) {
+        let start = Instant::now();
+        while !f() {
+            assert!(start.elapsed() < WATCHDOG, "never: {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Domain {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn wait(child: Child) -> Output {
+    let mut child = child;
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > WATCHDOG {
+            let _ = child.kill();
+            panic!("a hako process hung");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    let d = Domain::new("help");
+    for sub in [
+        "bench", "list", "nodes", "inspect", "clean", "monitor", "pub", "sub", "notify", "listen",
+    ] {
+        let o = d.run(&[sub, "--help"]);
+        assert!(o.status.success(), "{sub} --help");
+        assert!(
+            text(&o.stdout).contains("Usage: hako"),
+            "{sub}: {}",
+            text(&o.stdout)
+        );
+    }
+    let o = d.run(&["no-such-command"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn an_empty_domain() {
+    let d = Domain::new("empty");
+    assert!(text(&d.run(&["list"]).stdout).contains("no services"));
+    assert_eq!(d.json(&["list", "--json"]), Value::Array(vec![]));
+    assert_eq!(d.json(&["nodes", "--json"]), Value::Array(vec![]));
+    let o = d.run(&["inspect", "no/such/service"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("no service \"no/such/service\""));
+    let o = d.run(&["inspect", "bad name!"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let o = d.run(&["sub", "quiet", "--timeout", "0.2"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
+    assert!(text(&d.run(&["clean"]).stdout).contains("nothing to clean"));
+}
+
+#[test]
+fn publish_subscribe_list_and_inspect() {
+    let d = Domain::new("pubsub");
+    let sub = d.spawn(&["sub", "demo/chat", "--count", "3", "--timeout", "30"]);
+    let pub_ = d.run(&[
+        "pub",
+        "demo/chat",
+        "hello",
+        "wörld",
+        "--wait-subscribers",
+        "1",
+    ]);
+    assert!(pub_.status.success(), "{}", text(&pub_.stderr));
+    // While the subscriber waits for its third message, the domain shows it.
+    let list = d.json(&["list", "--json"]);
+    assert_eq!(list[0]["name"], "demo/chat");
+    assert_eq!(list[0]["pattern"], "publish_subscribe");
+    assert_eq!(list[0]["payload"], "[u8]");
+    assert_eq!(list[0]["subscribers"], 1);
+    let human = text(&d.run(&["list"]).stdout);
+    assert!(
+        human.contains("demo/chat") && human.contains("[u8]"),
+        "{human}"
+    );
+    let nodes = d.json(&["nodes", "--json"]);
+    assert_eq!(nodes.as_array().unwrap().len(), 1);
+    assert_eq!(nodes[0]["name"], "hako-sub");
+    assert_eq!(nodes[0]["alive"], true);
+    let info = d.json(&["inspect", "demo/chat", "--json"]);
+    assert_eq!(info["subscribers"][0]["counters"]["kind"], "subscriber");
+    assert_eq!(info["subscribers"][0]["counters"]["received"], 2);
+    let human = text(&d.run(&["inspect", "demo/chat"]).stdout);
+    assert!(human.contains("received 2"), "{human}");
+    // The third message, from stdin.
+    let mut p = d.cmd(&["pub", "demo/chat", "--wait-subscribers", "1"]);
+    let mut child = p.stdin(Stdio::piped()).spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"from stdin\n")
+        .unwrap();
+    assert!(wait(child).status.success());
+    let o = wait(sub);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "hello\nwörld\nfrom stdin\n");
+    // Everyone left: nothing remains.
+    assert_eq!(d.json(&["list", "--json"]), Value::Array(vec![]));
+    assert!(std::fs::read_dir(&d.0).unwrap().next().is_none());
+}
+
+#[test]
+fn notify_and_listen() {
+    let d = Domain::new("events");
+    let listen = d.spawn(&["listen", "demo/bell", "--count", "1", "--timeout", "30"]);
+    d.until("the listener is there", || {
+        let l = d.json(&["list", "--json"]);
+        l.as_array()
+            .is_some_and(|a| !a.is_empty() && a[0]["listeners"] == 1)
+    });
+    let o = d.run(&["notify", "demo/bell", "--id", "7"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("event 7 to 1 listeners"));
+    let o = wait(listen);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("event 7"), "{}", text(&o.stdout));
+}
+
+#[test]
+fn clean_removes_what_a_killed_process_left() {
+    let d = Domain::new("clean");
+    let mut sub = d.spawn(&["sub", "demo/left", "--timeout", "60"]);
+    d.until("the subscriber is there", || {
+        d.json(&["nodes", "--json"])
+            .as_array()
+            .is_some_and(|a| a.len() == 1)
+    });
+    sub.kill().unwrap();
+    sub.wait().unwrap();
+    let nodes = d.json(&["nodes", "--json"]);
+    assert_eq!(nodes[0]["alive"], false);
+    let dry = d.json(&["clean", "--dry-run", "--json"]);
+    assert_eq!(dry["dead_nodes"].as_array().unwrap().len(), 1);
+    assert_eq!(dry["ports"], 1);
+    assert!(!d.json(&["nodes", "--json"]).as_array().unwrap().is_empty());
+    let o = d.run(&["clean"]);
+    assert!(o.status.success());
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("dead node") && out.contains("removed"),
+        "{out}"
+    );
+    assert_eq!(d.json(&["nodes", "--json"]), Value::Array(vec![]));
+    assert_eq!(d.json(&["list", "--json"]), Value::Array(vec![]));
+    assert!(std::fs::read_dir(&d.0).unwrap().next().is_none());
+}
+
+#[test]
+fn monitor_reports_rates() {
+    let d = Domain::new("monitor");
+    let sub = d.spawn(&["sub", "demo/rate", "--count", "20", "--timeout", "30"]);
+    let pub_ = d.spawn(&[
+        "pub",
+        "demo/rate",
+        "tick",
+        "--repeat",
+        "20",
+        "--interval",
+        "20",
+        "--wait-subscribers",
+        "1",
+    ]);
+    let o = d.run(&["monitor", "--interval", "100", "--count", "2", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let reports: Vec<Value> = text(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(reports.len(), 2);
+    assert!(wait(pub_).status.success());
+    assert!(wait(sub).status.success());
+}
