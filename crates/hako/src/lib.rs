@@ -94,9 +94,23 @@
 //! notifiers and samples are also `Sync`. A [`Subscriber`] is not `Sync`: it
 //! is used by one thread at a time, which keeps its receive path free of
 //! locks (move it, or wrap it in a mutex to share it). A publisher's private
-//! bookkeeping sits behind a process-local lock that costs one atomic
-//! operation when uncontended; nothing in shared memory is ever locked, so a
-//! crashed peer cannot block anyone.
+//! bookkeeping sits behind a process-local lock biased to the first thread
+//! that loans: that thread takes it with plain loads and stores; another
+//! thread's first use turns the bias off for good (one `membarrier` system
+//! call) and from then on every thread pays one atomic operation. Nothing in
+//! shared memory is ever locked, so a crashed peer cannot block anyone.
+//!
+//! ## Crashes, cleaning and inspection
+//!
+//! A process killed at any point leaves its node file, its ports and their
+//! files behind. Whoever notices its node's `flock` gone reclaims them: a
+//! process creating a node (for the whole domain), one opening a service (for
+//! that service), or [`reclaim_dead_nodes`] on demand (`hako clean`). Chunks
+//! the dead held go back to their publishers; samples a live subscriber holds
+//! from a dead publisher stay readable. [`inspect`] reads a domain from the
+//! outside: nodes, services, ports and their counters (`hako list`,
+//! `hako inspect`). Files are for their owner alone unless the config names
+//! a [`group`](Config::group) to share the domain with.
 //!
 //! ## Layers
 //!
