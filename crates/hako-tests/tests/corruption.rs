@@ -596,3 +596,61 @@ fn half_created_service_is_cleaned_by_open_or_create() {
     }
     d.finish();
 }
+
+#[test]
+fn garbage_in_the_port_tables() {
+    // Entries that no port made: a publisher whose segment does not exist
+    // and whose limits are absurd, a subscriber that never reads. Nobody
+    // panics, the real ports keep talking, and since no live node owns the
+    // entries, reclaiming removes them.
+    use hako::core::layout::{DynGeometry, PORT_SLOT_SIZE, SUB_COUNTERS_SIZE};
+    use std::os::unix::fs::FileExt;
+    let d = Domain::new("garbage-tables", HELPER);
+    let name = "it/tables";
+    {
+        let node = node(&d);
+        let svc = service(&node, name);
+        let publisher = svc.publisher_builder().create().unwrap();
+        let sub = svc.subscriber_builder().create().unwrap();
+        let q = svc.qos().clone();
+        let geo = DynGeometry::new(
+            q.max_nodes,
+            q.max_publishers * 2,
+            q.max_subscribers,
+            SUB_COUNTERS_SIZE,
+        );
+        let dynamic = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(service_dir(&d.root, name).join("dynamic"))
+            .unwrap();
+        let put = |off: u64, v: u64| dynamic.write_all_at(&v.to_le_bytes(), off).unwrap();
+        let slot = |base: u64, i: u64| base + i * PORT_SLOT_SIZE;
+        let last_pub = slot(geo.pubs_offset, u64::from(q.max_publishers) * 2 - 1);
+        for (k, v) in [0xbad0_0001u64, 0xdead_beef, u64::MAX, u64::MAX]
+            .iter()
+            .enumerate()
+        {
+            put(last_pub + 8 * k as u64, *v);
+        }
+        let last_sub = slot(geo.subs_offset, u64::from(q.max_subscribers) - 1);
+        put(last_sub, 0xbad0_0002);
+        put(last_sub + 8, 0xdead_beef);
+        let mut gen = [0u8; 8];
+        dynamic.read_exact_at(&mut gen, 24).unwrap();
+        put(24, u64::from_le_bytes(gen) + 1);
+        for seq in 0..20 {
+            publisher.send_copy(TestMsg::new(0, seq)).unwrap();
+            match sub.receive() {
+                Ok(Some(s)) => assert!(s.is_intact() && s.seq == seq),
+                other => panic!("message {seq}: {other:?}"),
+            }
+        }
+        let done = hako::reclaim_dead_nodes(&Config::default().with_root(&d.root), false).unwrap();
+        assert_eq!(done.ports, 2, "{done:?}");
+        publisher.send_copy(TestMsg::new(0, 20)).unwrap();
+        assert_eq!(sub.receive().unwrap().unwrap().seq, 20);
+        assert_eq!(publisher.free_chunks(), publisher.pool_size() as usize);
+    }
+    d.finish();
+}

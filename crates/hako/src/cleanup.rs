@@ -20,7 +20,8 @@
 //!
 //! It runs when a node is created (the whole domain, if a dead node is
 //! there), when a service is opened (that service), and on demand:
-//! [`reclaim_dead_nodes`], which `hako clean` calls.
+//! [`reclaim_dead_nodes`], which `hako clean` calls and which also removes
+//! ports whose node has no file at all.
 
 use std::collections::HashMap;
 use std::io;
@@ -73,7 +74,7 @@ pub fn reclaim_dead_nodes(config: &Config, dry_run: bool) -> io::Result<Reclaime
         return Ok(Reclaimed::default());
     }
     let _lock = DomainLock::acquire(root)?;
-    Ok(reclaim_domain_locked(root, dry_run))
+    Ok(reclaim_domain_locked(root, dry_run, true))
 }
 
 /// Liveness of node ids, asked once each per reclaim.
@@ -98,8 +99,11 @@ impl<'a> Liveness<'a> {
     }
 }
 
-/// The whole domain; domain lock held.
-pub(crate) fn reclaim_domain_locked(root: &Path, dry_run: bool) -> Reclaimed {
+/// The whole domain; domain lock held. Unless `thorough`, the services are
+/// looked at only when a dead node's file is found (the cheap check a node
+/// makes when it is created); thorough, also for ports whose node has no
+/// file at all.
+pub(crate) fn reclaim_domain_locked(root: &Path, dry_run: bool, thorough: bool) -> Reclaimed {
     let mut out = Reclaimed::default();
     let mut live = Liveness::new(root);
     let Ok(entries) = std::fs::read_dir(root) else {
@@ -126,7 +130,7 @@ pub(crate) fn reclaim_domain_locked(root: &Path, dry_run: bool) -> Reclaimed {
             out.dead_nodes.push(DeadNode { id: *id, pid, name });
         }
     }
-    if out.dead_nodes.is_empty() {
+    if out.dead_nodes.is_empty() && !thorough {
         return out;
     }
     for dir in services {

@@ -131,7 +131,7 @@ impl NodeBuilder {
             return Err(NodeCreateError::NodeFile { path, source });
         }
         // What dead nodes left behind goes now, while we hold the lock.
-        let reclaimed = crate::cleanup::reclaim_domain_locked(&root, false);
+        let reclaimed = crate::cleanup::reclaim_domain_locked(&root, false, false);
         drop(domain);
         if !reclaimed.is_empty() {
             tracing::info!(
