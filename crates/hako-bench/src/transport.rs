@@ -414,7 +414,8 @@ mod tests {
         PayloadMode::Full.write_uninit(&mut un, 3);
         assert!(un.iter().all(|b| {
             // SAFETY: every byte was initialised above.
-            unsafe { b.assume_init() } == 3
+            let v = unsafe { b.assume_init() };
+            v == 3
         }));
     }
 
