@@ -38,7 +38,12 @@ fn all_transports() -> Vec<String> {
         .output()
         .unwrap();
     let (_, err) = text(&out);
-    let known = err.split("known: ").nth(1).expect(&err).trim();
+    let known = err
+        .split("known: ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .expect(&err)
+        .trim();
     known.split(", ").map(str::to_owned).collect()
 }
 
