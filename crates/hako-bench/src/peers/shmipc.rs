@@ -100,7 +100,7 @@ const ONE_WAY_SKIP: &str = "shmipc 0.2.1 delivered one-way messages out of order
 sender ran ahead (a later or an earlier message in place of the next); ping-pong only \
 (HAKO_BENCH_SHMIPC_ONE_WAY=1 runs it anyway)";
 
-/// Set (to anything) to run shmipc's one-way rows despite [`ONE_WAY_SKIP`].
+/// Set (to anything) to run shmipc's one-way rows anyway (see the module).
 pub const ONE_WAY_ENV: &str = "HAKO_BENCH_SHMIPC_ONE_WAY";
 
 /// Messages in flight the shared memory has room for.
