@@ -31,7 +31,7 @@ use hako::{
 };
 
 use crate::transport::{
-    poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
+    check_reached, poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
 };
 use crate::Result;
 
@@ -313,9 +313,7 @@ impl Leader for HakoLeader {
     fn round_trip(&mut self, seq: u64) -> Result<()> {
         let t = tag(seq);
         let reached = loan_tagged(&self.ping, self.size, self.payload, t)?;
-        if reached != 1 {
-            return Err(format!("ping {seq} reached {reached} subscribers, expected 1").into());
-        }
+        check_reached("ping", seq, reached, 1)?;
         let pong = self
             .pong
             .as_ref()
@@ -328,14 +326,7 @@ impl Leader for HakoLeader {
     #[inline]
     fn send(&mut self, seq: u64) -> Result<()> {
         let reached = loan_tagged(&self.ping, self.size, self.payload, tag(seq))?;
-        if reached != self.followers {
-            return Err(format!(
-                "message {seq} reached {reached} subscribers, expected {}",
-                self.followers
-            )
-            .into());
-        }
-        Ok(())
+        check_reached("message", seq, reached, self.followers)
     }
 }
 
@@ -346,9 +337,7 @@ impl Follower for HakoFollower {
         self.receive(seq)?;
         let pong = self.pong.as_ref().ok_or_else(|| one_way_only("answer"))?;
         let reached = loan_tagged(pong, self.size, self.payload, t.wrapping_add(1))?;
-        if reached != 1 {
-            return Err(format!("pong {seq} reached {reached} subscribers, expected 1").into());
-        }
+        check_reached("pong", seq, reached, 1)?;
         Ok(())
     }
 

@@ -110,8 +110,9 @@ impl<T: Read + Write> Channel for T {
     }
 }
 
-/// What a leader still has to do once the followers have built their side.
-type Accept<C> = Box<dyn FnMut() -> Result<C>>;
+/// Makes the leader's channel to the next follower once the followers have
+/// built their side (sockets: accepts), and for ping-pong the one back.
+type Accept<C> = Box<dyn FnMut() -> Result<(C, Option<C>)>>;
 
 /// The leader's side of every kernel mechanism.
 pub struct KernelLeader<C> {
@@ -122,7 +123,7 @@ pub struct KernelLeader<C> {
     inp: Option<C>,
     /// Makes the channel to the next follower (sockets: accepts), and for
     /// ping-pong the one back, from the same connection.
-    accept: Option<(Accept<(C, Option<C>)>, usize)>,
+    accept: Option<(Accept<C>, usize)>,
     /// Descriptors kept open only until the followers have opened theirs.
     keep: Vec<OwnedFd>,
     /// Names removed once everybody is connected (and on drop).
@@ -376,8 +377,7 @@ impl Transport for Fifo {
             // end-of-file. `connect` opens it write-only (the follower is
             // reading by then), so a follower that dies shows up as a broken
             // pipe, not as a pipe that fills up.
-            side.keep
-                .push(File::from(open_fifo(&path, OFlags::RDWR)?).into());
+            side.keep.push(open_fifo(&path, OFlags::RDWR)?.into());
             side.paths.push(path.clone());
             pings.push(path);
         }

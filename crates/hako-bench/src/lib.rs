@@ -1,6 +1,15 @@
 //! # hako-bench — cross-process benchmarks of hako against a shared-memory floor
 //!
-//! Every number this crate prints is a *round trip* between two processes,
+//! The library behind `hako bench` (crate `hako-cli`), the comparison suite
+//! ([`suite`]): ping-pong, throughput and fan-out between separate
+//! processes, in `touch` and `full` payload modes ([`transport::Pattern`],
+//! [`transport::PayloadMode`]), through hako, the floors, the kernel's
+//! pipes, FIFOs, sockets and message queues ([`kernel`]) and, with the
+//! `peers` feature, iceoryx2 and shmipc (`peers`), next to a memory figure
+//! ([`memory`]). The rest of this page describes the ping-pong machinery
+//! and `hako-pingpong`, the lower-level tool that shares it.
+//!
+//! Every number of a ping-pong row is a *round trip* between two processes,
 //! each pinned to its own CPU (or both to one CPU, `--same-cpu`): a *leader*
 //! sends, a *follower* answers, and the leader times the pair. On a VM the
 //! cross-CPU cost of moving one cache line changes as the host moves the
@@ -48,6 +57,9 @@
 //!   that changes mid-row does not skew the ratio; transports of a row are
 //!   also compared block by block.
 //! * [`select`] — every transport by name, for `--transports`.
+//! * [`suite`] — the whole comparison: every pattern, mode, size and
+//!   transport in one session; one-way rows fitted to a time budget.
+//! * [`memory`] — writing and reading a payload once in one process.
 //! * [`cpu`] — CPU pinning and CPU time (`getrusage`); [`shm`] — a shared
 //!   mapping for the floors;
 //!   [`rundir`] — the per-run domain root and the cleanup of dead runs'

@@ -197,6 +197,73 @@ pub fn known_names() -> String {
         .join(", ")
 }
 
+/// `$body` with `$t` bound to the transport of `$kind` in `$self` (a
+/// [`Transports`]): one match for every way of looking a transport up.
+macro_rules! each {
+    ($self:ident, $kind:expr, $t:ident => $body:expr) => {
+        match $kind {
+            Kind::Floor => {
+                let $t = &$self.floor;
+                $body
+            }
+            Kind::Hako => {
+                let $t = &$self.hako;
+                $body
+            }
+            Kind::HakoSpin => {
+                let $t = &$self.hako_spin;
+                $body
+            }
+            Kind::HakoSpinPark => {
+                let $t = &$self.hako_spin_park;
+                $body
+            }
+            Kind::HakoPark => {
+                let $t = &$self.hako_park;
+                $body
+            }
+            Kind::Reference => {
+                let $t = &$self.reference;
+                $body
+            }
+            Kind::Futex => {
+                let $t = &$self.futex;
+                $body
+            }
+            Kind::Pipe => {
+                let $t = &$self.pipe;
+                $body
+            }
+            Kind::Fifo => {
+                let $t = &$self.fifo;
+                $body
+            }
+            Kind::Unix => {
+                let $t = &$self.unix;
+                $body
+            }
+            Kind::Tcp => {
+                let $t = &$self.tcp;
+                $body
+            }
+            Kind::Mq => {
+                let $t = &$self.mq;
+                $body
+            }
+            #[cfg(feature = "peers")]
+            Kind::Iceoryx2 => {
+                let $t = &$self.iceoryx2;
+                $body
+            }
+            #[cfg(feature = "peers")]
+            Kind::Shmipc => {
+                let $t = &$self.shmipc;
+                $body
+            }
+        }
+    };
+}
+
 /// One instance of every transport.
 #[derive(Debug, Clone)]
 pub struct Transports {
@@ -245,46 +312,12 @@ impl Transports {
 
     /// Transport `kind`, for the leader.
     pub fn get(&self, kind: Kind) -> &dyn RunRow {
-        match kind {
-            Kind::Floor => &self.floor,
-            Kind::Hako => &self.hako,
-            Kind::HakoSpin => &self.hako_spin,
-            Kind::HakoSpinPark => &self.hako_spin_park,
-            Kind::HakoPark => &self.hako_park,
-            Kind::Reference => &self.reference,
-            Kind::Futex => &self.futex,
-            Kind::Pipe => &self.pipe,
-            Kind::Fifo => &self.fifo,
-            Kind::Unix => &self.unix,
-            Kind::Tcp => &self.tcp,
-            Kind::Mq => &self.mq,
-            #[cfg(feature = "peers")]
-            Kind::Iceoryx2 => &self.iceoryx2,
-            #[cfg(feature = "peers")]
-            Kind::Shmipc => &self.shmipc,
-        }
+        each!(self, kind, t => t)
     }
 
     /// Transport `kind`, for [`crate::harness::follower_main`].
     fn get_dyn(&self, kind: Kind) -> &dyn DynTransport {
-        match kind {
-            Kind::Floor => &self.floor,
-            Kind::Hako => &self.hako,
-            Kind::HakoSpin => &self.hako_spin,
-            Kind::HakoSpinPark => &self.hako_spin_park,
-            Kind::HakoPark => &self.hako_park,
-            Kind::Reference => &self.reference,
-            Kind::Futex => &self.futex,
-            Kind::Pipe => &self.pipe,
-            Kind::Fifo => &self.fifo,
-            Kind::Unix => &self.unix,
-            Kind::Tcp => &self.tcp,
-            Kind::Mq => &self.mq,
-            #[cfg(feature = "peers")]
-            Kind::Iceoryx2 => &self.iceoryx2,
-            #[cfg(feature = "peers")]
-            Kind::Shmipc => &self.shmipc,
-        }
+        each!(self, kind, t => t)
     }
 
     /// Every transport, for [`crate::harness::follower_main`].

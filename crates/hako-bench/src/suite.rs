@@ -8,7 +8,7 @@
 //!    blocks between floor probes ([`blocks::measure_row`]), so their ratios
 //!    to the floor and to each other come from the same stretches of time;
 //! 3. **throughput** and **fan-out**, per payload mode, size and transport:
-//!    a floor probe, a short calibration, then [`StreamPlan::blocks`] runs of
+//!    a floor probe, a calibration (growing runs), then [`StreamPlan::blocks`] runs of
 //!    as many messages as fit [`StreamPlan::budget`] (within
 //!    [`StreamPlan::min_messages`]..=[`StreamPlan::max_messages`]); the row
 //!    reports the median run.
@@ -43,7 +43,7 @@ pub struct StreamPlan {
     /// Most messages per run.
     pub max_messages: u64,
     /// Longest a run may take: a slow transport does fewer messages than
-    /// [`Self::min_messages`] rather than more time (at least 10).
+    /// [`Self::min_messages`] rather than take more time (at least 3).
     pub cap: Duration,
 }
 
@@ -56,8 +56,8 @@ impl StreamPlan {
         };
         let max = self.max_messages.max(1);
         let min = (self.min_messages * (1 << 20) / size.max(1) as u64)
-            .clamp(10, self.min_messages.max(10))
-            .min(fit(self.cap).max(10))
+            .clamp(3, self.min_messages.max(3))
+            .min(fit(self.cap).max(3))
             .min(max);
         fit(self.budget).clamp(min, max)
     }
@@ -353,6 +353,9 @@ fn measure_one_way(
             )?
             .stats,
     );
+    // Calibration: a transport that buffers looks fast while its buffers
+    // fill, so the count grows (×8) until a run takes a quarter of the
+    // budget or reaches the count its speed calls for.
     let mut spec = OneWay {
         pattern: row.pattern,
         payload: row.payload,
@@ -361,10 +364,17 @@ fn measure_one_way(
         warmup: 1,
         messages: 4,
     };
-    let calibration = t.run_one_way(session, spec)?;
-    let per_message = calibration.elapsed_ns / spec.messages;
+    let per_message = loop {
+        let r = t.run_one_way(session, spec)?;
+        let per = r.elapsed_ns / spec.messages;
+        let want = cfg.stream.messages_for(row.size, per);
+        if u128::from(r.elapsed_ns) * 4 >= cfg.stream.budget.as_nanos() || spec.messages >= want {
+            break per;
+        }
+        spec.messages = (spec.messages * 8).min(want);
+    };
     spec.messages = cfg.stream.messages_for(row.size, per_message);
-    spec.warmup = (spec.messages / 10).clamp(2, 100);
+    spec.warmup = (spec.messages / 10).clamp(1, 100);
     for _ in 0..cfg.stream.blocks.max(1) {
         row.runs.push(t.run_one_way(session, spec)?);
     }
@@ -396,10 +406,10 @@ mod tests {
         assert_eq!(plan.messages_for(64, 100), 100_000);
         // 1 MiB at 1 ms each: 100 fit, but at least 1000.
         assert_eq!(plan.messages_for(1 << 20, 1_000_000), 1000);
-        // 4 MiB: at least 250 (1 GiB).
-        assert_eq!(plan.messages_for(4 << 20, 10_000_000), 250);
-        // Huge: at least 10.
-        assert_eq!(plan.messages_for(1 << 30, u64::MAX), 10);
+        // 4 MiB at 1 ms each: at least 250 (1 GiB).
+        assert_eq!(plan.messages_for(4 << 20, 1_000_000), 250);
+        // Huge: at least 3.
+        assert_eq!(plan.messages_for(1 << 30, u64::MAX), 3);
         // 1 MiB at 4 ms each: the cap (1 s) allows 250.
         assert_eq!(plan.messages_for(1 << 20, 4_000_000), 250);
         assert_eq!(floor_level(130), "low");

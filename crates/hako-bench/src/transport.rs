@@ -356,6 +356,16 @@ pub fn poll<T>(what: &str, mut f: impl FnMut() -> Result<Option<T>>) -> Result<T
     }
 }
 
+/// Checks that message `seq` (`what`: "ping", "pong", "message") reached
+/// `want` receivers, as a publisher's `send` reports.
+#[inline]
+pub fn check_reached(what: &str, seq: u64, reached: usize, want: usize) -> Result<()> {
+    if reached != want {
+        return Err(format!("{what} {seq} reached {reached} subscribers, expected {want}").into());
+    }
+    Ok(())
+}
+
 /// The tag a message with sequence number `seq` carries (in its first and
 /// last byte); answers carry `tag(seq).wrapping_add(1)`.
 #[inline]
@@ -414,7 +424,8 @@ mod tests {
         PayloadMode::Full.write_uninit(&mut un, 3);
         assert!(un.iter().all(|b| {
             // SAFETY: every byte was initialised above.
-            unsafe { b.assume_init() } == 3
+            let v = unsafe { b.assume_init() };
+            v == 3
         }));
     }
 

@@ -3,7 +3,7 @@
 //! One binary with subcommands, each in its own module with its own `clap`
 //! arguments and `--help`:
 //!
-//! * `hako bench` — the IPC comparison suite ([`bench`]): hako against the
+//! * `hako bench` — the IPC comparison suite ([`bench`](mod@bench)): hako against the
 //!   floors (a cache line, a futex), the kernel's pipes, FIFOs, unix and TCP
 //!   sockets and POSIX message queues, and (built with `--features peers`)
 //!   the peer libraries iceoryx2 and shmipc, in ping-pong, throughput and

@@ -30,7 +30,7 @@ use iceoryx2::service::port_factory::publish_subscribe::PortFactory as PubSubFac
 
 use crate::hako_pubsub::HakoPubSub;
 use crate::transport::{
-    poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
+    check_reached, poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
 };
 use crate::Result;
 
@@ -297,9 +297,7 @@ impl Leader for IceoryxLeader {
     fn round_trip(&mut self, seq: u64) -> Result<()> {
         let t = tag(seq);
         let reached = send_tagged(&self.ping, self.size, self.payload, t)?;
-        if reached != 1 {
-            return Err(format!("ping {seq} reached {reached} subscribers, expected 1").into());
-        }
+        check_reached("ping", seq, reached, 1)?;
         let pong = self.pong.as_ref().ok_or("this row is one-way")?;
         receive_checked(pong, self.size, self.payload, t.wrapping_add(1), "a pong")
     }
@@ -307,14 +305,7 @@ impl Leader for IceoryxLeader {
     #[inline]
     fn send(&mut self, seq: u64) -> Result<()> {
         let reached = send_tagged(&self.ping, self.size, self.payload, tag(seq))?;
-        if reached != self.followers {
-            return Err(format!(
-                "message {seq} reached {reached} subscribers, expected {}",
-                self.followers
-            )
-            .into());
-        }
-        Ok(())
+        check_reached("message", seq, reached, self.followers)
     }
 }
 
@@ -324,9 +315,7 @@ impl Follower for IceoryxFollower {
         self.receive(seq)?;
         let pong = self.pong.as_ref().ok_or("this row is one-way")?;
         let reached = send_tagged(pong, self.size, self.payload, tag(seq).wrapping_add(1))?;
-        if reached != 1 {
-            return Err(format!("pong {seq} reached {reached} subscribers, expected 1").into());
-        }
+        check_reached("pong", seq, reached, 1)?;
         Ok(())
     }
 

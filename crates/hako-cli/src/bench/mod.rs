@@ -70,10 +70,10 @@ pub struct BenchArgs {
     /// reference [default: all but hako-park, hako-spin and reference].
     #[arg(long, value_delimiter = ',', value_parser = Kind::parse)]
     pub transports: Option<Vec<Kind>>,
-    /// Message sizes (e.g. 64,1K,4KiB,1M).
-    #[arg(long, value_delimiter = ',', value_parser = parse_size,
-          default_value = "64,1K,4K,64K,1M,4M")]
-    pub sizes: Vec<usize>,
+    /// Message sizes (e.g. 64,1K,4KiB,1M) [default: 64,1K,4K,64K,1M,4M;
+    /// --quick: 64,4K,64K,1M].
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Option<Vec<usize>>,
     /// Patterns: pingpong (round-trip latency), throughput (one way),
     /// fanout (one sender, --fanout receivers).
     #[arg(long, value_delimiter = ',', value_parser = Pattern::parse,
@@ -95,8 +95,8 @@ pub struct BenchArgs {
     /// [default: iterations / 10].
     #[arg(long)]
     pub warmup: Option<u64>,
-    /// Blocks per row: ping-pong blocks between floor probes, and one-way
-    /// runs [default: 4; --quick: 2].
+    /// Blocks per row: ping-pong blocks between floor probes [default: 4;
+    /// --quick: 2], and one-way runs (at most 3).
     #[arg(long)]
     pub blocks: Option<u32>,
     /// Time per block and transport that the round trips or messages are
@@ -107,7 +107,7 @@ pub struct BenchArgs {
     /// at most 1 GiB per run) [default: 1000; --quick: 100].
     #[arg(long)]
     pub min_messages: Option<u64>,
-    /// A short run (under 20 s here): fewer blocks, shorter blocks.
+    /// A short run (under 20 s here): fewer sizes, fewer and shorter blocks.
     #[arg(long)]
     pub quick: bool,
     /// Where the processes run.
@@ -172,11 +172,20 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
             kinds.push(k);
         }
     }
-    let dedup = |mut v: Vec<usize>| {
-        v.dedup();
-        v
+    let dedup = |v: Vec<usize>| {
+        v.into_iter().fold(Vec::new(), |mut out, s| {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+            out
+        })
     };
-    let sizes = dedup(args.sizes.clone());
+    let default_sizes: &[usize] = if args.quick {
+        &[64, 4 << 10, 64 << 10, 1 << 20]
+    } else {
+        &[64, 1 << 10, 4 << 10, 64 << 10, 1 << 20, 4 << 20]
+    };
+    let sizes = dedup(args.sizes.clone().unwrap_or_else(|| default_sizes.to_vec()));
     if let Some(&big) = sizes.iter().find(|&&s| s > MAX_SIZE) {
         return Err(format!(
             "size {} is above the largest the suite supports ({})",
@@ -220,11 +229,12 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
         probe_warmup: probe / 5,
     };
     let stream = StreamPlan {
-        blocks,
+        // One-way runs are long and steadier than single round trips.
+        blocks: blocks.min(3),
         budget: budget * 4,
         min_messages: args.min_messages.unwrap_or(if quick { 100 } else { 1_000 }),
         max_messages: if quick { 20_000 } else { 100_000 },
-        cap: Duration::from_millis(if quick { 40 } else { 150 }),
+        cap: Duration::from_millis(if quick { 40 } else { 100 }),
     };
     let (first, second) = suite::default_cpus()?;
     let (leader_cpu, follower_cpu) = match args.pinning {
@@ -269,7 +279,11 @@ fn clean_on_signal(root: PathBuf, shm_dir: PathBuf) -> Result<()> {
             let _ = std::fs::remove_dir_all(&root);
             rundir::remove_own_shm(&shm_dir, PEER_SHM_PREFIX);
             eprintln!("\nhako bench: interrupted; removed {}", root.display());
-            std::process::exit(128 + sig);
+            // SAFETY: `_exit` ends the process at once and touches no memory
+            // of ours. Not `std::process::exit`: its exit handlers (of the
+            // libraries measured) may wait for locks the interrupted main
+            // thread holds, and the process would hang instead of ending.
+            unsafe { libc::_exit(128 + sig) };
         }
     });
     Ok(())

@@ -80,9 +80,9 @@ impl Table {
                 }
                 return s.trim_end().to_owned() + "\n";
             }
-            for i in 0..n {
+            for (i, &w) in width.iter().enumerate() {
                 let c = cells.get(i).map_or("", String::as_str);
-                let pad = width[i].saturating_sub(c.chars().count());
+                let pad = w.saturating_sub(c.chars().count());
                 let last = i + 1 == n;
                 if numeric(c) {
                     s.push_str(&" ".repeat(pad));
@@ -157,8 +157,8 @@ fn probe_cell(median_ns: u64, extra: &str) -> String {
 pub fn ping_pong_table(result: &SuiteResult) -> Table {
     let mut t = Table::new(
         format!(
-            "Ping-pong: round trip between two processes, µs (probe: {} floor, level, stable blocks)",
-            result.probe
+            "Ping-pong: round trip between two processes, µs (probe: the {} floor, its level, stable blocks)",
+            if result.probe == "futex" { "futex" } else { "cache-line" }
         ),
         &[
             "size", "payload", "transport", "median", "p99", "p99.9", "mean", "/floor", "cpu lead",
@@ -276,7 +276,7 @@ pub fn memory_table(result: &SuiteResult) -> Table {
 
 /// The peers that ran in `row`, or (none in this build or run) every
 /// transport that is neither hako nor a floor; and which of the two it is.
-fn rivals<'a>(row: &'a [Measured]) -> (Vec<&'a Measured>, &'static str) {
+fn rivals(row: &[Measured]) -> (Vec<&Measured>, &'static str) {
     let peers: Vec<&Measured> = row
         .iter()
         .filter(|m| PEER_NAMES.contains(&m.name))
