@@ -32,7 +32,7 @@ pub mod bench;
 
 /// hako: zero-copy shared-memory IPC for Linux.
 #[derive(Debug, Parser)]
-#[command(name = "hako", version, about)]
+#[command(name = "hako", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
