@@ -118,7 +118,7 @@ pub fn termination_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
 
 /// hako: zero-copy shared-memory IPC for Linux.
 #[derive(Debug, Parser)]
-#[command(name = "hako", version, about)]
+#[command(name = "hako", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -31,8 +31,11 @@ use hako_bench::Result;
 /// Largest message size the suite accepts.
 pub const MAX_SIZE: usize = 256 << 20;
 
-/// Prefix of the shared-memory files iceoryx2 keeps in the shm directory.
+/// Prefix of the shared-memory files iceoryx2 keeps in [`POSIX_SHM_DIR`].
 const PEER_SHM_PREFIX: &str = "hkb";
+
+/// Where `shm_open` puts its files, whatever `--shm-dir` says.
+const POSIX_SHM_DIR: &str = "/dev/shm";
 
 /// Where the processes run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -271,13 +274,13 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
 
 /// Removes the run's files and exits on SIGINT or SIGTERM (the followers die
 /// with this process).
-fn clean_on_signal(root: PathBuf, shm_dir: PathBuf) -> Result<()> {
+fn clean_on_signal(root: PathBuf) -> Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             let _ = std::fs::remove_dir_all(&root);
-            rundir::remove_own_shm(&shm_dir, PEER_SHM_PREFIX);
+            rundir::remove_own_shm(Path::new(POSIX_SHM_DIR), PEER_SHM_PREFIX);
             eprintln!("\nhako bench: interrupted; removed {}", root.display());
             // SAFETY: `_exit` ends the process at once and touches no memory
             // of ours. Not `std::process::exit`: its exit handlers (of the
@@ -296,7 +299,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     {
         eprintln!("removed the leftovers of a dead run: {}", dir.display());
     }
-    let _ = rundir::clean_stale_shm(&args.shm_dir, PEER_SHM_PREFIX);
+    let _ = rundir::clean_stale_shm(Path::new(POSIX_SHM_DIR), PEER_SHM_PREFIX);
     let run_dir = RunDir::create(&args.shm_dir, rundir::DEFAULT_PREFIX).map_err(|e| {
         format!(
             "cannot create the run directory in {}: {e}",
@@ -306,7 +309,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let (cfg, pinning) = configure(&args, run_dir.path())?;
     // Before any pinning narrows what this process sees.
     let machine = output::machine();
-    clean_on_signal(run_dir.path().to_owned(), args.shm_dir.clone())?;
+    clean_on_signal(run_dir.path().to_owned())?;
 
     let bar = if args.no_progress {
         ProgressBar::hidden()
@@ -338,7 +341,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         machine,
     };
     drop(run_dir);
-    rundir::remove_own_shm(&args.shm_dir, PEER_SHM_PREFIX);
+    rundir::remove_own_shm(Path::new(POSIX_SHM_DIR), PEER_SHM_PREFIX);
 
     print!("{}", output::text(&result, &info));
     if let Some(path) = &args.json {

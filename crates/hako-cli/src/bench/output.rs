@@ -450,6 +450,68 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
     lines
 }
 
+/// The performance goals of the suite's issue (#4), each with the numbers
+/// that decide it; a goal whose figures were not measured is left out.
+pub fn goals(result: &SuiteResult) -> Vec<String> {
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+    let touch: Vec<&PingPongRow> = result
+        .ping_pong
+        .iter()
+        .filter(|r| r.payload == PayloadMode::Touch)
+        .collect();
+    let mut lines = Vec::new();
+    let floor: Vec<f64> = touch
+        .iter()
+        .filter_map(|r| Some(r.row.get("hako")?.ratio))
+        .collect();
+    if !floor.is_empty() && result.probe == "floor" {
+        let worst = floor.iter().copied().fold(0.0, f64::max);
+        lines.push(format!(
+            "goal: hako round trip within 2x of the cache-line floor at every size (touch): {} (worst {})",
+            verdict(worst <= 2.0),
+            format_ratio(Some(worst))
+        ));
+    }
+    let peer: Vec<f64> = touch
+        .iter()
+        .filter_map(|r| r.row.get("hako")?.vs("iceoryx2"))
+        .collect();
+    if !peer.is_empty() {
+        let worst = peer.iter().copied().fold(0.0, f64::max);
+        lines.push(format!(
+            "goal: hako round trip at most 0.3x iceoryx2's at every size (touch): {} (worst {})",
+            verdict(worst <= 0.3),
+            format_ratio(Some(worst))
+        ));
+    }
+    for payload in PayloadMode::ALL {
+        let rate_of = |name: &str| {
+            result
+                .one_way
+                .iter()
+                .find(|r| {
+                    r.pattern == Pattern::Throughput
+                        && r.payload == payload
+                        && r.size == 1 << 20
+                        && r.transport == name
+                })
+                .and_then(|r| r.median_run())
+                .map(|m| m.messages_per_s())
+        };
+        if let (Some(h), Some(i)) = (rate_of("hako"), rate_of("iceoryx2")) {
+            lines.push(format!(
+                "goal: hako throughput of 1 MiB messages at least 5x iceoryx2's ({}): {} ({} vs {} msg/s = {})",
+                payload.name(),
+                verdict(h >= 5.0 * i),
+                rate(h),
+                rate(i),
+                format_ratio(Some(h / i.max(1e-9)))
+            ));
+        }
+    }
+    lines
+}
+
 fn header(result: &SuiteResult, info: &RunInfo) -> String {
     let machine = &info.machine;
     let pin = match (info.leader_cpu, info.follower_cpu) {
@@ -487,7 +549,7 @@ pub fn text(result: &SuiteResult, info: &RunInfo) -> String {
         s.push_str(&t.to_text());
     }
     s.push_str("\nSummary (ratios from the same run):\n");
-    for line in summary(result) {
+    for line in summary(result).into_iter().chain(goals(result)) {
         let _ = writeln!(s, "  {line}");
     }
     let _ = writeln!(s, "wall time {:.1} s", info.wall.as_secs_f64());
@@ -520,7 +582,7 @@ pub fn markdown(result: &SuiteResult, info: &RunInfo) -> String {
         s.push_str(&t.to_markdown());
     }
     s.push_str("\n### Summary\n\n");
-    for line in summary(result) {
+    for line in summary(result).into_iter().chain(goals(result)) {
         let _ = writeln!(s, "- {line}");
     }
     s
@@ -667,5 +729,6 @@ pub fn json(result: &SuiteResult, info: &RunInfo) -> Value {
         "ping_pong": ping_pong,
         "one_way": one_way,
         "summary": summary(result),
+        "goals": goals(result),
     })
 }

@@ -64,6 +64,13 @@ pub fn latency_svg(result: &SuiteResult, path: &Path) -> Result<()> {
             }
         }
         let (xmin, xmax) = (xmin / 1.5, (xmax * 1.5).max(xmin * 2.0));
+        // Ticks at the sizes measured (64 B, 1 KiB, …), not at powers of 10.
+        let mut sizes: Vec<f64> = data
+            .iter()
+            .flat_map(|(_, pts)| pts.iter().map(|&(x, _)| x))
+            .collect();
+        sizes.sort_by(f64::total_cmp);
+        sizes.dedup();
         let (ymin, ymax) = (ymin / 1.5, (ymax * 1.5).max(ymin * 2.0));
         let mut chart = ChartBuilder::on(panel)
             .caption(
@@ -73,7 +80,10 @@ pub fn latency_svg(result: &SuiteResult, path: &Path) -> Result<()> {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d((xmin..xmax).log_scale(), (ymin..ymax).log_scale())
+            .build_cartesian_2d(
+                (xmin..xmax).log_scale().with_key_points(sizes),
+                (ymin..ymax).log_scale(),
+            )
             .map_err(plot_err)?;
         chart
             .configure_mesh()
