@@ -117,7 +117,12 @@ fn killed_process_resources_are_reclaimed() {
     d.finish();
 }
 
-fn in_test_node(d: &Domain) -> (hako::Config, hako::Node) {
+/// A node of this process in the test's domain, and the service `name` opened
+/// through it (default QoS, as the helper opens it).
+fn in_test_service(
+    d: &Domain,
+    name: &str,
+) -> (hako::Config, hako::Node, hako::PubSubService<TestMsg>) {
     let cfg = hako::Config::default().with_root(&d.root);
     let node = hako::NodeBuilder::new()
         .name("survivor")
@@ -125,7 +130,12 @@ fn in_test_node(d: &Domain) -> (hako::Config, hako::Node) {
         .config(&cfg)
         .create()
         .unwrap();
-    (cfg, node)
+    let svc = node
+        .service_builder(&name.try_into().unwrap())
+        .publish_subscribe::<TestMsg>()
+        .open_or_create()
+        .unwrap();
+    (cfg, node, svc)
 }
 
 /// A subscriber killed while it holds samples and has more queued: its
@@ -134,12 +144,7 @@ fn in_test_node(d: &Domain) -> (hako::Config, hako::Node) {
 #[test]
 fn chunks_held_by_a_killed_subscriber_come_back() {
     let d = Domain::new("killed-holder-chunks", HELPER);
-    let (cfg, node) = in_test_node(&d);
-    let svc = node
-        .service_builder(&"it/held".try_into().unwrap())
-        .publish_subscribe::<TestMsg>()
-        .open_or_create()
-        .unwrap();
+    let (cfg, node, svc) = in_test_service(&d, "it/held");
     let publisher = svc.publisher_builder().create().unwrap();
     let held = d.arg("held");
     let never = d.arg("never");
@@ -199,12 +204,7 @@ fn chunks_held_by_a_killed_subscriber_come_back() {
 #[test]
 fn samples_of_a_killed_publisher_stay_readable() {
     let d = Domain::new("killed-publisher", HELPER);
-    let (cfg, node) = in_test_node(&d);
-    let svc = node
-        .service_builder(&"it/dead-pub".try_into().unwrap())
-        .publish_subscribe::<TestMsg>()
-        .open_or_create()
-        .unwrap();
+    let (cfg, node, svc) = in_test_service(&d, "it/dead-pub");
     let sub = svc.subscriber_builder().create().unwrap();
     let paused = d.arg("paused");
     let never = d.arg("never");

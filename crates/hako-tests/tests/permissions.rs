@@ -41,6 +41,18 @@ fn modes(root: &Path) -> Vec<(String, u32, u32)> {
     out
 }
 
+/// Every file under `root` is for the group `nobody`, as the config asks.
+fn assert_shared_with_nobody(root: &Path) {
+    for (path, m, gid) in modes(root) {
+        let want = if Path::new(&path).is_dir() {
+            0o2770
+        } else {
+            0o660
+        };
+        assert_eq!((m, gid), (want, NOBODY), "{path}");
+    }
+}
+
 fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
@@ -142,14 +154,7 @@ fn a_group_shares_the_domain_when_configured() {
         .unwrap();
     let publisher = svc.publisher_builder().create().unwrap();
     assert_eq!(mode(&root), 0o2770);
-    for (path, m, gid) in modes(&root) {
-        let want = if Path::new(&path).is_dir() {
-            0o2770
-        } else {
-            0o660
-        };
-        assert_eq!((m, gid), (want, NOBODY), "{path}");
-    }
+    assert_shared_with_nobody(&root);
     let mut sub = vec![as_nobody(
         &d,
         "nobody-sub",
@@ -176,14 +181,7 @@ fn a_group_shares_the_domain_when_configured() {
     let o = sub.pop().unwrap().wait();
     o.assert_code(exit::OK);
     // What nobody made is shared the same way.
-    for (path, m, gid) in modes(&root) {
-        let want = if Path::new(&path).is_dir() {
-            0o2770
-        } else {
-            0o660
-        };
-        assert_eq!((m, gid), (want, NOBODY), "{path}");
-    }
+    assert_shared_with_nobody(&root);
     drop((publisher, svc, node));
     // Clean up as root: the helper's node is gone, so the root is empty but
     // for the domain directory itself.
