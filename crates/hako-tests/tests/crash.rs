@@ -242,3 +242,47 @@ fn samples_of_a_killed_publisher_stay_readable() {
     drop((sub, publisher, svc, node));
     d.finish();
 }
+
+/// Nobody calls for a reclaim: the next change of the service's tables (a
+/// subscriber joining) makes the ports that follow it notice the dead one.
+#[test]
+fn a_connection_update_notices_a_dead_subscriber() {
+    let d = Domain::new("killed-noticed", HELPER);
+    let (cfg, node, svc) = in_test_service(&d, "it/noticed");
+    let publisher = svc.publisher_builder().create().unwrap();
+    let held = d.arg("held");
+    let never = d.arg("never");
+    let s = [
+        "subscribe",
+        "--service",
+        "it/noticed",
+        "--hold",
+        "1",
+        "--held-file",
+        &held,
+        "--wait-file",
+        &never,
+        "--expect",
+        "1",
+    ];
+    let mut procs = vec![d.spawn("sub", &s)];
+    let start = std::time::Instant::now();
+    while publisher.subscriber_count() == 0 {
+        assert!(start.elapsed() < WATCHDOG, "the subscriber never connected");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    publisher.send_copy(TestMsg::new(0, 0)).unwrap();
+    d.wait_file("held", &mut procs);
+    procs.pop().unwrap().kill();
+    let sub = svc.subscriber_builder().create().unwrap();
+    assert_eq!(publisher.send_copy(TestMsg::new(0, 1)).unwrap(), 1);
+    assert_eq!(sub.receive().unwrap().unwrap().seq, 1);
+    assert_eq!(publisher.subscriber_count(), 1);
+    assert_eq!(publisher.free_chunks(), publisher.pool_size() as usize);
+    drop((sub, publisher, svc, node));
+    // Its node file is the domain's business (it may own ports elsewhere):
+    // the next node created, or `hako clean`, removes it.
+    let done = hako::reclaim_dead_nodes(&cfg, false).unwrap();
+    assert_eq!((done.dead_nodes.len(), done.ports), (1, 0), "{done:?}");
+    d.finish();
+}

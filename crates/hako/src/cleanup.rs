@@ -19,7 +19,8 @@
 //!    rest to the next one.
 //!
 //! It runs when a node is created (the whole domain, if a dead node is
-//! there), when a service is opened (that service), and on demand:
+//! there), when a service is opened and when a port follows a change of its
+//! service's tables (that service), and on demand:
 //! [`reclaim_dead_nodes`], which `hako clean` calls and which also removes
 //! ports whose node has no file at all.
 
@@ -91,7 +92,7 @@ impl<'a> Liveness<'a> {
         }
     }
 
-    fn alive(&mut self, id: u64) -> bool {
+    pub(crate) fn alive(&mut self, id: u64) -> bool {
         *self
             .known
             .entry(id)

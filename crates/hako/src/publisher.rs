@@ -493,10 +493,11 @@ impl PubState {
     /// Follows changes of the subscriber table.
     fn update_connections(&mut self, p: &PublisherInner) {
         let svc = &p.service;
-        let gen = svc.generation();
-        if gen == self.seen_generation {
+        if svc.generation() == self.seen_generation {
             return;
         }
+        svc.reclaim_dead_ports();
+        let gen = svc.generation();
         self.seen_generation = gen;
         for j in 0..self.conns.len() {
             // ORDERING: Acquire; pairs with the Release store in register().

@@ -819,6 +819,43 @@ impl ServiceInner {
         }
     }
 
+    /// Reclaims the ports of dead nodes in this service, if there are any:
+    /// called when a port follows a change of the tables. Without the domain
+    /// lock unless one is found dead (a liveness probe per port).
+    pub(crate) fn reclaim_dead_ports(&self) {
+        let root = &self.node.config.root;
+        let mut live = crate::cleanup::Liveness::new(root);
+        let dead = [PortKind::Publisher, PortKind::Subscriber]
+            .iter()
+            .any(|&k| {
+                (0..self.table_len(k)).any(|i| {
+                    let s = self.port_slot(k, i);
+                    // Relaxed (all three): a hint; the reclaim checks again
+                    // under the domain lock.
+                    s.port_id.load(Ordering::Relaxed) != 0
+                        && s.flags.load(Ordering::Relaxed) != PORT_RETIRED
+                        && !live.alive(s.node_id.load(Ordering::Relaxed))
+                })
+            });
+        if !dead {
+            return;
+        }
+        let Ok(_lock) = DomainLock::acquire(root) else {
+            return;
+        };
+        let mut out = crate::cleanup::Reclaimed::default();
+        crate::cleanup::reclaim_service_locked(
+            &self.dir,
+            &self.seg,
+            &mut crate::cleanup::Liveness::new(root),
+            false,
+            &mut out,
+        );
+        if out.ports > 0 {
+            tracing::info!(service = %self.name, ports = out.ports, "reclaimed the ports of dead nodes");
+        }
+    }
+
     /// Path of a publisher's data segment.
     pub(crate) fn publisher_path(&self, port_id: u64) -> PathBuf {
         self.dir.join(format!("pub_{port_id:016x}"))

@@ -382,10 +382,11 @@ impl SubState {
 
     fn update(&mut self, reg: &Arc<Registration>) -> Option<ReceiveError> {
         let svc = &reg.service;
-        let gen = svc.generation();
-        if gen == self.seen_generation {
+        if svc.generation() == self.seen_generation {
             return None;
         }
+        svc.reclaim_dead_ports();
+        let gen = svc.generation();
         self.seen_generation = gen;
         let mut err = None;
         let n = svc.table_len(PortKind::Publisher);
