@@ -13,10 +13,11 @@ use hako::core::ring::{Pop, Producer, Push, Returns, Submission};
 use libfuzzer_sys::fuzz_target;
 
 const SLOTS: usize = 4;
+const WORDS: usize = SLOTS * hako::core::ring::SLOT_WORDS;
 const CHUNKS: u32 = 8;
 
 fuzz_target!(|data: &[u8]| {
-    let slots: Vec<AtomicU64> = (0..SLOTS).map(|_| AtomicU64::new(0)).collect();
+    let slots: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
     let head = AtomicU64::new(0);
     let words: Vec<AtomicU64> = (0..CHUNKS).map(|_| AtomicU64::new(0)).collect();
     let capacity = 1 + u64::from(data.first().copied().unwrap_or(0)) % SLOTS as u64;
@@ -46,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
                 );
                 let Some(idx) = book.alloc() else { continue };
                 let stamp = producer.tail + 1;
-                match sub.try_push(&mut producer, idx) {
+                match sub.try_push(&mut producer, idx, 1) {
                     Ok(Push::Done) => {
                         assert!(out.insert(idx, stamp));
                         book.add_ref(idx);
@@ -57,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
             }
             // Subscriber: take one, validate the index, hold it.
             1 => match sub.pop() {
-                Ok(Pop::Item(idx, pos)) if idx < CHUNKS => held.push((idx, pos.wrapping_add(1))),
+                Ok(Pop::Item(idx, pos, _)) if idx < CHUNKS => held.push((idx, pos.wrapping_add(1))),
                 Ok(_) | Err(_) => {}
             },
             // Subscriber: drop the oldest sample it holds.
@@ -85,7 +86,7 @@ fuzz_target!(|data: &[u8]| {
             ),
             // Hostile peer: any slot, the head, any return word.
             5 => {
-                let i = bytes.next().unwrap_or(0) as usize % SLOTS;
+                let i = bytes.next().unwrap_or(0) as usize % WORDS;
                 slots[i].store(next_u64(&mut bytes), Ordering::Relaxed);
             }
             6 => head.store(next_u64(&mut bytes), Ordering::Relaxed),

@@ -40,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(g.total_size, size);
         assert_eq!(g.pool_offset % PAGE, 0);
         assert!(g.conns_offset >= LINE);
-        assert!(g.sub_offset + 8 * (1 << g.sub_log2) <= g.returns_offset);
+        assert!(g.sub_offset + 16 * (1 << g.sub_log2) <= g.returns_offset);
         assert!(g.returns_offset + 8 * p.chunk_count <= g.conn_stride);
         assert!(g.conns_offset + p.max_subscribers * g.conn_stride <= g.pool_offset);
         assert!(g.payload_offset + p.elem_size * p.max_len <= g.chunk_size);

@@ -5,7 +5,7 @@
 //! the connection it was written into.
 //!
 //! * garbage in a submission ring, a descriptor with a chunk index out of
-//!   range, and a garbage chunk header: `receive` returns
+//!   range, and a garbage payload length: `receive` returns
 //!   `Err(ReceiveError::CorruptedPublisher { .. })`, the next `receive`
 //!   returns `Ok`, and another publisher of the same service still delivers.
 //!   These run in the test process (a publisher and a subscriber with the
@@ -148,12 +148,7 @@ impl Segment {
         let head = self.read(base + LINE);
         let mask = (1u64 << self.geo.sub_log2) - 1;
         let stamp = (((head >> self.geo.sub_log2) + 1) & 0xffff_ffff) << 32;
-        (base + self.geo.sub_offset + 8 * (head & mask), stamp)
-    }
-
-    /// Offset of chunk `i`'s header (its element count).
-    fn chunk_header(&self, i: u64) -> u64 {
-        self.geo.pool_offset + i * self.geo.chunk_size
+        (base + self.geo.sub_offset + 16 * (head & mask), stamp)
     }
 }
 
@@ -229,17 +224,15 @@ fn descriptor_with_a_chunk_index_out_of_range() {
 }
 
 #[test]
-fn garbage_chunk_header() {
+fn garbage_payload_length() {
     corrupted_publisher_case(
-        "garbage-chunk",
+        "garbage-length",
         "payload length out of range",
         |seg, slot| {
-            // Every chunk header, the queued message's included, claims 7
-            // elements (a fixed-size payload has exactly 1).
-            let _ = slot;
-            for i in 0..seg.params.chunk_count {
-                seg.write(seg.chunk_header(i), 7);
-            }
+            // The queued message's length (the second word of its slot)
+            // claims 7 elements; a fixed-size payload has exactly 1.
+            let (desc, _) = seg.next_submission(slot);
+            seg.write(desc + 8, 7);
         },
     );
 }

@@ -259,7 +259,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
                 // and the views are only used through it.
                 let (slots, head, returns, connected, wake, dropped_word) = unsafe {
                     (
-                        map.atomics_detached(base + geo.sub_offset, 1 << geo.sub_log2),
+                        map.atomics_detached(base + geo.sub_offset, 2 << geo.sub_log2),
                         map.atomic_detached(base + crate::core::layout::LINE),
                         map.atomics_detached(base + geo.returns_offset, chunk_count),
                         map.atomic_detached(base),
@@ -417,6 +417,15 @@ impl PublisherInner {
         self.state.lock()
     }
 
+    /// The length recorded in chunk `idx`'s header (at send; for history).
+    fn chunk_len(&self, idx: u32) -> u64 {
+        // SAFETY: as in chunk_ptr; the header is 8-aligned and AtomicU64 may
+        // alias memory that other processes read.
+        let word = unsafe { &*self.chunk_ptr(idx).cast::<std::sync::atomic::AtomicU64>() };
+        // Relaxed: we wrote it ourselves, before sending the chunk.
+        word.load(Ordering::Relaxed)
+    }
+
     fn chunk_ptr(&self, idx: u32) -> *mut u8 {
         let off = self.geo.pool_offset + u64::from(idx) * self.geo.chunk_size;
         debug_assert!(off + self.geo.chunk_size <= self.map.len() as u64);
@@ -533,7 +542,7 @@ impl PubState {
         let skip = self.history.len().saturating_sub(p.buffer as usize);
         for &idx in self.history.iter().skip(skip) {
             let stamp = conn.producer.tail + 1;
-            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx) {
+            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, p.chunk_len(idx)) {
                 conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
             }
@@ -551,7 +560,7 @@ impl PubState {
     /// Delivers chunk `idx` to every connected subscriber, wakes those that
     /// sleep and takes back what they returned; returns how many got it.
     #[inline]
-    fn deliver(&mut self, p: &PublisherInner, idx: u32) -> usize {
+    fn deliver(&mut self, p: &PublisherInner, idx: u32, len: u64) -> usize {
         let mut delivered = 0;
         for k in 0..self.active.len() {
             let j = self.active[k];
@@ -565,12 +574,12 @@ impl PubState {
             // subscriber's position (a cache line it writes).
             let got = if (conn.outstanding.count() as u64) < p.buffer {
                 let stamp = conn.producer.tail + 1;
-                conn.sub.push_known_room(&mut conn.producer, idx);
+                conn.sub.push_known_room(&mut conn.producer, idx, len);
                 conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
                 true
             } else {
-                self.deliver_one(p, j, idx)
+                self.deliver_one(p, j, idx, len)
             };
             if got {
                 self.conns[j].delivered = true;
@@ -631,7 +640,7 @@ impl PubState {
         }
     }
 
-    fn deliver_one(&mut self, p: &PublisherInner, j: usize, idx: u32) -> bool {
+    fn deliver_one(&mut self, p: &PublisherInner, j: usize, idx: u32, len: u64) -> bool {
         let sub = self.conns[j].sub;
         let mut attempts: u32 = 0;
         let mut spins: u32 = 0;
@@ -643,7 +652,7 @@ impl PubState {
             if (self.conns[j].outstanding.count() as u64) < p.buffer {
                 let conn = &mut self.conns[j];
                 let stamp = conn.producer.tail + 1;
-                sub.push_known_room(&mut conn.producer, idx);
+                sub.push_known_room(&mut conn.producer, idx, len);
                 conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
                 return true;
@@ -664,7 +673,7 @@ impl PubState {
             }
             if self.conns[j].outstanding.count() < p.per_conn_limit {
                 let stamp = self.conns[j].producer.tail + 1;
-                match sub.try_push(&mut self.conns[j].producer, idx) {
+                match sub.try_push(&mut self.conns[j].producer, idx, len) {
                     Ok(Push::Done) => {
                         self.conns[j].outstanding.insert(idx, stamp);
                         self.book.add_ref(idx);
@@ -786,14 +795,14 @@ impl PubState {
         Ok(idx)
     }
 
-    fn send(&mut self, p: &PublisherInner, idx: u32) -> usize {
+    fn send(&mut self, p: &PublisherInner, idx: u32, len: u64) -> usize {
         // ORDERING: Acquire; pairs with the Release bump of the generation
         // (ServiceInner::bump): table changes before it are visible.
         if p.generation.load(Ordering::Acquire) != self.seen_generation {
             self.update_connections(p);
         }
         self.refresh_active();
-        let n = self.deliver(p, idx);
+        let n = self.deliver(p, idx, len);
         self.refresh_active();
         if p.history_size > 0 {
             self.book.add_ref(idx);
@@ -974,7 +983,7 @@ impl RawLoan {
         // Relaxed: published by the Release store of the descriptor.
         len_word.store(me.len as u64, Ordering::Relaxed);
         let mut st = p.lock();
-        let n = st.send(p, me.idx);
+        let n = st.send(p, me.idx, me.len as u64);
         let last = st.orphaned && st.loaned == 0;
         drop(st);
         if last {

@@ -78,7 +78,7 @@ pub(crate) fn still_needed(
             == connected;
         let attached = map.atomic(base + ATTACHED_OFFSET).load(Ordering::Acquire) == connected;
         let ring = Submission::new(
-            map.atomics(base + geo.sub_offset, 1 << geo.sub_log2),
+            map.atomics(base + geo.sub_offset, 2 << geo.sub_log2),
             map.atomic(base + LINE),
             buffer,
         );

@@ -246,7 +246,7 @@ impl SubConn {
         // dropped; they are only used through it (see the field comment).
         let (slots, head, returns, connected) = unsafe {
             (
-                rw.atomics_detached(base + geo.sub_offset, 1 << geo.sub_log2),
+                rw.atomics_detached(base + geo.sub_offset, 2 << geo.sub_log2),
                 rw.atomic_detached(base + LINE),
                 rw.atomics_detached(base + geo.returns_offset, u64::from(h.chunk_count)),
                 rw.atomic_detached(base),
@@ -297,17 +297,6 @@ impl SubConn {
 
     fn chunk_offset(&self, idx: u32) -> u64 {
         u64::from(idx) * self.geo.chunk_size
-    }
-
-    /// The length word of chunk `idx` (which must be < chunk_count).
-    #[inline]
-    fn chunk_len(&self, idx: u32) -> &AtomicU64 {
-        debug_assert!(idx < self.chunk_count);
-        // SAFETY: idx < chunk_count (validated by the caller), so the chunk
-        // header lies inside the pool mapping, 8-aligned (chunk sizes are
-        // multiples of 64 from a page-aligned base); the mapping lives as
-        // long as &self.
-        unsafe { &*((self.pool_base + self.chunk_offset(idx) as usize) as *const AtomicU64) }
     }
 }
 
@@ -502,8 +491,8 @@ impl<T: Payload + ?Sized> Subscriber<T> {
                 }
             } else {
                 match conn.sub.pop() {
-                    Ok(Pop::Item(idx, pos)) => {
-                        result = self.accept(conn, idx, pos.wrapping_add(1));
+                    Ok(Pop::Item(idx, pos, len)) => {
+                        result = self.accept(conn, idx, pos.wrapping_add(1), len);
                         if result.is_err() {
                             remove = Some(i);
                         } else {
@@ -545,6 +534,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         conn: &ConnHandle,
         idx: u32,
         stamp: u64,
+        len: u64,
     ) -> Result<Option<Sample<T>>, ReceiveError> {
         let bad = |what| ReceiveError::CorruptedPublisher {
             publisher: conn.publisher,
@@ -553,9 +543,8 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         if idx >= conn.chunk_count {
             return Err(bad("chunk index out of range"));
         }
-        // Relaxed: the Acquire load of the descriptor ordered this after the
-        // publisher's write.
-        let len = conn.chunk_len(idx).load(Ordering::Relaxed);
+        // The length came with the descriptor (same cache line), so the
+        // payload's lines can be fetched without reading the chunk first.
         if len > conn.max_len || (!conn.slice && len != 1) {
             // Give the chunk back so the publisher does not lose it.
             conn.returns.release(idx, stamp);

@@ -20,7 +20,7 @@
 //!  +8                attached: AtomicU64   (subscriber port id that mapped the segment)
 //!  +16               dropped: AtomicU64    (samples this subscriber lost to overflow)
 //!  +LINE             head: AtomicU64       (submission consumer position)
-//!  +2·LINE           submission slots      (1 << sub_log2 × u64)
+//!  +2·LINE           submission slots      (1 << sub_log2 × 2 u64: descriptor, length)
 //!  +2·LINE + sub     return words          (chunk_count × u64, one per chunk)
 //!
 //!  chunk (chunk_size bytes, aligned to max(64, payload align))
@@ -194,7 +194,7 @@ impl SegmentParams {
         }
         let sub_slots = p.buffer.next_power_of_two();
         let sub_offset = 2 * LINE;
-        let returns_offset = sub_offset + round_up(8 * sub_slots, LINE);
+        let returns_offset = sub_offset + round_up(16 * sub_slots, LINE);
         let conn_stride = returns_offset + round_up(8 * p.chunk_count, LINE);
         let conns_offset = COUNTERS_OFFSET + LINE;
         let pool_offset = round_up(conns_offset + p.max_subscribers * conn_stride, PAGE);
@@ -373,7 +373,7 @@ mod tests {
         assert_eq!(g.chunk_size % 64, 0);
         assert!(g.chunk_size >= 8 + 100);
         assert_eq!(g.sub_log2, 2);
-        assert!(g.returns_offset >= g.sub_offset + 8 * 4);
+        assert!(g.returns_offset >= g.sub_offset + 16 * 4);
         assert!(g.conn_stride >= g.returns_offset + 8 * 10);
         assert_eq!(g.conn_stride % LINE, 0);
         assert_eq!(g.total_size, g.pool_offset + 10 * g.chunk_size);

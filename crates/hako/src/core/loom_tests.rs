@@ -12,6 +12,11 @@ fn slots(n: usize) -> Vec<AtomicU64> {
     (0..n).map(|_| AtomicU64::new(0)).collect()
 }
 
+/// The words of a submission ring of `n` slots.
+fn ring(n: usize) -> Vec<AtomicU64> {
+    slots(n * super::ring::SLOT_WORDS)
+}
+
 /// The SPSC submission ring delivers every item once, in order, and a
 /// consumer that sees an item also sees the data written before it.
 #[test]
@@ -27,7 +32,7 @@ fn submission_ring_fifo_sole_consumer() {
 
 fn fifo_model(sole: bool) {
     loom::model(move || {
-        let s = Arc::new((slots(2), AtomicU64::new(0)));
+        let s = Arc::new((ring(2), AtomicU64::new(0)));
         let data: Arc<Vec<UnsafeCell<u32>>> =
             Arc::new((0..3).map(|_| UnsafeCell::new(0)).collect());
         let (s2, d2) = (s.clone(), data.clone());
@@ -39,9 +44,11 @@ fn fifo_model(sole: bool) {
             let mut got = Vec::new();
             while got.len() < 3 {
                 match ring.pop().unwrap() {
-                    Pop::Item(i, _) => {
+                    Pop::Item(i, _, len) => {
                         let v = d2[i as usize].with(|p| unsafe { *p });
                         assert_eq!(v, i + 100);
+                        // The length travels in the slot, published with it.
+                        assert_eq!(len, u64::from(i) + 7);
                         got.push(i);
                     }
                     Pop::Empty => thread::yield_now(),
@@ -53,7 +60,7 @@ fn fifo_model(sole: bool) {
         let mut p = Producer::default();
         for i in 0..3u32 {
             data[i as usize].with_mut(|ptr| unsafe { *ptr = i + 100 });
-            while ring.try_push(&mut p, i).unwrap() == Push::Full {
+            while ring.try_push(&mut p, i, u64::from(i) + 7).unwrap() == Push::Full {
                 thread::yield_now();
             }
         }
@@ -66,17 +73,17 @@ fn fifo_model(sole: bool) {
 #[test]
 fn reclaim_races_pop() {
     loom::model(|| {
-        let s = Arc::new((slots(2), AtomicU64::new(0)));
+        let s = Arc::new((ring(2), AtomicU64::new(0)));
         let s2 = s.clone();
         let ring = Submission::new(&s.0, &s.1, 2);
         let mut p = Producer::default();
-        ring.try_push(&mut p, 0).unwrap();
-        ring.try_push(&mut p, 1).unwrap();
+        ring.try_push(&mut p, 0, 1).unwrap();
+        ring.try_push(&mut p, 1, 1).unwrap();
         let consumer = thread::spawn(move || {
             let ring = Submission::new(&s2.0, &s2.1, 2);
             let mut got = Vec::new();
             for _ in 0..2 {
-                if let Pop::Item(i, _) = ring.pop().unwrap() {
+                if let Pop::Item(i, _, _) = ring.pop().unwrap() {
                     got.push(i);
                 }
             }
@@ -85,11 +92,11 @@ fn reclaim_races_pop() {
         let mut reclaimed = Vec::new();
         if let Some(i) = ring.reclaim_oldest(&mut p).unwrap() {
             reclaimed.push(i);
-            assert_eq!(ring.try_push(&mut p, 2).unwrap(), Push::Done);
+            assert_eq!(ring.try_push(&mut p, 2, 1).unwrap(), Push::Done);
         }
         let got = consumer.join().unwrap();
         let mut rest = Vec::new();
-        while let Pop::Item(i, _) = ring.pop().unwrap() {
+        while let Pop::Item(i, _, _) = ring.pop().unwrap() {
             rest.push(i);
         }
         let mut all: Vec<u32> = got.iter().chain(&reclaimed).chain(&rest).copied().collect();
@@ -117,7 +124,7 @@ fn pool_reuse_is_exclusive() {
     loom::model(|| {
         const CHUNKS: u32 = 2;
         const MSGS: u32 = 3;
-        let shared = Arc::new((slots(1), AtomicU64::new(0), slots(CHUNKS as usize)));
+        let shared = Arc::new((ring(1), AtomicU64::new(0), slots(CHUNKS as usize)));
         let data: Arc<Vec<UnsafeCell<u32>>> =
             Arc::new((0..CHUNKS).map(|_| UnsafeCell::new(0)).collect());
         let (sh2, d2) = (shared.clone(), data.clone());
@@ -127,7 +134,7 @@ fn pool_reuse_is_exclusive() {
             let mut expect = 0;
             while expect < MSGS {
                 match sub.pop().unwrap() {
-                    Pop::Item(i, pos) => {
+                    Pop::Item(i, pos, _) => {
                         let v = d2[i as usize].with(|p| unsafe { *p });
                         assert_eq!(v, expect);
                         expect += 1;
@@ -158,7 +165,7 @@ fn pool_reuse_is_exclusive() {
             data[idx as usize].with_mut(|ptr| unsafe { *ptr = seq });
             let stamp = p.tail + 1;
             loop {
-                match sub.try_push(&mut p, idx).unwrap() {
+                match sub.try_push(&mut p, idx, 1).unwrap() {
                     Push::Done => break,
                     Push::Full => thread::yield_now(),
                 }

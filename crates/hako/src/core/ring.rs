@@ -1,20 +1,23 @@
 //! The index ring and the return words of a publisher → subscriber connection.
 //!
-//! Both rings carry *descriptors*: the index of a chunk in the publisher's
-//! pool. A ring slot is one `u64` holding the descriptor together with a *lap
-//! stamp*, so a reader learns from one load of one slot whether it holds a new
-//! entry. No shared tail index exists: the consumer polls the slot it expects
-//! next, which costs one cache-line transfer per message instead of two (tail,
-//! then slot).
+//! The ring carries *descriptors*: the index of a chunk in the publisher's
+//! pool, with a *lap stamp* in the same `u64`, so a reader learns from one
+//! load of one slot whether it holds a new entry, and, in the slot's second
+//! word, the payload's length, so the reader can go for the payload's cache
+//! lines at once instead of first reading the chunk's header (a dependent
+//! miss). No shared tail index exists: the consumer polls the slot it expects
+//! next, which costs one cache-line transfer per message instead of two
+//! (tail, then slot).
 //!
 //! ```text
-//!  slot value (u64)
-//!  63            32 31             0
-//! +----------------+----------------+
-//! |  lap stamp     |  chunk index   |
-//! +----------------+----------------+
+//!  slot (two u64, one cache line holds four slots)
+//!  word 0:  63            32 31             0      word 1:  63            0
+//!          +----------------+----------------+             +---------------+
+//!          |  lap stamp     |  chunk index   |             | length        |
+//!          +----------------+----------------+             +---------------+
 //!  lap stamp of position p = (p / capacity) + 1, truncated to 32 bits;
-//!  a zeroed slot (stamp 0) is empty for every position of lap 0.
+//!  a zeroed slot (stamp 0) is empty for every position of lap 0. The length
+//!  is written first and published by the Release store of word 0.
 //! ```
 //!
 //! * [`Submission`] (publisher → subscriber) has one producer and one consumer.
@@ -42,14 +45,16 @@ use super::sync::{AtomicU64, Ordering};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Corrupted;
 
-/// Slot `pos mod slots.len()`.
+/// The two words of slot `pos mod (words.len() / 2)`: the stamped
+/// descriptor and the payload length.
 #[inline]
-fn masked_slot(slots: &[AtomicU64], pos: u64) -> &AtomicU64 {
-    let i = (pos & (slots.len() as u64 - 1)) as usize;
-    debug_assert!(i < slots.len());
-    // SAFETY: the constructors assert that slots.len() is a power of two, so
-    // masking with len - 1 yields an index below len.
-    unsafe { slots.get_unchecked(i) }
+fn masked_pair(words: &[AtomicU64], pos: u64) -> (&AtomicU64, &AtomicU64) {
+    let i = 2 * (pos & (words.len() as u64 / 2 - 1)) as usize;
+    debug_assert!(i + 1 < words.len());
+    // SAFETY: the constructor asserts that words.len() / 2 is a power of two
+    // (and at least 1), so masking with it minus 1 and doubling yields an
+    // even index whose successor is still below words.len().
+    unsafe { (words.get_unchecked(i), words.get_unchecked(i + 1)) }
 }
 
 #[inline]
@@ -78,14 +83,20 @@ fn previous_stamp(pos: u64, log2: u32) -> u64 {
     }
 }
 
+/// Words per submission slot: the stamped descriptor, then the length of the
+/// payload (elements), so that a consumer learns both from one cache line and
+/// need not read the chunk's header before its payload.
+pub const SLOT_WORDS: usize = 2;
+
 /// Result of [`Submission::pop`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pop {
     /// Nothing new.
     Empty,
     /// The consumer now owns the chunk with this (unvalidated) index,
-    /// queued at this position (its return stamp is the position + 1).
-    Item(u32, u64),
+    /// queued at this position (its return stamp is the position + 1), with
+    /// this (unvalidated) payload length.
+    Item(u32, u64, u64),
 }
 
 /// Result of [`Submission::try_push`].
@@ -119,14 +130,16 @@ pub struct Submission<'a> {
 }
 
 impl<'a> Submission<'a> {
-    /// `slots.len()` must be a power of two and `1 <= capacity <= slots.len()`.
+    /// `slots` holds two words per slot (see [`SLOT_WORDS`]); the number of
+    /// slots must be a power of two and `1 <= capacity <= slots`.
     pub fn new(slots: &'a [AtomicU64], head: &'a AtomicU64, capacity: u64) -> Self {
-        assert!(slots.len().is_power_of_two());
-        assert!(capacity >= 1 && capacity <= slots.len() as u64);
+        let n = slots.len() / SLOT_WORDS;
+        assert!(slots.len() % SLOT_WORDS == 0 && n.is_power_of_two());
+        assert!(capacity >= 1 && capacity <= n as u64);
         Self {
             slots,
             head,
-            log2: slots.len().trailing_zeros(),
+            log2: n.trailing_zeros(),
             capacity,
             sole_consumer: false,
         }
@@ -143,11 +156,11 @@ impl<'a> Submission<'a> {
 
     #[inline]
     fn slot(&self, pos: u64) -> &AtomicU64 {
-        masked_slot(self.slots, pos)
+        masked_pair(self.slots, pos).0
     }
 
     /// Producer: appends `index` unless the ring is full.
-    pub fn try_push(&self, p: &mut Producer, index: u32) -> Result<Push, Corrupted> {
+    pub fn try_push(&self, p: &mut Producer, index: u32, len: u64) -> Result<Push, Corrupted> {
         if p.tail.wrapping_sub(p.cached_head) >= self.capacity {
             // ORDERING: Acquire; pairs with the AcqRel CAS of head in pop(): the
             // consumer's read of the slot we are about to reuse happened before.
@@ -161,12 +174,19 @@ impl<'a> Submission<'a> {
                 return Ok(Push::Full);
             }
         }
-        // ORDERING: Release; pairs with the Acquire load in pop(): publishes the
-        // chunk's contents, written before this store, to the consumer.
-        self.slot(p.tail)
-            .store(encode(p.tail, self.log2, index), Ordering::Release);
-        p.tail += 1;
+        self.write(p, index, len);
         Ok(Push::Done)
+    }
+
+    #[inline]
+    fn write(&self, p: &mut Producer, index: u32, len: u64) {
+        let (desc, len_word) = masked_pair(self.slots, p.tail);
+        // Relaxed: published by the Release store of the descriptor below.
+        len_word.store(len, Ordering::Relaxed);
+        // ORDERING: Release; pairs with the Acquire load in pop(): publishes the
+        // length above and the chunk's contents, written before, to the consumer.
+        desc.store(encode(p.tail, self.log2, index), Ordering::Release);
+        p.tail += 1;
     }
 
     /// Producer: appends `index` without looking at the consumer's position.
@@ -174,12 +194,8 @@ impl<'a> Submission<'a> {
     /// (for instance because fewer chunks than that are outstanding on the
     /// connection at all); this saves reading the consumer's cache line.
     #[inline]
-    pub fn push_known_room(&self, p: &mut Producer, index: u32) {
-        // ORDERING: Release; pairs with the Acquire load in pop(): publishes the
-        // chunk's contents, written before this store, to the consumer.
-        self.slot(p.tail)
-            .store(encode(p.tail, self.log2, index), Ordering::Release);
-        p.tail += 1;
+    pub fn push_known_room(&self, p: &mut Producer, index: u32, len: u64) {
+        self.write(p, index, len);
     }
 
     /// Producer: takes the oldest unconsumed entry back (drop-oldest overflow).
@@ -230,15 +246,21 @@ impl<'a> Submission<'a> {
         // about to take; an honest one cannot win a thousand times in a row
         // (each reclaim needs a send), a peer rewriting head can forever.
         for _ in 0..1024 + self.slots.len() {
-            // ORDERING: Acquire; pairs with the Release store in try_push().
-            let value = self.slot(head).load(Ordering::Acquire);
+            let (desc, len_word) = masked_pair(self.slots, head);
+            // ORDERING: Acquire; pairs with the Release store in write().
+            let value = desc.load(Ordering::Acquire);
             let st = stamp_of(value);
             if st == stamp(head, self.log2) {
+                // Relaxed: ordered after the producer's store by the Acquire
+                // above. Read before we advance head: until then the producer
+                // cannot reuse the slot (and if it takes the entry back, our
+                // CAS below fails and the value is dropped).
+                let len = len_word.load(Ordering::Relaxed);
                 if self.sole_consumer {
                     // ORDERING: Release; pairs with the Acquire loads of head in
                     // try_push(): our read of the slot happens before its reuse.
                     self.head.store(head.wrapping_add(1), Ordering::Release);
-                    return Ok(Pop::Item(value as u32, head));
+                    return Ok(Pop::Item(value as u32, head, len));
                 }
                 // ORDERING: AcqRel; Release lets the producer reuse the slot after
                 // our read; pairs with the Acquire loads of head in try_push and
@@ -249,7 +271,7 @@ impl<'a> Submission<'a> {
                     Ordering::AcqRel,
                     Ordering::Relaxed,
                 ) {
-                    Ok(_) => return Ok(Pop::Item(value as u32, head)),
+                    Ok(_) => return Ok(Pop::Item(value as u32, head, len)),
                     Err(now) => {
                         head = now;
                         continue;
@@ -392,8 +414,10 @@ impl DropCount {
 mod tests {
     use super::*;
 
+    /// The words of a submission ring of `n` slots (or `n * SLOT_WORDS`
+    /// return words).
     fn slots(n: usize) -> Vec<AtomicU64> {
-        (0..n).map(|_| AtomicU64::new(0)).collect()
+        (0..n * SLOT_WORDS).map(|_| AtomicU64::new(0)).collect()
     }
 
     #[test]
@@ -404,12 +428,12 @@ mod tests {
         let mut p = Producer::default();
         assert_eq!(ring.pop(), Ok(Pop::Empty));
         for i in 0..3 {
-            assert_eq!(ring.try_push(&mut p, i), Ok(Push::Done));
+            assert_eq!(ring.try_push(&mut p, i, 1), Ok(Push::Done));
         }
-        assert_eq!(ring.try_push(&mut p, 9), Ok(Push::Full));
+        assert_eq!(ring.try_push(&mut p, 9, 1), Ok(Push::Full));
         assert!(ring.has_item());
         for i in 0..3 {
-            assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i))));
+            assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i), 1)));
         }
         assert_eq!(ring.pop(), Ok(Pop::Empty));
         assert!(!ring.has_item());
@@ -422,10 +446,10 @@ mod tests {
         let ring = Submission::new(&s, &head, 2);
         let mut p = Producer::default();
         for i in 0..10_000u32 {
-            assert_eq!(ring.try_push(&mut p, i), Ok(Push::Done));
+            assert_eq!(ring.try_push(&mut p, i, 1), Ok(Push::Done));
             if i % 2 == 1 {
-                assert_eq!(ring.pop(), Ok(Pop::Item(i - 1, u64::from(i - 1))));
-                assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i))));
+                assert_eq!(ring.pop(), Ok(Pop::Item(i - 1, u64::from(i - 1), 1)));
+                assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i), 1)));
                 assert_eq!(ring.pop(), Ok(Pop::Empty));
             }
         }
@@ -440,12 +464,12 @@ mod tests {
         let mut p = Producer::default();
         for round in 0..10u32 {
             for i in 0..4 {
-                assert_eq!(ring.try_push(&mut p, round * 4 + i), Ok(Push::Done));
+                assert_eq!(ring.try_push(&mut p, round * 4 + i, 1), Ok(Push::Done));
             }
             for i in 0..4 {
                 assert_eq!(
                     consumer.pop(),
-                    Ok(Pop::Item(round * 4 + i, u64::from(round * 4 + i)))
+                    Ok(Pop::Item(round * 4 + i, u64::from(round * 4 + i), 1))
                 );
             }
             assert_eq!(consumer.pop(), Ok(Pop::Empty));
@@ -459,13 +483,13 @@ mod tests {
         let ring = Submission::new(&s, &head, 4);
         let mut p = Producer::default();
         for i in 0..4 {
-            ring.try_push(&mut p, i).unwrap();
+            ring.try_push(&mut p, i, 1).unwrap();
         }
-        assert_eq!(ring.try_push(&mut p, 4), Ok(Push::Full));
+        assert_eq!(ring.try_push(&mut p, 4, 1), Ok(Push::Full));
         assert_eq!(ring.reclaim_oldest(&mut p), Ok(Some(0)));
-        assert_eq!(ring.try_push(&mut p, 4), Ok(Push::Done));
+        assert_eq!(ring.try_push(&mut p, 4, 1), Ok(Push::Done));
         for i in 1..5 {
-            assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i))));
+            assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i), 1)));
         }
         assert_eq!(ring.reclaim_oldest(&mut p), Ok(None));
     }
@@ -475,7 +499,7 @@ mod tests {
         let s = slots(4);
         let head = AtomicU64::new(0);
         let ring = Submission::new(&s, &head, 4);
-        s[0].store(0xdead_beef_0000_0001, Ordering::Relaxed);
+        s[0].store(0xdead_beef_0000_0001, Ordering::Relaxed); // slot 0's descriptor
         assert_eq!(ring.pop(), Err(Corrupted));
         // A head far beyond the producer's tail.
         let s2 = slots(4);
@@ -485,7 +509,7 @@ mod tests {
             tail: 4,
             cached_head: 0,
         };
-        assert_eq!(ring2.try_push(&mut p, 1), Err(Corrupted));
+        assert_eq!(ring2.try_push(&mut p, 1, 1), Err(Corrupted));
     }
 
     #[test]
@@ -495,8 +519,8 @@ mod tests {
         let s = slots(4);
         let head = AtomicU64::new(u64::MAX);
         let ring = Submission::new(&s, &head, 4);
-        s[3].store(encode(u64::MAX, 2, 1), Ordering::Relaxed);
-        assert_eq!(ring.pop(), Ok(Pop::Item(1, u64::MAX)));
+        s[3 * SLOT_WORDS].store(encode(u64::MAX, 2, 1), Ordering::Relaxed);
+        assert_eq!(ring.pop(), Ok(Pop::Item(1, u64::MAX, 0)));
         assert_eq!(head.load(Ordering::Relaxed), 0);
         head.store(u64::MAX, Ordering::Relaxed);
         let mut p = Producer {
