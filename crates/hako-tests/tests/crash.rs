@@ -138,6 +138,43 @@ fn in_test_service(
     (cfg, node, svc)
 }
 
+/// Starts a helper subscriber on `service`, sends it `send` messages (seq
+/// 0..send) once it is connected, waits until it holds `hold` of them, and
+/// kills it with SIGKILL.
+fn kill_a_holding_subscriber(
+    d: &Domain,
+    service: &str,
+    publisher: &hako::Publisher<TestMsg>,
+    hold: u64,
+    send: u64,
+) {
+    let (held, never, hold) = (d.arg("held"), d.arg("never"), hold.to_string());
+    let s = [
+        "subscribe",
+        "--service",
+        service,
+        "--hold",
+        &hold,
+        "--held-file",
+        &held,
+        "--wait-file",
+        &never,
+        "--expect",
+        &hold,
+    ];
+    let mut procs = vec![d.spawn("sub", &s)];
+    let start = std::time::Instant::now();
+    while publisher.subscriber_count() == 0 {
+        assert!(start.elapsed() < WATCHDOG, "the subscriber never connected");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for seq in 0..send {
+        assert_eq!(publisher.send_copy(TestMsg::new(0, seq)).unwrap(), 1);
+    }
+    d.wait_file("held", &mut procs);
+    procs.pop().unwrap().kill();
+}
+
 /// A subscriber killed while it holds samples and has more queued: its
 /// chunks are stuck until its node is reclaimed, then the publisher's pool is
 /// whole again and sending goes on.
@@ -146,32 +183,8 @@ fn chunks_held_by_a_killed_subscriber_come_back() {
     let d = Domain::new("killed-holder-chunks", HELPER);
     let (cfg, node, svc) = in_test_service(&d, "it/held");
     let publisher = svc.publisher_builder().create().unwrap();
-    let held = d.arg("held");
-    let never = d.arg("never");
-    let s = [
-        "subscribe",
-        "--service",
-        "it/held",
-        "--hold",
-        "2",
-        "--held-file",
-        &held,
-        "--wait-file",
-        &never,
-        "--expect",
-        "2",
-    ];
-    let mut procs = vec![d.spawn("sub", &s)];
-    let start = std::time::Instant::now();
-    while publisher.subscriber_count() == 0 {
-        assert!(start.elapsed() < WATCHDOG, "the subscriber never connected");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    for seq in 0..4 {
-        assert_eq!(publisher.send_copy(TestMsg::new(0, seq)).unwrap(), 1);
-    }
-    d.wait_file("held", &mut procs);
-    procs.pop().unwrap().kill();
+    // Sends 4: the subscriber holds 2, 2 stay queued.
+    kill_a_holding_subscriber(&d, "it/held", &publisher, 2, 4);
     let pool = publisher.pool_size() as usize;
     assert!(
         publisher.free_chunks() < pool,
@@ -250,30 +263,7 @@ fn a_connection_update_notices_a_dead_subscriber() {
     let d = Domain::new("killed-noticed", HELPER);
     let (cfg, node, svc) = in_test_service(&d, "it/noticed");
     let publisher = svc.publisher_builder().create().unwrap();
-    let held = d.arg("held");
-    let never = d.arg("never");
-    let s = [
-        "subscribe",
-        "--service",
-        "it/noticed",
-        "--hold",
-        "1",
-        "--held-file",
-        &held,
-        "--wait-file",
-        &never,
-        "--expect",
-        "1",
-    ];
-    let mut procs = vec![d.spawn("sub", &s)];
-    let start = std::time::Instant::now();
-    while publisher.subscriber_count() == 0 {
-        assert!(start.elapsed() < WATCHDOG, "the subscriber never connected");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    publisher.send_copy(TestMsg::new(0, 0)).unwrap();
-    d.wait_file("held", &mut procs);
-    procs.pop().unwrap().kill();
+    kill_a_holding_subscriber(&d, "it/noticed", &publisher, 1, 1);
     let sub = svc.subscriber_builder().create().unwrap();
     assert_eq!(publisher.send_copy(TestMsg::new(0, 1)).unwrap(), 1);
     assert_eq!(sub.receive().unwrap().unwrap().seq, 1);
