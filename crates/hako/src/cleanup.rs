@@ -115,7 +115,7 @@ pub(crate) fn reclaim_domain_locked(root: &Path, dry_run: bool, thorough: bool) 
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        if let Some(id) = name.strip_prefix("node_").and_then(parse_id) {
+        if let Some(id) = parse_node_file(name) {
             node_files.push((id, e.path()));
         } else if name.starts_with("node_") && name.ends_with(".new") {
             // A node creator that died before publishing its file (creation
@@ -237,9 +237,11 @@ fn remove(out: &mut Reclaimed, path: PathBuf, dry_run: bool) {
     }
 }
 
-fn parse_id(s: &str) -> Option<u64> {
-    (s.len() == 16)
-        .then(|| u64::from_str_radix(s, 16).ok())
+/// The node id in a node file's name (`node_<16 hex digits>`).
+pub(crate) fn parse_node_file(name: &str) -> Option<u64> {
+    let hex = name.strip_prefix("node_")?;
+    (hex.len() == 16)
+        .then(|| u64::from_str_radix(hex, 16).ok())
         .flatten()
 }
 

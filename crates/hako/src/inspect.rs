@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use crate::cleanup::read_node_info;
+use crate::cleanup::{parse_node_file, read_node_info};
 use crate::config::Config;
 use crate::core::layout::{PubCounters, COUNTERS_OFFSET, DROPPED_OFFSET, PORT_RETIRED};
 use crate::node::node_is_alive;
@@ -108,12 +108,7 @@ pub fn nodes(config: &Config) -> io::Result<Vec<NodeInfo>> {
     };
     for e in entries.flatten() {
         let name = e.file_name();
-        let Some(id) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("node_"))
-            .filter(|h| h.len() == 16)
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-        else {
+        let Some(id) = name.to_str().and_then(parse_node_file) else {
             continue;
         };
         let (pid, name) = read_node_info(&e.path());

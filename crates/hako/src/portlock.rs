@@ -94,9 +94,10 @@ impl<T> PortLock<T> {
         // (it was stored by this thread, or inherited from a dead one).
         if self.owner.load(Ordering::Relaxed) == me {
             self.busy.store(true, Ordering::Relaxed);
-            // The store above must not be reordered with the load below by
-            // the compiler; the CPU's reordering is undone by the revoker's
-            // membarrier (see the module documentation).
+            // ORDERING: compiler fence only: the store above must not be
+            // reordered with the load below by the compiler; the CPU's
+            // store-load reordering is undone by the revoker's membarrier
+            // (see the module documentation).
             compiler_fence(Ordering::SeqCst);
             // ORDERING: Acquire; the bias is revoked at most once, and
             // `revoke` never goes down again. Reading it down, we are the

@@ -45,6 +45,8 @@ fn fifo_model(sole: bool) {
             while got.len() < 3 {
                 match ring.pop().unwrap() {
                     Pop::Item(i, _, len) => {
+                        // SAFETY: loom's cell pointer is valid; loom reports a
+                        // write racing with this read, which is what the model checks.
                         let v = d2[i as usize].with(|p| unsafe { *p });
                         assert_eq!(v, i + 100);
                         // The length travels in the slot, published with it.
@@ -59,6 +61,8 @@ fn fifo_model(sole: bool) {
         let ring = Submission::new(&s.0, &s.1, 2);
         let mut p = Producer::default();
         for i in 0..3u32 {
+            // SAFETY: loom's cell pointer is valid; loom reports a read or
+            // write racing with this one, which is what the model checks.
             data[i as usize].with_mut(|ptr| unsafe { *ptr = i + 100 });
             while ring.try_push(&mut p, i, u64::from(i) + 7).unwrap() == Push::Full {
                 thread::yield_now();
@@ -135,6 +139,8 @@ fn pool_reuse_is_exclusive() {
             while expect < MSGS {
                 match sub.pop().unwrap() {
                     Pop::Item(i, pos, _) => {
+                        // SAFETY: loom's cell pointer is valid; loom reports a
+                        // write racing with this read, which is what the model checks.
                         let v = d2[i as usize].with(|p| unsafe { *p });
                         assert_eq!(v, expect);
                         expect += 1;
@@ -162,6 +168,8 @@ fn pool_reuse_is_exclusive() {
                     None => thread::yield_now(),
                 }
             };
+            // SAFETY: loom's cell pointer is valid; loom reports a read or
+            // write racing with this one, which is what the model checks.
             data[idx as usize].with_mut(|ptr| unsafe { *ptr = seq });
             let stamp = p.tail + 1;
             loop {

@@ -38,6 +38,8 @@ pub(crate) fn full_barrier() {
             );
         }
     }
+    // ORDERING: SeqCst fence; the portable (and model-checked) form of the
+    // same store-load barrier.
     #[cfg(not(all(target_arch = "x86_64", not(loom))))]
     fence(Ordering::SeqCst);
 }
