@@ -6,9 +6,11 @@
 //! every size up to 4 MiB and beyond fits. The sender loans a slice
 //! (`loan_slice_uninit`), writes it in place as the row's payload mode says
 //! and sends it; the receiver busy-polls `receive()` in the same loop as
-//! hako ([`poll`]) and checks the sample in place. Queue depths as hako's:
-//! ping-pong keeps a buffer of 2 with safe overflow (drop the oldest), one-way
-//! rows a buffer of 8 without it, and the publisher retries until delivered
+//! hako ([`poll`]) and checks the sample in place. Queue depths and policy
+//! as hako's: ping-pong keeps a buffer of 2, one-way rows a buffer of 8,
+//! both without safe overflow (a lockstep ping-pong never fills its queue,
+//! and hako's ping-pong uses backpressure too), and the publisher retries
+//! until delivered
 //! ([`BackpressureStrategy::RetryUntilDelivered`]): iceoryx2's own flow
 //! control.
 //!
@@ -204,7 +206,7 @@ impl Transport for Iceoryx2 {
                 } else {
                     self.buffer
                 })
-                .enable_safe_overflow(!one_way)
+                .enable_safe_overflow(false)
                 .create()
                 .map_err(|e| err("creating a service", e))
         };
