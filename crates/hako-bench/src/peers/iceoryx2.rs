@@ -7,7 +7,7 @@
 //! (`loan_slice_uninit`), writes it in place as the row's payload mode says
 //! and sends it; the receiver busy-polls `receive()` in the same loop as
 //! hako ([`poll`]) and checks the sample in place. Queue depths and policy
-//! as hako's: ping-pong keeps a buffer of 2, one-way rows a buffer of 8,
+//! as hako's: ping-pong keeps a buffer of 2, one-way rows a buffer of 32,
 //! both without safe overflow (a lockstep ping-pong never fills its queue,
 //! and hako's ping-pong uses backpressure too), and the publisher retries
 //! until delivered
