@@ -167,6 +167,20 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// `count` round trips that all took `ns` (for tests of what reads
+    /// the figures).
+    pub fn uniform(count: u64, ns: u64) -> Self {
+        Self {
+            count,
+            min: ns,
+            median: ns,
+            p99: ns,
+            p999: ns,
+            max: ns,
+            mean: ns as f64,
+        }
+    }
+
     /// Summarises round-trip times (nanoseconds) through an HDR histogram
     /// with three significant digits.
     pub fn from_samples(samples: &[u64]) -> Result<Self> {

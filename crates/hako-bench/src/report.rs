@@ -495,15 +495,7 @@ mod tests {
     }
 
     fn stats(median: u64) -> Stats {
-        Stats {
-            count: 10,
-            min: median,
-            median,
-            p99: median,
-            p999: median,
-            max: median,
-            mean: median as f64,
-        }
+        Stats::uniform(10, median)
     }
 
     fn measured(name: &'static str, median: u64, vs: Vec<(&'static str, f64)>) -> Measured {

@@ -424,20 +424,15 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
             }
         }
     }
-    let full: Vec<String> = result
-        .ping_pong
-        .iter()
-        .filter(|r| r.payload == PayloadMode::Full && r.row.size >= 64 << 10)
-        .filter_map(|r| {
-            let m = r.row.get("hako")?;
-            let mem = result.memory.iter().find(|f| f.size == r.row.size)?;
-            Some(format!(
+    let full: Vec<String> = full_vs_memory(result, 64 << 10)
+        .map(|(size, median, mem)| {
+            format!(
                 "{} {} µs = {} of 2 × {} µs",
-                format_size(r.row.size),
-                us(m.stats.median as f64),
-                format_ratio(Some(m.stats.median as f64 / (2.0 * mem.write_read_ns))),
-                us(mem.write_read_ns)
-            ))
+                format_size(size),
+                us(median),
+                format_ratio(Some(median / (2.0 * mem))),
+                us(mem)
+            )
         })
         .collect();
     if !full.is_empty() {
@@ -448,6 +443,38 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// hako's full-mode ping-pong rows from `min_size` up, each with the memory
+/// figure of its size: (size, hako's median round trip in ns, write + read
+/// once in ns).
+fn full_vs_memory(
+    result: &SuiteResult,
+    min_size: usize,
+) -> impl Iterator<Item = (usize, f64, f64)> + '_ {
+    result
+        .ping_pong
+        .iter()
+        .filter(move |r| r.payload == PayloadMode::Full && r.row.size >= min_size)
+        .filter_map(|r| {
+            let m = r.row.get("hako")?;
+            let mem = result.memory.iter().find(|f| f.size == r.row.size)?;
+            Some((r.row.size, m.stats.median as f64, mem.write_read_ns))
+        })
+}
+
+/// Adds the goal line "`what`: met/NOT met (worst …)" judged by the largest
+/// of `ratios` against `limit`; nothing when nothing was measured.
+fn worst_at_most(lines: &mut Vec<String>, what: &str, ratios: &[f64], limit: f64) {
+    if ratios.is_empty() {
+        return;
+    }
+    let worst = ratios.iter().copied().fold(0.0, f64::max);
+    lines.push(format!(
+        "goal: {what}: {} (worst {})",
+        if worst <= limit { "met" } else { "NOT met" },
+        format_ratio(Some(worst))
+    ));
 }
 
 /// Smallest payload the full-mode memory-bandwidth goal applies to.
@@ -467,26 +494,24 @@ pub fn goals(result: &SuiteResult) -> Vec<String> {
         .iter()
         .filter_map(|r| Some(r.row.get("hako")?.ratio))
         .collect();
-    if !floor.is_empty() && result.probe == "floor" {
-        let worst = floor.iter().copied().fold(0.0, f64::max);
-        lines.push(format!(
-            "goal: hako round trip within 2x of the cache-line floor at every size (touch): {} (worst {})",
-            verdict(worst <= 2.0),
-            format_ratio(Some(worst))
-        ));
+    if result.probe == "floor" {
+        worst_at_most(
+            &mut lines,
+            "hako round trip within 2x of the cache-line floor at every size (touch)",
+            &floor,
+            2.0,
+        );
     }
     let peer: Vec<f64> = touch
         .iter()
         .filter_map(|r| r.row.get("hako")?.vs("iceoryx2"))
         .collect();
-    if !peer.is_empty() {
-        let worst = peer.iter().copied().fold(0.0, f64::max);
-        lines.push(format!(
-            "goal: hako round trip at most 0.3x iceoryx2's at every size (touch): {} (worst {})",
-            verdict(worst <= 0.3),
-            format_ratio(Some(worst))
-        ));
-    }
+    worst_at_most(
+        &mut lines,
+        "hako round trip at most 0.3x iceoryx2's at every size (touch)",
+        &peer,
+        0.3,
+    );
     // Throughput against iceoryx2 is a goal in touch mode only: in full mode
     // both write and read every byte, so both are bound by memory bandwidth
     // (the summary shows that ratio, and the next goal judges full mode).
@@ -515,24 +540,15 @@ pub fn goals(result: &SuiteResult) -> Vec<String> {
     // Full-mode latency for large payloads: a round trip writes and reads
     // the payload twice, so its floor is twice the memory figure; "limited
     // only by memory bandwidth" is read as within 1.2x of that.
-    let full: Vec<f64> = result
-        .ping_pong
-        .iter()
-        .filter(|r| r.payload == PayloadMode::Full && r.row.size >= FULL_GOAL_MIN_SIZE)
-        .filter_map(|r| {
-            let m = r.row.get("hako")?;
-            let mem = result.memory.iter().find(|f| f.size == r.row.size)?;
-            Some(m.stats.median as f64 / (2.0 * mem.write_read_ns))
-        })
+    let full: Vec<f64> = full_vs_memory(result, FULL_GOAL_MIN_SIZE)
+        .map(|(_, median, mem)| median / (2.0 * mem))
         .collect();
-    if !full.is_empty() {
-        let worst = full.iter().copied().fold(0.0, f64::max);
-        lines.push(format!(
-            "goal: hako full-mode round trip from 1 MiB up within 1.2x of writing and reading the payload twice (memory bandwidth): {} (worst {})",
-            verdict(worst <= 1.2),
-            format_ratio(Some(worst))
-        ));
-    }
+    worst_at_most(
+        &mut lines,
+        "hako full-mode round trip from 1 MiB up within 1.2x of writing and reading the payload twice (memory bandwidth)",
+        &full,
+        1.2,
+    );
     lines
 }
 
@@ -765,15 +781,7 @@ mod tests {
     use hako_bench::suite::MemoryFigure;
 
     fn stats(median: u64) -> Stats {
-        Stats {
-            count: 100,
-            min: median,
-            median,
-            p99: median,
-            p999: median,
-            max: median,
-            mean: median as f64,
-        }
+        Stats::uniform(100, median)
     }
 
     fn measured(name: &'static str, median: u64, floor: u64, vs: f64) -> Measured {
