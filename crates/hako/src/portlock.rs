@@ -1,4 +1,5 @@
-//! The process-local lock that guards a publisher's private bookkeeping.
+//! The process-local lock that guards a publisher's private bookkeeping, and
+//! the bias it is built on (also used by a subscriber's drop counters).
 //!
 //! A publisher may be used from several threads (it and its samples are
 //! `Send` and `Sync`), but in the common case one thread does everything:
@@ -19,6 +20,10 @@
 //!   every thread uses the ordinary lock, with no further system call. This
 //!   happens once per lock, at the first use from a second thread.
 //!
+//! The biased half alone is [`Bias`]: a subscriber connection counts the
+//! drops of its samples with it (plain stores by the owner, an atomic
+//! counter for everyone else), revoking it when the connection goes.
+//!
 //! Where `membarrier` is missing (kernels before 4.14, seccomp filters) the
 //! lock is never biased. Under contention the ordinary lock spins briefly,
 //! then yields. Nothing here lives in shared memory: a crashed process takes
@@ -34,17 +39,145 @@ const UNOWNED: u64 = 0;
 /// `owner` once the bias is off.
 const SHARED: u64 = u64::MAX;
 
-/// A lock around a `T`, biased to the first thread that takes it.
-pub(crate) struct PortLock<T> {
-    /// The ordinary lock, for every thread but the owner.
-    locked: AtomicBool,
+/// The biased half of a [`PortLock`] (and of a subscriber connection's drop
+/// counter): one thread, the owner, enters with plain stores and loads until
+/// another party turns the bias off for good with [`Bias::revoke`] (see the
+/// module documentation for the protocol).
+pub(crate) struct Bias {
     /// The owner's token ([`thread_token`]), or UNOWNED / SHARED. Written
-    /// only by holders of the ordinary lock.
+    /// only by parties that the user of the bias serialises (claimers and
+    /// the revoker).
     owner: AtomicU64,
     /// The owner is inside, or about to enter.
     busy: AtomicBool,
     /// The bias is being (or has been) revoked.
     revoke: AtomicBool,
+}
+
+impl Bias {
+    /// A bias nobody owns yet; [`Bias::claim`] takes it.
+    pub(crate) fn unowned() -> Self {
+        Self::with_owner(UNOWNED)
+    }
+
+    /// Where `membarrier` is missing the bias is off from the start.
+    fn with_owner(owner: u64) -> Self {
+        let biasable = membarrier_ready();
+        Self {
+            owner: AtomicU64::new(if biasable { owner } else { SHARED }),
+            busy: AtomicBool::new(false),
+            revoke: AtomicBool::new(!biasable),
+        }
+    }
+
+    /// Whether the calling thread (token `me`) owns the bias; a hint, as
+    /// only the owner itself can find its own token here (it was stored by
+    /// this thread, or inherited from a dead one).
+    #[inline]
+    fn owned_by(&self, me: u64) -> bool {
+        // Relaxed: see above.
+        self.owner.load(Ordering::Relaxed) == me
+    }
+
+    /// Enters as the owner, with no read-modify-write: true if the calling
+    /// thread owns the bias and it is not revoked. The caller then has what
+    /// the bias guards to itself, and must call [`Bias::exit`] when done.
+    #[inline]
+    pub(crate) fn enter(&self) -> bool {
+        if !self.owned_by(thread_token()) {
+            return false;
+        }
+        self.busy.store(true, Ordering::Relaxed);
+        // ORDERING: compiler fence only: the store above must not be
+        // reordered with the load below by the compiler; the CPU's
+        // store-load reordering is undone by the revoker's membarrier
+        // (see the module documentation).
+        compiler_fence(Ordering::SeqCst);
+        // ORDERING: Acquire; the bias is revoked at most once, and `revoke`
+        // never goes down again. Reading it down, the owner is the only
+        // thread using what the bias guards since its last exit.
+        if !self.revoke.load(Ordering::Acquire) {
+            return true;
+        }
+        self.exit();
+        false
+    }
+
+    /// Leaves after a successful [`Bias::enter`].
+    #[inline]
+    pub(crate) fn exit(&self) {
+        // ORDERING: Release; pairs with a revoker's Acquire wait on `busy`:
+        // the owner's writes are visible to it.
+        self.busy.store(false, Ordering::Release);
+    }
+
+    /// Gives an unowned bias to the calling thread. Callers are serialised
+    /// with each other and with [`Bias::revoke`].
+    #[inline]
+    pub(crate) fn claim_here(&self) {
+        // Relaxed: as in claim().
+        if self.owner.load(Ordering::Relaxed) == UNOWNED {
+            self.claim(thread_token());
+        }
+    }
+
+    /// Gives an unowned bias to `me`. Callers are serialised with each
+    /// other and with [`Bias::revoke`].
+    fn claim(&self, me: u64) {
+        // Relaxed: as in owned_by(); claimers are serialised.
+        if self.owner.load(Ordering::Relaxed) == UNOWNED {
+            self.owner.store(me, Ordering::Relaxed);
+        }
+    }
+
+    /// Turns the bias off for good. On return no thread is inside, every
+    /// later [`Bias::enter`] fails, and the owner's writes before its last
+    /// exit are visible to the caller. Costs a `membarrier` system call when
+    /// another thread owns the bias, nothing otherwise. Callers are
+    /// serialised with each other and with claimers, and are not inside
+    /// themselves.
+    pub(crate) fn revoke(&self) {
+        let me = thread_token();
+        // Relaxed: written only by the serialised parties.
+        match self.owner.load(Ordering::Relaxed) {
+            SHARED => return,
+            // Nobody can be inside: the owner is this thread, which is not,
+            // or there is no owner.
+            owner if owner == me || owner == UNOWNED => {
+                // Relaxed (both): later enters by this thread see them in
+                // program order, other threads never match the owner.
+                self.revoke.store(true, Ordering::Relaxed);
+                self.owner.store(SHARED, Ordering::Relaxed);
+                return;
+            }
+            _ => {}
+        }
+        // Relaxed: ordered before the owner's next check by the membarrier.
+        self.revoke.store(true, Ordering::Relaxed);
+        // The registration succeeded when the bias was made (an owner other
+        // than SHARED); the call cannot fail afterwards.
+        let _ = rustix::thread::membarrier(rustix::thread::MembarrierCommand::PrivateExpedited);
+        let mut spins = 0u32;
+        // ORDERING: Acquire; pairs with the owner's Release store of `busy`
+        // in exit(): its writes are visible to us.
+        while self.busy.load(Ordering::Acquire) {
+            spins += 1;
+            if spins < 100 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        self.owner.store(SHARED, Ordering::Relaxed);
+    }
+}
+
+/// A lock around a `T`, biased to the first thread that takes it.
+pub(crate) struct PortLock<T> {
+    /// The ordinary lock, for every thread but the owner.
+    locked: AtomicBool,
+    /// The owner's fast path; claimed and revoked under `locked`.
+    bias: Bias,
     value: UnsafeCell<T>,
 }
 
@@ -77,41 +210,22 @@ fn membarrier_ready() -> bool {
 
 impl<T> PortLock<T> {
     pub(crate) fn new(value: T) -> Self {
-        let biasable = membarrier_ready();
         Self {
             locked: AtomicBool::new(false),
-            owner: AtomicU64::new(if biasable { UNOWNED } else { SHARED }),
-            busy: AtomicBool::new(false),
-            revoke: AtomicBool::new(!biasable),
+            bias: Bias::unowned(),
             value: UnsafeCell::new(value),
         }
     }
 
     #[inline]
     pub(crate) fn lock(&self) -> PortGuard<'_, T> {
-        let me = thread_token();
-        // Relaxed: a hint; only the owner itself can find its own token here
-        // (it was stored by this thread, or inherited from a dead one).
-        if self.owner.load(Ordering::Relaxed) == me {
-            self.busy.store(true, Ordering::Relaxed);
-            // ORDERING: compiler fence only: the store above must not be
-            // reordered with the load below by the compiler; the CPU's
-            // store-load reordering is undone by the revoker's membarrier
-            // (see the module documentation).
-            compiler_fence(Ordering::SeqCst);
-            // ORDERING: Acquire; the bias is revoked at most once, and
-            // `revoke` never goes down again. Reading it down, we are the
-            // only thread using the value since our last exit.
-            if !self.revoke.load(Ordering::Acquire) {
-                return PortGuard {
-                    lock: self,
-                    fast: true,
-                };
-            }
-            // ORDERING: Release; pairs with the revoker's Acquire wait.
-            self.busy.store(false, Ordering::Release);
+        if self.bias.enter() {
+            return PortGuard {
+                lock: self,
+                fast: true,
+            };
         }
-        self.lock_slow(me, true)
+        self.lock_slow(true)
     }
 
     /// Takes the lock without claiming the bias if nobody holds it yet: for
@@ -119,16 +233,14 @@ impl<T> PortLock<T> {
     /// thread that may never use it again (a publisher created on one thread
     /// and then moved to another).
     pub(crate) fn lock_unclaimed(&self) -> PortGuard<'_, T> {
-        let me = thread_token();
-        // Relaxed: as in lock().
-        if self.owner.load(Ordering::Relaxed) == me {
+        if self.bias.owned_by(thread_token()) {
             return self.lock();
         }
-        self.lock_slow(me, false)
+        self.lock_slow(false)
     }
 
     #[cold]
-    fn lock_slow(&self, me: u64, claim: bool) -> PortGuard<'_, T> {
+    fn lock_slow(&self, claim: bool) -> PortGuard<'_, T> {
         let mut spins = 0u32;
         // ORDERING: Acquire; pairs with the Release store in PortGuard::drop:
         // the previous holder's writes are visible to us.
@@ -147,40 +259,18 @@ impl<T> PortLock<T> {
                 }
             }
         }
+        let me = thread_token();
         // Relaxed: `owner` changes only under `locked`, which we hold.
-        match self.owner.load(Ordering::Relaxed) {
-            UNOWNED if claim => self.owner.store(me, Ordering::Relaxed),
-            UNOWNED => {}
-            SHARED => {}
+        match self.bias.owner.load(Ordering::Relaxed) {
+            UNOWNED if claim => self.bias.claim(me),
+            UNOWNED | SHARED => {}
             owner if owner == me => {}
-            _ => self.revoke_bias(),
+            _ => self.bias.revoke(),
         }
         PortGuard {
             lock: self,
             fast: false,
         }
-    }
-
-    /// Turns the bias off for good; called once, holding `locked`.
-    #[cold]
-    fn revoke_bias(&self) {
-        // Relaxed: ordered before the owner's next check by the membarrier.
-        self.revoke.store(true, Ordering::Relaxed);
-        // The registration succeeded when the lock was made biasable; the
-        // call cannot fail afterwards.
-        let _ = rustix::thread::membarrier(rustix::thread::MembarrierCommand::PrivateExpedited);
-        let mut spins = 0u32;
-        // ORDERING: Acquire; pairs with the owner's Release store of `busy`
-        // on exit: its writes to the value are visible to us.
-        while self.busy.load(Ordering::Acquire) {
-            spins += 1;
-            if spins < 100 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
-        self.owner.store(SHARED, Ordering::Relaxed);
     }
 }
 
@@ -210,9 +300,7 @@ impl<T> Drop for PortGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         if self.fast {
-            // ORDERING: Release; pairs with a revoker's Acquire wait on
-            // `busy`: our writes are visible to it.
-            self.lock.busy.store(false, Ordering::Release);
+            self.lock.bias.exit();
         } else {
             // ORDERING: Release; pairs with the Acquire compare-exchange in
             // lock_slow(): our writes are visible to the next holder. The
@@ -253,7 +341,7 @@ mod tests {
     fn the_owner_uses_the_fast_path_until_another_thread_comes() {
         let l = PortLock::new(0u64);
         *l.lock() += 1;
-        let biased = l.owner.load(Ordering::Relaxed) == thread_token();
+        let biased = l.bias.owner.load(Ordering::Relaxed) == thread_token();
         assert_eq!(biased, membarrier_ready());
         if biased {
             assert!(l.lock().fast);
@@ -261,7 +349,7 @@ mod tests {
         std::thread::scope(|s| {
             s.spawn(|| *l.lock() += 1);
         });
-        assert_eq!(l.owner.load(Ordering::Relaxed), SHARED);
+        assert_eq!(l.bias.owner.load(Ordering::Relaxed), SHARED);
         let g = l.lock();
         assert!(!g.fast);
         assert_eq!(*g, 2);

@@ -16,6 +16,7 @@ use crate::node::{new_id, node_is_alive};
 use crate::os::fifo;
 use crate::os::shm::Mapping;
 use crate::payload::Payload;
+use crate::portlock::Bias;
 use crate::pubsub::OverflowPolicy;
 use crate::segment::{open_segment, reap_retired, OpenSegment};
 use crate::service::io_err;
@@ -185,8 +186,17 @@ struct SubConn {
     max_len: u64,
     /// Whether the payload is a slice (else the length must be 1).
     slice: bool,
-    /// Samples of this connection dropped so far (any thread); decides who
-    /// frees the connection (see [`ConnHandle`]).
+    /// Samples of this connection dropped by the thread that owns `bias`
+    /// (the first to receive from it: the subscriber's thread, in the
+    /// common case), with plain stores, while the bias lasts.
+    local_dropped: AtomicU64,
+    /// Who may count in `local_dropped`; claimed at the first receive (a
+    /// subscriber may be created on one thread and used on another),
+    /// revoked when the handle goes. Both happen on the subscriber's thread.
+    bias: Bias,
+    /// Samples of this connection dropped by other threads, or by any
+    /// thread once the bias is revoked; decides who frees the connection
+    /// (see [`ConnHandle`]).
     dropped: DropCount,
     /// Samples of this connection received so far (written by the
     /// subscriber's thread only). `received - dropped` are held.
@@ -262,6 +272,8 @@ impl SubConn {
             chunk_count: h.chunk_count,
             max_len: p.max_len,
             slice: payload.slice,
+            local_dropped: AtomicU64::new(0),
+            bias: Bias::unowned(),
             dropped: DropCount::default(),
             sub: if q.overflow == OverflowPolicy::Backpressure {
                 Submission::new(slots, head, p.buffer).sole_consumer()
@@ -277,9 +289,12 @@ impl SubConn {
     /// Samples of this connection currently held.
     #[inline]
     fn held(&self) -> usize {
-        // Relaxed (both): counters; a drop racing with this check at worst
+        // Relaxed (all): counters; a drop racing with this check at worst
         // refuses one receive that would just have fitted.
-        let dropped = self.dropped.dropped();
+        let dropped = self
+            .dropped
+            .dropped()
+            .wrapping_add(self.local_dropped.load(Ordering::Relaxed));
         self.received.load(Ordering::Relaxed).wrapping_sub(dropped) as usize
     }
 
@@ -302,11 +317,14 @@ impl SubConn {
 
 /// The subscriber's hold on a connection. Samples point at the same
 /// `SubConn` without a reference count (that would cost two atomic
-/// read-modify-writes per sample): the connection's [`DropCount`] tells who
-/// is last. When the handle goes, it frees the connection if every sample
-/// received is dropped by then, else the last sample to drop does. A sample
-/// stores its return word before it counts itself, so the one that frees
-/// comes after every other sample's last access.
+/// read-modify-writes per sample). A sample dropped on the thread that owns
+/// the connection's [`Bias`] counts itself with plain stores; any other
+/// thread counts in the atomic [`DropCount`]. When the handle goes, it
+/// revokes the bias (after which the plain count is final and every drop
+/// uses the atomic one), then frees the connection if every sample received
+/// is dropped by then, else the last sample to drop does. A sample stores
+/// its return word before it counts itself, so the one that frees comes
+/// after every other sample's last access.
 struct ConnHandle(NonNull<SubConn>);
 
 // SAFETY: SubConn is Send and Sync (mappings, atomics and an Arc); the handle
@@ -329,10 +347,19 @@ impl Deref for ConnHandle {
 
 impl Drop for ConnHandle {
     fn drop(&mut self) {
-        // Relaxed: written only by the subscriber's thread, which is this one
-        // (the subscriber is not Sync); final now.
-        let received = self.received.load(Ordering::Relaxed);
-        if self.dropped.owner_gone(received) {
+        // Afterwards no drop counts in `local_dropped` any more, and the
+        // owner's counts there are visible to us.
+        self.bias.revoke();
+        // Relaxed (all): `received` is written only by the subscriber's
+        // thread, which is this one (the subscriber is not Sync); both are
+        // final now. Samples still out count in `dropped`, up to what is
+        // left; owner_gone publishes that to them.
+        let left = self
+            .received
+            .load(Ordering::Relaxed)
+            .wrapping_sub(self.local_dropped.load(Ordering::Relaxed));
+        self.received.store(left, Ordering::Relaxed);
+        if self.dropped.owner_gone(left) {
             // SAFETY: every sample of the connection is gone and so are we.
             unsafe { free_conn(self.0) };
         }
@@ -554,6 +581,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         // (a counter for inspectors, on a line of this subscriber's own).
         conn.received
             .store(conn.received.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        conn.bias.claim_here();
         let total = self.reg.received_total;
         total.store(total.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         Ok(Some(Sample {
@@ -734,6 +762,17 @@ impl<T: Payload + ?Sized> Drop for Sample<T> {
     fn drop(&mut self) {
         let conn = self.conn();
         conn.returns.release(self.idx, self.stamp);
+        if conn.bias.enter() {
+            // The owner's thread, and the handle has not revoked the bias:
+            // a plain count, which the handle reads once it has.
+            // Relaxed (both): only this thread writes it; held() reads it as
+            // a count, the revoker after our exit's Release.
+            let n = conn.local_dropped.load(Ordering::Relaxed);
+            conn.local_dropped
+                .store(n.wrapping_add(1), Ordering::Relaxed);
+            conn.bias.exit();
+            return;
+        }
         // Relaxed: read only once the subscriber let go, when it is final and
         // was published by DropCount::owner_gone.
         if conn
