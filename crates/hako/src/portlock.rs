@@ -62,7 +62,8 @@ impl Bias {
 
     /// Where `membarrier` is missing the bias is off from the start.
     fn with_owner(owner: u64) -> Self {
-        let biasable = membarrier_ready();
+        // Relaxed: a setting (see process_barrier).
+        let biasable = membarrier_ready() && !BARRIER_FAILED.load(Ordering::Relaxed);
         Self {
             owner: AtomicU64::new(if biasable { owner } else { SHARED }),
             busy: AtomicBool::new(false),
@@ -72,7 +73,7 @@ impl Bias {
 
     /// Whether the calling thread (token `me`) owns the bias; a hint, as
     /// only the owner itself can find its own token here (it was stored by
-    /// this thread, or inherited from a dead one).
+    /// this thread).
     #[inline]
     fn owned_by(&self, me: u64) -> bool {
         // Relaxed: see above.
@@ -135,28 +136,34 @@ impl Bias {
     /// exit are visible to the caller. Costs a `membarrier` system call when
     /// another thread owns the bias, nothing otherwise. Callers are
     /// serialised with each other and with claimers, and are not inside
-    /// themselves.
-    pub(crate) fn revoke(&self) {
+    /// themselves. False if the system call failed (a seccomp filter
+    /// installed after start-up): then the owner may still be inside, and
+    /// the caller must not rely on what the bias guarded.
+    pub(crate) fn revoke(&self) -> bool {
+        let fenced = !self.raise() || process_barrier();
+        self.finish();
+        fenced
+    }
+
+    /// First half of [`Bias::revoke`], for revoking many at once with one
+    /// [`process_barrier`] between the halves: raises `revoke`. True if the
+    /// barrier is needed (another thread owns the bias).
+    pub(crate) fn raise(&self) -> bool {
         let me = thread_token();
         // Relaxed: written only by the serialised parties.
-        match self.owner.load(Ordering::Relaxed) {
-            SHARED => return,
-            // Nobody can be inside: the owner is this thread, which is not,
-            // or there is no owner.
-            owner if owner == me || owner == UNOWNED => {
-                // Relaxed (both): later enters by this thread see them in
-                // program order, other threads never match the owner.
-                self.revoke.store(true, Ordering::Relaxed);
-                self.owner.store(SHARED, Ordering::Relaxed);
-                return;
-            }
-            _ => {}
-        }
-        // Relaxed: ordered before the owner's next check by the membarrier.
+        let owner = self.owner.load(Ordering::Relaxed);
+        // Relaxed: ordered before the owner's next check by the barrier, or
+        // not needed (below).
         self.revoke.store(true, Ordering::Relaxed);
-        // The registration succeeded when the bias was made (an owner other
-        // than SHARED); the call cannot fail afterwards.
-        let _ = rustix::thread::membarrier(rustix::thread::MembarrierCommand::PrivateExpedited);
+        // SHARED: nothing to do; this thread, or nobody: nobody is inside,
+        // later enters by this thread see `revoke` in program order, and
+        // other threads never match the owner.
+        !(owner == SHARED || owner == me || owner == UNOWNED)
+    }
+
+    /// Second half of [`Bias::revoke`], after the barrier: waits for the
+    /// owner to leave.
+    pub(crate) fn finish(&self) {
         let mut spins = 0u32;
         // ORDERING: Acquire; pairs with the owner's Release store of `busy`
         // in exit(): its writes are visible to us.
@@ -168,8 +175,26 @@ impl Bias {
                 std::thread::yield_now();
             }
         }
+        // Relaxed: written only by the serialised parties.
         self.owner.store(SHARED, Ordering::Relaxed);
     }
+}
+
+/// Biases made from now on start revoked (see [`process_barrier`]).
+static BARRIER_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Puts a full memory barrier into every running thread of the process
+/// (`membarrier(PRIVATE_EXPEDITED)`, registered when the first bias was
+/// made). False if the call failed; biases made afterwards are never
+/// biased.
+pub(crate) fn process_barrier() -> bool {
+    let ok =
+        rustix::thread::membarrier(rustix::thread::MembarrierCommand::PrivateExpedited).is_ok();
+    if !ok {
+        // Relaxed: a setting read when biases are made.
+        BARRIER_FAILED.store(true, Ordering::Relaxed);
+    }
+    ok
 }
 
 /// A lock around a `T`, biased to the first thread that takes it.
@@ -186,15 +211,31 @@ pub(crate) struct PortLock<T> {
 // threads.
 unsafe impl<T: Send> Sync for PortLock<T> {}
 
-/// A token unique among the live threads of the process: the address of a
-/// thread-local. A dead thread's token may be reused by a new thread; a dead
-/// thread holds no lock, so the new one may inherit its bias.
+/// A token unique to the calling thread for the life of the process (never
+/// reused, so a new thread never inherits a dead thread's bias): numbered
+/// from 1 at a thread's first use. Neither UNOWNED nor SHARED.
 #[inline]
 fn thread_token() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
     thread_local! {
-        static TOKEN: u8 = const { 0 };
+        static TOKEN: std::cell::Cell<u64> = const { std::cell::Cell::new(UNOWNED) };
     }
-    TOKEN.with(|t| std::ptr::from_ref(t) as u64)
+    TOKEN.with(|t| {
+        let token = t.get();
+        if token != UNOWNED {
+            return token;
+        }
+        // Relaxed: only uniqueness matters.
+        let token = NEXT.fetch_add(1, Ordering::Relaxed);
+        t.set(token);
+        token
+    })
+}
+
+/// Registers `membarrier` for this process now, if it is available, so
+/// that the first bias made later does not pay for it.
+pub(crate) fn prepare() {
+    membarrier_ready();
 }
 
 /// Whether `membarrier(PRIVATE_EXPEDITED)` works in this process (it must be
@@ -265,7 +306,17 @@ impl<T> PortLock<T> {
             UNOWNED if claim => self.bias.claim(me),
             UNOWNED | SHARED => {}
             owner if owner == me => {}
-            _ => self.bias.revoke(),
+            _ => {
+                if !self.bias.revoke() {
+                    // The owner may still be inside: mutual exclusion is
+                    // gone, and going on would race on the value.
+                    eprintln!(
+                        "hako: membarrier() failed while handing a publisher's lock to a second \
+                         thread (was it blocked by a seccomp filter after start-up?); aborting"
+                    );
+                    std::process::abort();
+                }
+            }
         }
         PortGuard {
             lock: self,
@@ -335,6 +386,42 @@ mod tests {
             }
         });
         assert_eq!(*l.lock(), 51_000);
+    }
+
+    #[test]
+    fn a_revoked_bias_takes_no_count_after_the_revoke() {
+        for _ in 0..200 {
+            let bias = Bias::unowned();
+            bias.claim_here();
+            let (local, shared) = (AtomicU64::new(0), AtomicU64::new(0));
+            let go = std::sync::Barrier::new(2);
+            let seen = std::thread::scope(|s| {
+                let revoker = s.spawn(|| {
+                    go.wait();
+                    assert!(bias.revoke());
+                    local.load(Ordering::Relaxed)
+                });
+                go.wait();
+                for _ in 0..1000 {
+                    if bias.enter() {
+                        let n = local.load(Ordering::Relaxed);
+                        // Widen the window a revoke must not cut into.
+                        for _ in 0..50 {
+                            std::hint::spin_loop();
+                        }
+                        local.store(n + 1, Ordering::Relaxed);
+                        bias.exit();
+                    } else {
+                        shared.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                revoker.join().unwrap()
+            });
+            let local = local.load(Ordering::Relaxed);
+            assert_eq!(seen, local, "a plain count landed after the revoke");
+            assert_eq!(local + shared.load(Ordering::Relaxed), 1000);
+            assert!(!bias.enter());
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::node::{new_id, node_is_alive};
 use crate::os::fifo;
 use crate::os::shm::Mapping;
 use crate::payload::Payload;
-use crate::portlock::Bias;
+use crate::portlock::{process_barrier, Bias};
 use crate::pubsub::OverflowPolicy;
 use crate::segment::{open_segment, reap_retired, OpenSegment};
 use crate::service::io_err;
@@ -99,6 +99,9 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
     /// Creates the subscriber and registers it with the service. Publishers
     /// connect it on their next send (and hand it their history then).
     pub fn create(self) -> Result<Subscriber<T>, SubscriberCreateError> {
+        // Registers membarrier now (it can take a while in a process with
+        // many threads), not in the middle of a receive.
+        crate::portlock::prepare();
         let svc = self.service;
         let port_id = new_id();
         let fifo_path = svc.fifo_path(port_id);
@@ -199,7 +202,10 @@ struct SubConn {
     /// (see [`ConnHandle`]).
     dropped: DropCount,
     /// Samples of this connection received so far (written by the
-    /// subscriber's thread only). `received - dropped` are held.
+    /// subscriber's thread only); `received - local_dropped - dropped` are
+    /// held. When the handle goes it becomes what is left for `dropped` to
+    /// count (`received - local_dropped`), which the last sample compares
+    /// against.
     received: AtomicU64,
     // Views into `rw` and `pool`, computed once. The 'static lifetimes are
     // sound because the mappings live in this same struct, are never
@@ -349,7 +355,12 @@ impl Drop for ConnHandle {
     fn drop(&mut self) {
         // Afterwards no drop counts in `local_dropped` any more, and the
         // owner's counts there are visible to us.
-        self.bias.revoke();
+        if !self.bias.revoke() {
+            // The barrier failed, so the owner's count is not known to be
+            // final: keep the connection (and its mapping) rather than risk
+            // freeing it under a sample. Nothing else is lost.
+            return;
+        }
         // Relaxed (all): `received` is written only by the subscriber's
         // thread, which is this one (the subscriber is not Sync); both are
         // final now. Samples still out count in `dropped`, up to what is
@@ -387,6 +398,23 @@ struct SubState {
     /// Publishers whose segments failed validation.
     bad: Vec<u64>,
     next: usize,
+}
+
+impl Drop for SubState {
+    fn drop(&mut self) {
+        // Revoke the biases of every connection with one process-wide
+        // barrier rather than one each (the handles' own revokes then find
+        // nothing to do). If the barrier fails, each handle tries again.
+        let mut needed = false;
+        for entry in &self.conns {
+            needed |= entry.conn.bias.raise();
+        }
+        if !needed || process_barrier() {
+            for entry in &self.conns {
+                entry.conn.bias.finish();
+            }
+        }
+    }
 }
 
 impl SubState {
@@ -712,7 +740,9 @@ impl<T: Payload + ?Sized> Subscriber<T> {
 /// A received sample: dereferences to the payload in shared memory, where the
 /// publisher wrote it. Dropping it hands the chunk back to the publisher.
 ///
-/// `Send` and `Sync`.
+/// `Send` and `Sync`. Dropping one on the thread that receives is cheapest
+/// (plain stores); on another thread it costs an atomic increment. Do not
+/// drop samples in a signal handler: that is not async-signal-safe.
 pub struct Sample<T: Payload + ?Sized> {
     /// Kept alive by the connection's drop counter (see [`ConnHandle`]).
     conn: NonNull<SubConn>,
