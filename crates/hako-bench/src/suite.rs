@@ -3,7 +3,8 @@
 //!
 //! Order of a run:
 //!
-//! 1. the memory figure at each size ([`crate::memory`]), in the leader;
+//! 1. the memory figures at each size ([`crate::memory`]), in the leader
+//!    (one CPU, and two threads on the leader's and the followers' CPUs);
 //! 2. **ping-pong**, per payload mode and size: all transports together in
 //!    blocks between floor probes ([`blocks::measure_row`]), so their ratios
 //!    to the floor and to each other come from the same stretches of time;
@@ -134,8 +135,11 @@ impl OneWayRow {
 pub struct MemoryFigure {
     /// Bytes.
     pub size: usize,
-    /// Nanoseconds to write the payload once and read it once.
+    /// Nanoseconds to write the payload once and read it once, on one CPU.
     pub write_read_ns: f64,
+    /// Nanoseconds to write it once on the leader's CPU and read it once on
+    /// the followers' (what a full-mode message costs at least).
+    pub across_ns: f64,
 }
 
 /// Everything a suite run measured.
@@ -255,6 +259,12 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
             result.memory.push(MemoryFigure {
                 size,
                 write_read_ns: memory::write_read_ns(size, reps)?,
+                across_ns: memory::write_read_across_ns(
+                    size,
+                    reps,
+                    cfg.leader_cpu,
+                    cfg.follower_cpu,
+                )?,
             });
         }
     }
