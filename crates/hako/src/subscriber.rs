@@ -10,13 +10,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::core::bias::SampleCount;
 use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
-use crate::core::ring::{Corrupted, DropCount, Pop, Returns, Submission};
+use crate::core::ring::{Corrupted, Pop, Returns, Submission};
 use crate::node::{new_id, node_is_alive};
 use crate::os::fifo;
 use crate::os::shm::Mapping;
 use crate::payload::Payload;
-use crate::portlock::{process_barrier, Bias};
+use crate::portlock::{biasable, process_barrier};
 use crate::pubsub::OverflowPolicy;
 use crate::segment::{open_segment, reap_retired, OpenSegment};
 use crate::service::io_err;
@@ -189,24 +190,11 @@ struct SubConn {
     max_len: u64,
     /// Whether the payload is a slice (else the length must be 1).
     slice: bool,
-    /// Samples of this connection dropped by the thread that owns `bias`
-    /// (the first to receive from it: the subscriber's thread, in the
-    /// common case), with plain stores, while the bias lasts.
-    local_dropped: AtomicU64,
-    /// Who may count in `local_dropped`; claimed at the first receive (a
-    /// subscriber may be created on one thread and used on another),
-    /// revoked when the handle goes. Both happen on the subscriber's thread.
-    bias: Bias,
-    /// Samples of this connection dropped by other threads, or by any
-    /// thread once the bias is revoked; decides who frees the connection
-    /// (see [`ConnHandle`]).
-    dropped: DropCount,
-    /// Samples of this connection received so far (written by the
-    /// subscriber's thread only); `received - local_dropped - dropped` are
-    /// held. When the handle goes it becomes what is left for `dropped` to
-    /// count (`received - local_dropped`), which the last sample compares
-    /// against.
-    received: AtomicU64,
+    /// Samples of this connection received and dropped; decides who frees
+    /// it (see [`ConnHandle`]). Its bias is claimed at the first receive (a
+    /// subscriber may be created on one thread and used on another) and
+    /// revoked when the handle goes, both on the subscriber's thread.
+    count: SampleCount,
     // Views into `rw` and `pool`, computed once. The 'static lifetimes are
     // sound because the mappings live in this same struct, are never
     // replaced, and the views are only handed out borrowed from `&self`.
@@ -278,15 +266,12 @@ impl SubConn {
             chunk_count: h.chunk_count,
             max_len: p.max_len,
             slice: payload.slice,
-            local_dropped: AtomicU64::new(0),
-            bias: Bias::unowned(),
-            dropped: DropCount::default(),
+            count: SampleCount::new(biasable()),
             sub: if q.overflow == OverflowPolicy::Backpressure {
                 Submission::new(slots, head, p.buffer).sole_consumer()
             } else {
                 Submission::new(slots, head, p.buffer)
             },
-            received: AtomicU64::new(0),
             returns: Returns::new(returns),
             connected,
         }))
@@ -295,13 +280,9 @@ impl SubConn {
     /// Samples of this connection currently held.
     #[inline]
     fn held(&self) -> usize {
-        // Relaxed (all): counters; a drop racing with this check at worst
-        // refuses one receive that would just have fitted.
-        let dropped = self
-            .dropped
-            .dropped()
-            .wrapping_add(self.local_dropped.load(Ordering::Relaxed));
-        self.received.load(Ordering::Relaxed).wrapping_sub(dropped) as usize
+        // A drop racing with this check at worst refuses one receive that
+        // would just have fitted.
+        self.count.held() as usize
     }
 
     #[inline]
@@ -322,15 +303,11 @@ impl SubConn {
 }
 
 /// The subscriber's hold on a connection. Samples point at the same
-/// `SubConn` without a reference count (that would cost two atomic
-/// read-modify-writes per sample). A sample dropped on the thread that owns
-/// the connection's [`Bias`] counts itself with plain stores; any other
-/// thread counts in the atomic [`DropCount`]. When the handle goes, it
-/// revokes the bias (after which the plain count is final and every drop
-/// uses the atomic one), then frees the connection if every sample received
-/// is dropped by then, else the last sample to drop does. A sample stores
-/// its return word before it counts itself, so the one that frees comes
-/// after every other sample's last access.
+/// `SubConn` without a reference count: the connection's [`SampleCount`]
+/// tells who is last. When the handle goes, it frees the connection if
+/// every sample received is dropped by then, else the last sample to drop
+/// does. A sample stores its return word before it counts itself, so the
+/// one that frees comes after every other sample's last access.
 struct ConnHandle(NonNull<SubConn>);
 
 // SAFETY: SubConn is Send and Sync (mappings, atomics and an Arc); the handle
@@ -353,24 +330,10 @@ impl Deref for ConnHandle {
 
 impl Drop for ConnHandle {
     fn drop(&mut self) {
-        // Afterwards no drop counts in `local_dropped` any more, and the
-        // owner's counts there are visible to us.
-        if !self.bias.revoke() {
-            // The barrier failed, so the owner's count is not known to be
-            // final: keep the connection (and its mapping) rather than risk
-            // freeing it under a sample. Nothing else is lost.
-            return;
-        }
-        // Relaxed (all): `received` is written only by the subscriber's
-        // thread, which is this one (the subscriber is not Sync); both are
-        // final now. Samples still out count in `dropped`, up to what is
-        // left; owner_gone publishes that to them.
-        let left = self
-            .received
-            .load(Ordering::Relaxed)
-            .wrapping_sub(self.local_dropped.load(Ordering::Relaxed));
-        self.received.store(left, Ordering::Relaxed);
-        if self.dropped.owner_gone(left) {
+        // On the subscriber's thread (it is not Sync). If the process-wide
+        // barrier fails, the connection is kept (with its mapping) rather
+        // than risk freeing it under a sample; nothing else is lost.
+        if self.count.let_go(process_barrier) {
             // SAFETY: every sample of the connection is gone and so are we.
             unsafe { free_conn(self.0) };
         }
@@ -407,11 +370,11 @@ impl Drop for SubState {
         // nothing to do). If the barrier fails, each handle tries again.
         let mut needed = false;
         for entry in &self.conns {
-            needed |= entry.conn.bias.raise();
+            needed |= entry.conn.count.bias.raise();
         }
         if !needed || process_barrier() {
             for entry in &self.conns {
-                entry.conn.bias.finish();
+                entry.conn.count.bias.finish();
             }
         }
     }
@@ -605,11 +568,9 @@ impl<T: Payload + ?Sized> Subscriber<T> {
             conn.returns.release(idx, stamp);
             return Err(bad("payload length out of range"));
         }
-        // Relaxed (all): only this thread writes `received` and the total
-        // (a counter for inspectors, on a line of this subscriber's own).
-        conn.received
-            .store(conn.received.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        conn.bias.claim_here();
+        conn.count.received_one();
+        // Relaxed (both): only this thread writes the total (a counter for
+        // inspectors, on a line of this subscriber's own).
         let total = self.reg.received_total;
         total.store(total.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         Ok(Some(Sample {
@@ -792,23 +753,7 @@ impl<T: Payload + ?Sized> Drop for Sample<T> {
     fn drop(&mut self) {
         let conn = self.conn();
         conn.returns.release(self.idx, self.stamp);
-        if conn.bias.enter() {
-            // The owner's thread, and the handle has not revoked the bias:
-            // a plain count, which the handle reads once it has.
-            // Relaxed (both): only this thread writes it; held() reads it as
-            // a count, the revoker after our exit's Release.
-            let n = conn.local_dropped.load(Ordering::Relaxed);
-            conn.local_dropped
-                .store(n.wrapping_add(1), Ordering::Relaxed);
-            conn.bias.exit();
-            return;
-        }
-        // Relaxed: read only once the subscriber let go, when it is final and
-        // was published by DropCount::owner_gone.
-        if conn
-            .dropped
-            .sample_dropped(|| conn.received.load(Ordering::Relaxed))
-        {
+        if conn.count.sample_dropped() {
             // SAFETY: the subscriber let go and we were the last sample.
             unsafe { free_conn(self.conn) };
         }

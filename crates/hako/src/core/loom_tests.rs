@@ -314,3 +314,68 @@ fn notify_targets_one_block() {
         assert_eq!(shared.1.waiters.load(Ordering::Relaxed), 0);
     });
 }
+
+/// A connection's sample count with its bias: the subscriber's thread drops
+/// samples with plain counts while another thread drops one atomically and
+/// the subscriber lets go (on another thread, revoking the bias with a
+/// barrier, which is a SeqCst fence here, or on its own thread): exactly one
+/// party frees the connection, and only after every sample's return.
+#[test]
+fn sample_count_frees_once_with_a_bias() {
+    sample_count_model(true);
+}
+
+/// As above, with the subscriber letting go on its own thread.
+#[test]
+fn sample_count_frees_once_letting_go_at_home() {
+    sample_count_model(false);
+}
+
+fn sample_count_model(let_go_elsewhere: bool) {
+    use super::bias::SampleCount;
+    use super::sync::fence;
+    loom::model(move || {
+        let shared = Arc::new((slots(3), SampleCount::new(true)));
+        // This is the subscriber's thread: three samples received, which
+        // claims the bias for it.
+        for _ in 0..3 {
+            shared.1.received_one();
+        }
+        let drop_sample = |sh: &(Vec<AtomicU64>, SampleCount), idx: u32| -> bool {
+            Returns::new(&sh.0).release(idx, 1);
+            let frees = sh.1.sample_dropped();
+            if frees {
+                let r = Returns::new(&sh.0);
+                assert!((0..3).all(|i| r.returned(i, 1)), "freed before a return");
+            }
+            frees
+        };
+        let let_go = |sh: &(Vec<AtomicU64>, SampleCount)| -> bool {
+            let frees = sh.1.let_go(|| {
+                fence(Ordering::SeqCst);
+                true
+            });
+            if frees {
+                let r = Returns::new(&sh.0);
+                assert!((0..3).all(|i| r.returned(i, 1)), "freed before a return");
+            }
+            frees
+        };
+        let a = shared.clone();
+        let other = thread::spawn(move || drop_sample(&a, 1));
+        let mut freed = Vec::new();
+        if let_go_elsewhere {
+            let b = shared.clone();
+            let handle = thread::spawn(move || let_go(&b));
+            freed.push(drop_sample(&shared, 0));
+            freed.push(drop_sample(&shared, 2));
+            freed.push(handle.join().unwrap());
+        } else {
+            freed.push(drop_sample(&shared, 0));
+            freed.push(let_go(&shared));
+            freed.push(drop_sample(&shared, 2));
+        }
+        freed.push(other.join().unwrap());
+        assert_eq!(freed.iter().filter(|f| **f).count(), 1, "{freed:?}");
+    });
+}

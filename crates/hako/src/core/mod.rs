@@ -3,6 +3,7 @@
 //! Nothing in this module makes a system call; it runs on the heap under loom
 //! (`RUSTFLAGS="--cfg loom"`) as well as in shared memory.
 
+pub(crate) mod bias;
 pub mod layout;
 pub mod park;
 pub mod pool;

@@ -5,10 +5,10 @@
 //! heap; otherwise they are the standard atomics that live in shared memory.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// A full memory barrier between a thread's earlier stores and its later
 /// loads (the store-load order that `fence(SeqCst)` gives), used where a
