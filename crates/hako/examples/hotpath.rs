@@ -4,9 +4,13 @@
 //! ```text
 //! cargo build --release -p hako --example hotpath
 //! valgrind --tool=callgrind target/release/examples/hotpath 100000
+//! valgrind --tool=callgrind target/release/examples/hotpath 100000 backpressure
 //! ```
+//!
+//! With `backpressure` the service uses `OverflowPolicy::Backpressure`
+//! (whose subscriber takes a sample with a plain store), else drop-oldest.
 
-use hako::{Config, NodeBuilder};
+use hako::{Config, NodeBuilder, OverflowPolicy};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: u64 = std::env::args()
@@ -14,6 +18,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|a| a.parse())
         .transpose()?
         .unwrap_or(1_000_000);
+    let policy = match std::env::args().nth(2).as_deref() {
+        None => OverflowPolicy::DropOldest,
+        Some("backpressure") => OverflowPolicy::Backpressure,
+        Some(other) => return Err(format!("unknown policy {other:?} (try backpressure)").into()),
+    };
     let root = std::path::PathBuf::from(format!("/dev/shm/hako-hotpath-{}", std::process::id()));
     let cfg = Config::default().with_root(&root);
     {
@@ -24,6 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .subscriber_max_buffer_size(16)
             .max_subscribers(1)
             .max_publishers(1)
+            .overflow_policy(policy)
             .open_or_create()?;
         let publisher = svc.publisher_builder().max_slice_len(64).create()?;
         let subscriber = svc.subscriber_builder().create()?;
