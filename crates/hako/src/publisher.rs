@@ -782,6 +782,7 @@ impl PubState {
         node_is_alive(&p.service.node.config.root, node)
     }
 
+    #[inline]
     fn alloc(&mut self, p: &PublisherInner) -> Result<u32, LoanError> {
         if self.loaned >= p.max_loans {
             return Err(LoanError::ExceedsMaxLoans(p.max_loans));
@@ -803,6 +804,7 @@ impl PubState {
         Ok(idx)
     }
 
+    #[inline]
     fn send(&mut self, p: &PublisherInner, idx: u32, len: u64) -> usize {
         // ORDERING: Acquire; pairs with the Release bump of the generation
         // (ServiceInner::bump): table changes before it are visible.
@@ -981,6 +983,7 @@ impl RawLoan {
         self.inner().payload_ptr(self.idx)
     }
 
+    #[inline]
     fn send(self) -> usize {
         let me = std::mem::ManuallyDrop::new(self);
         let p = me.inner();

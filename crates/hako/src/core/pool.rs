@@ -47,6 +47,7 @@ impl ChunkBook {
     }
 
     /// Takes a free chunk with one reference (the loan).
+    #[inline]
     pub fn alloc(&mut self) -> Option<u32> {
         let idx = self.free.pop()?;
         self.refs[idx as usize] = 1;
@@ -54,12 +55,14 @@ impl ChunkBook {
     }
 
     /// Adds a reference to a chunk in use.
+    #[inline]
     pub fn add_ref(&mut self, idx: u32) {
         debug_assert!(self.refs[idx as usize] > 0, "add_ref on a free chunk");
         self.refs[idx as usize] += 1;
     }
 
     /// Drops a reference; returns true when the chunk became free.
+    #[inline]
     pub fn release(&mut self, idx: u32) -> bool {
         let r = &mut self.refs[idx as usize];
         debug_assert!(*r > 0, "release of a free chunk");
@@ -98,6 +101,7 @@ impl Outstanding {
     }
 
     /// Number of chunks outstanding.
+    #[inline]
     pub fn count(&self) -> usize {
         self.count
     }

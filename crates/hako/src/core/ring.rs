@@ -239,6 +239,7 @@ impl<'a> Submission<'a> {
     }
 
     /// Consumer: takes the next entry.
+    #[inline]
     pub fn pop(&self) -> Result<Pop, Corrupted> {
         // Relaxed: the CAS below validates the position we act on.
         let mut head = self.head.load(Ordering::Relaxed);
