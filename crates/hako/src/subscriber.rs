@@ -573,8 +573,10 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         // inspectors, on a line of this subscriber's own).
         let total = self.reg.received_total;
         total.store(total.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        let off = conn.chunk_offset(idx) + conn.geo.payload_offset;
         Ok(Some(Sample {
             conn: conn.0,
+            payload: (conn.pool_base + off as usize) as *const u8,
             idx,
             stamp,
             len: len as usize,
@@ -707,6 +709,9 @@ impl<T: Payload + ?Sized> Subscriber<T> {
 pub struct Sample<T: Payload + ?Sized> {
     /// Kept alive by the connection's drop counter (see [`ConnHandle`]).
     conn: NonNull<SubConn>,
+    /// The payload, in the connection's pool mapping (computed once, at
+    /// receive, from the validated chunk index).
+    payload: *const u8,
     idx: u32,
     /// Return stamp of this delivery.
     stamp: u64,
@@ -737,15 +742,14 @@ impl<T: Payload + ?Sized> Sample<T> {
 impl<T: Payload + ?Sized> Deref for Sample<T> {
     type Target = T;
     fn deref(&self) -> &T {
-        let conn = self.conn();
-        let off = conn.chunk_offset(self.idx) + conn.geo.payload_offset;
-        let ptr = (conn.pool_base + off as usize) as *mut u8;
-        // SAFETY: idx < chunk_count and len <= max_len were validated, so the
-        // payload lies inside the pool mapping, aligned for T (chunk size and
-        // payload offset are multiples of its alignment). The publisher does
+        // SAFETY: idx < chunk_count and len <= max_len were validated before
+        // `payload` was computed from them, so the payload lies inside the
+        // pool mapping (alive while the sample is, see ConnHandle), aligned
+        // for T (chunk size and payload offset are multiples of its
+        // alignment). The publisher does
         // not write the chunk while we hold it; T is ShmSafe, so any bytes a
         // misbehaving publisher might write are still a valid T.
-        unsafe { &*T::make_ptr(ptr, self.len) }
+        unsafe { &*T::make_ptr(self.payload.cast_mut(), self.len) }
     }
 }
 
