@@ -4,7 +4,9 @@
 //! Order of a run:
 //!
 //! 1. the memory figures at each size ([`crate::memory`]), in the leader
-//!    (one CPU, and two threads on the leader's and the followers' CPUs);
+//!    (one CPU, and two threads on the leader's and the followers' CPUs),
+//!    just before and after each full-mode ping-pong row (or first of all
+//!    when no ping-pong is measured);
 //! 2. **ping-pong**, per payload mode and size: all transports together in
 //!    blocks between floor probes ([`blocks::measure_row`]), so their ratios
 //!    to the floor and to each other come from the same stretches of time;
@@ -142,6 +144,27 @@ pub struct MemoryFigure {
     pub across_ns: f64,
 }
 
+impl MemoryFigure {
+    /// The lower of each figure of `self` and `other` (same size).
+    pub fn faster(&self, other: &Self) -> Self {
+        Self {
+            size: self.size,
+            write_read_ns: self.write_read_ns.min(other.write_read_ns),
+            across_ns: self.across_ns.min(other.across_ns),
+        }
+    }
+}
+
+/// The memory figures of `size`, in this process, on the CPUs of `cfg`.
+fn memory_figure(cfg: &SuiteConfig, size: usize) -> Result<MemoryFigure> {
+    let reps = memory::reps_for(size, 10_000_000);
+    Ok(MemoryFigure {
+        size,
+        write_read_ns: memory::write_read_ns(size, reps)?,
+        across_ns: memory::write_read_across_ns(size, reps, cfg.leader_cpu, cfg.follower_cpu)?,
+    })
+}
+
 /// Everything a suite run measured.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SuiteResult {
@@ -253,24 +276,15 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
         done += 1;
     };
 
-    if cfg.payloads.contains(&PayloadMode::Full) {
+    let ping_pong = cfg.patterns.contains(&Pattern::PingPong);
+    if cfg.payloads.contains(&PayloadMode::Full) && !ping_pong {
         for &size in &cfg.sizes {
-            let reps = memory::reps_for(size, 20_000_000);
-            result.memory.push(MemoryFigure {
-                size,
-                write_read_ns: memory::write_read_ns(size, reps)?,
-                across_ns: memory::write_read_across_ns(
-                    size,
-                    reps,
-                    cfg.leader_cpu,
-                    cfg.follower_cpu,
-                )?,
-            });
+            result.memory.push(memory_figure(cfg, size)?);
         }
     }
 
     let rows: Vec<&dyn RunRow> = kinds.iter().map(|&k| cfg.all.get(k)).collect();
-    if cfg.patterns.contains(&Pattern::PingPong) {
+    if ping_pong {
         for &payload in &cfg.payloads {
             for &size in &cfg.sizes {
                 step(
@@ -281,8 +295,18 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
                     ),
                     progress,
                 );
+                // This VM's memory bandwidth drifts over seconds: a full-mode
+                // row is quoted against memory figures taken just before and
+                // just after it, the faster of the two.
+                let full = payload == PayloadMode::Full;
+                let before = full.then(|| memory_figure(cfg, size)).transpose()?;
                 let row =
                     blocks::measure_row(&mut session, probe, &rows, size, payload, &cfg.plan)?;
+                if let Some(before) = before {
+                    result
+                        .memory
+                        .push(before.faster(&memory_figure(cfg, size)?));
+                }
                 result.ping_pong.push(PingPongRow { payload, row });
             }
         }
