@@ -460,6 +460,9 @@ impl PubState {
     }
 
     fn drain_all(&mut self) {
+        // A send leaves the list as it found it (a connection that broke
+        // during the send is dropped from it here, or at the next send).
+        self.refresh_active();
         for k in 0..self.active.len() {
             let j = self.active[k];
             if self.conns[j].sub_port != 0 && !self.conns[j].broken {
@@ -813,7 +816,6 @@ impl PubState {
         }
         self.refresh_active();
         let n = self.deliver(p, idx, len);
-        self.refresh_active();
         if p.history_size > 0 {
             self.book.add_ref(idx);
             self.history.push_back(idx);
