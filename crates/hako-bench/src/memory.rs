@@ -6,8 +6,8 @@
 //! (the ping, then the pong), each time written on one CPU and read on the
 //! other: twice the cross-CPU figure is what a transport that copies nothing
 //! cannot beat, so large-payload `full` rows are quoted against it. The
-//! one-CPU figure is lower (the reader finds the bytes in its own caches)
-//! and is shown for comparison. The write and the read are the very
+//! one-CPU figure is usually lower (the reader finds the bytes in its own
+//! caches), though not always on this VM, and is shown for comparison. The write and the read are the very
 //! functions the transports use ([`PayloadMode::write`],
 //! [`PayloadMode::check`]).
 
@@ -61,8 +61,8 @@ pub fn write_read_across_ns(
     let turn = AtomicU64::new(0);
     let reps = u64::from(reps.max(1));
     let wait_for = |want: u64| {
-        // Acquire: pairs with the Release store of the other thread; the
-        // mutex orders the buffer itself.
+        // ORDERING: Acquire; pairs with the Release store of the other
+        // thread (the mutex orders the buffer itself).
         while turn.load(Ordering::Acquire) < want {
             std::hint::spin_loop();
         }
@@ -83,7 +83,7 @@ pub fn write_read_across_ns(
                         "memory",
                     )?;
                 }
-                // Release: pairs with the writer's Acquire wait.
+                // ORDERING: Release; pairs with the writer's Acquire wait.
                 turn.store(2 * seq + 2, Ordering::Release);
             }
             Ok(())
@@ -99,7 +99,7 @@ pub fn write_read_across_ns(
                     let mut b = buf.lock().map_err(|_| "memory figure: reader panicked")?;
                     PayloadMode::Full.write(std::hint::black_box(&mut b[..]), tag(seq));
                 }
-                // Release: pairs with the reader's Acquire wait.
+                // ORDERING: Release; pairs with the reader's Acquire wait.
                 turn.store(2 * seq + 1, Ordering::Release);
                 wait_for(2 * seq + 2);
                 if seq > 0 {

@@ -6,24 +6,14 @@
 //! `Send` and `Sync`), but in the common case one thread does everything:
 //! it loans, writes and sends, twice taking this lock per message. An atomic
 //! read-modify-write for each would be most of what a lock costs, so the lock
-//! is *biased* to the first thread that takes it:
-//!
-//! * The owner enters with plain stores and loads: it raises `busy`, and goes
-//!   in unless `revoke` is raised. Only a compiler barrier separates the two;
-//!   the store-load order that mutual exclusion needs is supplied by the other
-//!   side.
-//! * Any other thread takes the ordinary lock (a compare-and-swap on
-//!   `locked`), raises `revoke`, and runs `membarrier(PRIVATE_EXPEDITED)`,
-//!   which puts a full memory barrier into every running thread of the
-//!   process. Afterwards either it sees the owner's `busy` (and waits for it
-//!   to drop) or the owner sees `revoke` (and goes to the ordinary lock).
-//!   `revoke` then stays raised: the bias is off for good, and from then on
-//!   every thread uses the ordinary lock, with no further system call. This
-//!   happens once per lock, at the first use from a second thread.
-//!
-//! The biased half is [`Bias`], in the lock-free core, which a subscriber
-//! connection's count of dropped samples uses too; the system calls it
-//! needs are here ([`process_barrier`], [`biasable`]).
+//! is *biased* ([`Bias`], whose protocol `core::bias` describes) to the first
+//! thread that takes it: that thread enters with plain stores and loads.
+//! Any other thread takes the ordinary lock (a compare-and-swap on
+//! `locked`) and revokes the bias, with one `membarrier(PRIVATE_EXPEDITED)`
+//! ([`process_barrier`]); from then on every thread uses the ordinary lock,
+//! with no further system call. This happens once per lock, at the first use
+//! from a second thread. A subscriber connection's count of dropped samples
+//! uses the same bias and barrier.
 //!
 //! Where `membarrier` is missing (kernels before 4.14, seccomp filters) the
 //! lock is never biased. Under contention the ordinary lock spins briefly,
@@ -35,7 +25,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-use crate::core::bias::{thread_token, Bias, SHARED, UNOWNED};
+use crate::core::bias::{backoff, thread_token, Bias, SHARED, UNOWNED};
 
 /// Biases made from now on start revoked (see [`process_barrier`]).
 static BARRIER_FAILED: AtomicBool = AtomicBool::new(false);
@@ -135,12 +125,7 @@ impl<T> PortLock<T> {
         {
             // Relaxed: only a hint to retry the compare-exchange.
             while self.locked.load(Ordering::Relaxed) {
-                spins += 1;
-                if spins < 100 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
+                backoff(&mut spins);
             }
         }
         let me = thread_token();

@@ -746,9 +746,9 @@ impl<T: Payload + ?Sized> Deref for Sample<T> {
         // `payload` was computed from them, so the payload lies inside the
         // pool mapping (alive while the sample is, see ConnHandle), aligned
         // for T (chunk size and payload offset are multiples of its
-        // alignment). The publisher does
-        // not write the chunk while we hold it; T is ShmSafe, so any bytes a
-        // misbehaving publisher might write are still a valid T.
+        // alignment). The publisher does not write the chunk while we hold
+        // it; T is ShmSafe, so any bytes a misbehaving publisher might write
+        // are still a valid T.
         unsafe { &*T::make_ptr(self.payload.cast_mut(), self.len) }
     }
 }

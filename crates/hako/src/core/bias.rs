@@ -56,7 +56,7 @@ pub(crate) fn thread_token() -> u64 {
 
 /// One step of a wait for another thread: spin a little, then yield.
 #[inline]
-fn backoff(spins: &mut u32) {
+pub(crate) fn backoff(spins: &mut u32) {
     *spins += 1;
     #[cfg(loom)]
     loom::thread::yield_now();
