@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
                 );
                 let Some(idx) = book.alloc() else { continue };
                 let stamp = producer.tail + 1;
-                match sub.try_push(&mut producer, idx, 1) {
+                match sub.try_push(&mut producer, idx, 1, book.upcoming()) {
                     Ok(Push::Done) => {
                         assert!(out.insert(idx, stamp));
                         book.add_ref(idx);
@@ -58,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
             }
             // Subscriber: take one, validate the index, hold it.
             1 => match sub.pop() {
-                Ok(Pop::Item(idx, pos, _)) if idx < CHUNKS => held.push((idx, pos.wrapping_add(1))),
+                Ok(Pop::Item { index: idx, pos, .. }) if idx < CHUNKS => held.push((idx, pos.wrapping_add(1))),
                 Ok(_) | Err(_) => {}
             },
             // Subscriber: drop the oldest sample it holds.

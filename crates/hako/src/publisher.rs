@@ -550,7 +550,7 @@ impl PubState {
         let skip = self.history.len().saturating_sub(p.buffer as usize);
         for &idx in self.history.iter().skip(skip) {
             let stamp = conn.producer.tail + 1;
-            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, p.chunk_len(idx)) {
+            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, p.chunk_len(idx), None) {
                 conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
             }
@@ -570,6 +570,9 @@ impl PubState {
     #[inline]
     fn deliver(&mut self, p: &PublisherInner, idx: u32, len: u64) -> usize {
         let mut delivered = 0;
+        // Announced with the sample: subscribers prefetch its payload while
+        // they wait for the next one (see core::ring).
+        let next = self.book.upcoming();
         for k in 0..self.active.len() {
             let j = self.active[k];
             let conn = &mut self.conns[j];
@@ -582,7 +585,7 @@ impl PubState {
             // subscriber's position (a cache line it writes).
             let got = if (conn.outstanding.count() as u64) < p.buffer {
                 let stamp = conn.producer.tail + 1;
-                conn.sub.push_known_room(&mut conn.producer, idx, len);
+                conn.sub.push_known_room(&mut conn.producer, idx, len, next);
                 conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
                 true
@@ -663,7 +666,7 @@ impl PubState {
             if (self.conns[j].outstanding.count() as u64) < p.buffer {
                 let conn = &mut self.conns[j];
                 let stamp = conn.producer.tail + 1;
-                sub.push_known_room(&mut conn.producer, idx, len);
+                sub.push_known_room(&mut conn.producer, idx, len, self.book.upcoming());
                 conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
                 return true;
@@ -684,7 +687,8 @@ impl PubState {
             }
             if self.conns[j].outstanding.count() < p.per_conn_limit {
                 let stamp = self.conns[j].producer.tail + 1;
-                match sub.try_push(&mut self.conns[j].producer, idx, len) {
+                let next = self.book.upcoming();
+                match sub.try_push(&mut self.conns[j].producer, idx, len, next) {
                     Ok(Push::Done) => {
                         self.conns[j].outstanding.insert(idx, stamp);
                         self.book.add_ref(idx);

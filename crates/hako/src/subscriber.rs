@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crate::core::bias::SampleCount;
 use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
 use crate::core::ring::{Corrupted, Pop, Returns, Submission};
+use crate::core::sync::prefetch_read;
 use crate::node::{new_id, node_is_alive};
 use crate::os::fifo;
 use crate::os::shm::Mapping;
@@ -188,6 +189,8 @@ struct SubConn {
     geo: SegmentGeometry,
     chunk_count: u32,
     max_len: u64,
+    /// Bytes per payload element.
+    elem_size: u64,
     /// Whether the payload is a slice (else the length must be 1).
     slice: bool,
     /// Samples of this connection received and dropped; decides who frees
@@ -265,6 +268,7 @@ impl SubConn {
             geo,
             chunk_count: h.chunk_count,
             max_len: p.max_len,
+            elem_size: p.elem_size,
             slice: payload.slice,
             count: SampleCount::new(biasable()),
             sub: if q.overflow == OverflowPolicy::Backpressure {
@@ -299,6 +303,31 @@ impl SubConn {
 
     fn chunk_offset(&self, idx: u32) -> u64 {
         u64::from(idx) * self.geo.chunk_size
+    }
+
+    /// Address of chunk `idx`'s payload; `idx` must be below `chunk_count`.
+    #[inline]
+    fn payload_addr(&self, idx: u32) -> usize {
+        self.pool_base + (self.chunk_offset(idx) + self.geo.payload_offset) as usize
+    }
+
+    /// What to prefetch while waiting for the message after one of `len`
+    /// elements (validated) in chunk `idx` (validated), which announced
+    /// `next` (unvalidated): the first and last byte of `next`'s payload,
+    /// guessing the same length, or, if `next` is missing or out of range,
+    /// `idx`'s payload, which is in our cache already.
+    #[inline]
+    fn ahead(&self, idx: u32, len: u64, next: Option<u32>) -> [usize; 2] {
+        match next {
+            Some(n) if n < self.chunk_count => {
+                let first = self.payload_addr(n);
+                [
+                    first,
+                    first + (len * self.elem_size).saturating_sub(1) as usize,
+                ]
+            }
+            _ => [self.payload_addr(idx); 2],
+        }
     }
 }
 
@@ -353,6 +382,11 @@ struct ConnEntry {
     conn: ConnHandle,
     /// The publisher left the table: drain what it queued, then drop.
     draining: bool,
+    /// Addresses of the first and last payload byte of the chunk the
+    /// publisher announced for its next message (or of one in our cache):
+    /// prefetched whenever the queue is polled, so that when the message
+    /// comes, its payload and its descriptor arrive together.
+    ahead: [usize; 2],
 }
 
 struct SubState {
@@ -417,10 +451,14 @@ impl SubState {
                 continue;
             }
             match SubConn::open(reg, i, pid) {
-                Ok(Some(c)) => self.conns.push(ConnEntry {
-                    conn: ConnHandle::new(c),
-                    draining: false,
-                }),
+                Ok(Some(c)) => {
+                    let first = c.payload_addr(0);
+                    self.conns.push(ConnEntry {
+                        conn: ConnHandle::new(c),
+                        draining: false,
+                        ahead: [first; 2],
+                    })
+                }
                 Ok(None) => {}
                 Err(what) => {
                     tracing::warn!(
@@ -500,6 +538,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         let mut i = if st.next < n { st.next } else { 0 };
         let mut result = Ok(None);
         let mut remove = None;
+        let mut ahead = None;
         for _ in 0..n {
             let entry = &st.conns[i];
             let conn = &entry.conn;
@@ -508,12 +547,22 @@ impl<T: Payload + ?Sized> Subscriber<T> {
                     remove = Some(i);
                 }
             } else {
+                // Issued with the load of the slot, so that both travel at
+                // once when the publisher has written them (see core::ring).
+                prefetch_read(entry.ahead[0] as *const u8);
+                prefetch_read(entry.ahead[1] as *const u8);
                 match conn.sub.pop() {
-                    Ok(Pop::Item(idx, pos, len)) => {
-                        result = self.accept(conn, idx, pos.wrapping_add(1), len);
+                    Ok(Pop::Item {
+                        index,
+                        pos,
+                        len,
+                        next,
+                    }) => {
+                        result = self.accept(conn, index, pos.wrapping_add(1), len);
                         if result.is_err() {
                             remove = Some(i);
                         } else {
+                            ahead = Some((i, conn.ahead(index, len, next)));
                             st.next = i + 1;
                         }
                         break;
@@ -537,6 +586,9 @@ impl<T: Payload + ?Sized> Subscriber<T> {
             if i == n {
                 i = 0;
             }
+        }
+        if let Some((i, lines)) = ahead {
+            st.conns[i].ahead = lines;
         }
         if let Some(i) = remove {
             let gone = st.conns.swap_remove(i);
@@ -573,10 +625,9 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         // inspectors, on a line of this subscriber's own).
         let total = self.reg.received_total;
         total.store(total.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        let off = conn.chunk_offset(idx) + conn.geo.payload_offset;
         Ok(Some(Sample {
             conn: conn.0,
-            payload: (conn.pool_base + off as usize) as *const u8,
+            payload: conn.payload_addr(idx) as *const u8,
             idx,
             stamp,
             len: len as usize,

@@ -49,7 +49,7 @@ pub const LINE: u64 = 128;
 /// Page size assumed for mapping offsets.
 pub const PAGE: u64 = 4096;
 /// Layout version of every segment; bumped on any incompatible change.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 /// Magic of a publisher data segment ("HAKOPUB1").
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
 /// Magic of a service dynamic segment ("HAKODYN1").

@@ -44,13 +44,19 @@ fn fifo_model(sole: bool) {
             let mut got = Vec::new();
             while got.len() < 3 {
                 match ring.pop().unwrap() {
-                    Pop::Item(i, _, len) => {
+                    Pop::Item {
+                        index: i,
+                        len,
+                        next,
+                        ..
+                    } => {
                         // SAFETY: loom's cell pointer is valid; loom reports a
                         // write racing with this read, which is what the model checks.
                         let v = d2[i as usize].with(|p| unsafe { *p });
                         assert_eq!(v, i + 100);
                         // The length travels in the slot, published with it.
                         assert_eq!(len, u64::from(i) + 7);
+                        assert_eq!(next, Some(i + 1));
                         got.push(i);
                     }
                     Pop::Empty => thread::yield_now(),
@@ -64,7 +70,11 @@ fn fifo_model(sole: bool) {
             // SAFETY: loom's cell pointer is valid; loom reports a read or
             // write racing with this one, which is what the model checks.
             data[i as usize].with_mut(|ptr| unsafe { *ptr = i + 100 });
-            while ring.try_push(&mut p, i, u64::from(i) + 7).unwrap() == Push::Full {
+            while ring
+                .try_push(&mut p, i, u64::from(i) + 7, Some(i + 1))
+                .unwrap()
+                == Push::Full
+            {
                 thread::yield_now();
             }
         }
@@ -81,13 +91,13 @@ fn reclaim_races_pop() {
         let s2 = s.clone();
         let ring = Submission::new(&s.0, &s.1, 2);
         let mut p = Producer::default();
-        ring.try_push(&mut p, 0, 1).unwrap();
-        ring.try_push(&mut p, 1, 1).unwrap();
+        ring.try_push(&mut p, 0, 1, None).unwrap();
+        ring.try_push(&mut p, 1, 1, None).unwrap();
         let consumer = thread::spawn(move || {
             let ring = Submission::new(&s2.0, &s2.1, 2);
             let mut got = Vec::new();
             for _ in 0..2 {
-                if let Pop::Item(i, _, _) = ring.pop().unwrap() {
+                if let Pop::Item { index: i, .. } = ring.pop().unwrap() {
                     got.push(i);
                 }
             }
@@ -96,11 +106,11 @@ fn reclaim_races_pop() {
         let mut reclaimed = Vec::new();
         if let Some(i) = ring.reclaim_oldest(&mut p).unwrap() {
             reclaimed.push(i);
-            assert_eq!(ring.try_push(&mut p, 2, 1).unwrap(), Push::Done);
+            assert_eq!(ring.try_push(&mut p, 2, 1, None).unwrap(), Push::Done);
         }
         let got = consumer.join().unwrap();
         let mut rest = Vec::new();
-        while let Pop::Item(i, _, _) = ring.pop().unwrap() {
+        while let Pop::Item { index: i, .. } = ring.pop().unwrap() {
             rest.push(i);
         }
         let mut all: Vec<u32> = got.iter().chain(&reclaimed).chain(&rest).copied().collect();
@@ -138,7 +148,7 @@ fn pool_reuse_is_exclusive() {
             let mut expect = 0;
             while expect < MSGS {
                 match sub.pop().unwrap() {
-                    Pop::Item(i, pos, _) => {
+                    Pop::Item { index: i, pos, .. } => {
                         // SAFETY: loom's cell pointer is valid; loom reports a
                         // write racing with this read, which is what the model checks.
                         let v = d2[i as usize].with(|p| unsafe { *p });
@@ -173,7 +183,7 @@ fn pool_reuse_is_exclusive() {
             data[idx as usize].with_mut(|ptr| unsafe { *ptr = seq });
             let stamp = p.tail + 1;
             loop {
-                match sub.try_push(&mut p, idx, 1).unwrap() {
+                match sub.try_push(&mut p, idx, 1, None).unwrap() {
                     Push::Done => break,
                     Push::Full => thread::yield_now(),
                 }

@@ -15,19 +15,29 @@
 //! once.
 
 /// Reference counts and free list of a pool of `n` chunks.
+///
+/// The chunk the next [`alloc`](ChunkBook::alloc) returns is set aside in
+/// advance ([`upcoming`](ChunkBook::upcoming)), so that a send can announce
+/// it to subscribers (see `ring`): they prefetch its payload while they wait
+/// for the next message. Chunks freed meanwhile queue behind it.
 #[derive(Debug, Clone)]
 pub struct ChunkBook {
     refs: Vec<u32>,
     free: Vec<u32>,
+    /// Loaned before anything in `free`; `None` only if `free` is empty.
+    next: Option<u32>,
 }
 
 impl ChunkBook {
     /// A pool of `n` free chunks.
     pub fn new(n: u32) -> Self {
+        // Reversed so that chunk 0 is loaned first (nicer to read in tests).
+        let mut free: Vec<u32> = (0..n).rev().collect();
+        let next = free.pop();
         Self {
             refs: vec![0; n as usize],
-            // Reversed so that chunk 0 is loaned first (nicer to read in tests).
-            free: (0..n).rev().collect(),
+            free,
+            next,
         }
     }
 
@@ -43,15 +53,24 @@ impl ChunkBook {
 
     /// Number of free chunks.
     pub fn free_count(&self) -> usize {
-        self.free.len()
+        self.free.len() + usize::from(self.next.is_some())
     }
 
-    /// Takes a free chunk with one reference (the loan).
+    /// Takes a free chunk with one reference (the loan): the one
+    /// [`upcoming`](Self::upcoming) named.
     #[inline]
     pub fn alloc(&mut self) -> Option<u32> {
-        let idx = self.free.pop()?;
+        let idx = self.next.take()?;
+        self.next = self.free.pop();
         self.refs[idx as usize] = 1;
         Some(idx)
+    }
+
+    /// The chunk the next [`alloc`](Self::alloc) returns, unless none is
+    /// free. Frees before that alloc do not change it.
+    #[inline]
+    pub fn upcoming(&self) -> Option<u32> {
+        self.next
     }
 
     /// Adds a reference to a chunk in use.
@@ -68,7 +87,11 @@ impl ChunkBook {
         debug_assert!(*r > 0, "release of a free chunk");
         *r -= 1;
         if *r == 0 {
-            self.free.push(idx);
+            if self.next.is_none() {
+                self.next = Some(idx);
+            } else {
+                self.free.push(idx);
+            }
             true
         } else {
             false
@@ -196,6 +219,36 @@ mod tests {
         assert_eq!(book.free_count(), 1);
         assert_eq!(book.alloc(), Some(b));
         assert_eq!(book.refs(b), 1);
+    }
+
+    #[test]
+    fn the_upcoming_chunk_is_the_next_loan() {
+        let mut book = ChunkBook::new(4);
+        let mut loaned = Vec::new();
+        for _ in 0..4 {
+            let next = book.upcoming();
+            assert!(next.is_some());
+            loaned.push(book.alloc().unwrap());
+            assert_eq!(loaned.last().copied(), next);
+        }
+        assert_eq!(book.upcoming(), None);
+        // The first chunk freed becomes the upcoming one, and frees after it
+        // do not displace it.
+        assert!(book.release(loaned[2]));
+        assert_eq!(book.upcoming(), Some(loaned[2]));
+        assert!(book.release(loaned[0]));
+        assert!(book.release(loaned[3]));
+        assert_eq!(book.upcoming(), Some(loaned[2]));
+        assert_eq!(book.free_count(), 3);
+        assert_eq!(book.alloc(), Some(loaned[2]));
+        // Then the most recently freed (its lines are likeliest in cache).
+        assert_eq!(book.upcoming(), Some(loaned[3]));
+        assert_eq!(book.alloc(), Some(loaned[3]));
+        assert_eq!(book.alloc(), Some(loaned[0]));
+        assert_eq!(
+            (book.upcoming(), book.alloc(), book.free_count()),
+            (None, None, 0)
+        );
     }
 
     #[test]

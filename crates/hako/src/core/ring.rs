@@ -9,15 +9,31 @@
 //! next, which costs one cache-line transfer per message instead of two
 //! (tail, then slot).
 //!
+//! The second word also *announces* the chunk the publisher will loan next.
+//! The payload's lines are a second transfer after the slot's, and without
+//! the announcement a reader learns where they are only from the slot, so it
+//! fetches them one transfer after it. With it, a waiting reader prefetches
+//! the announced chunk's lines while it polls the slot, and both arrive
+//! together. On the machine this was measured on, this took the bare data
+//! path's busy-polled round trip (the benchmark's `reference` transport)
+//! from about 2x the time of one cache line's round trip to 1.2x-1.5x. The
+//! announcement is only a hint: a wrong or missing one costs a wasted
+//! prefetch, never correctness.
+//!
 //! ```text
 //!  slot (two u64, one cache line holds four slots)
-//!  word 0:  63            32 31             0      word 1:  63            0
-//!          +----------------+----------------+             +---------------+
-//!          |  lap stamp     |  chunk index   |             | length        |
-//!          +----------------+----------------+             +---------------+
+//!  word 0:  63            32 31             0
+//!          +----------------+----------------+
+//!          |  lap stamp     |  chunk index   |
+//!          +----------------+----------------+
+//!  word 1:  63          47 46                0
+//!          +-------------+--------------------+
+//!          | next + 1    |  length            |
+//!          +-------------+--------------------+
 //!  lap stamp of position p = (p / capacity) + 1, truncated to 32 bits;
-//!  a zeroed slot (stamp 0) is empty for every position of lap 0. The length
-//!  is written first and published by the Release store of word 0.
+//!  a zeroed slot (stamp 0) is empty for every position of lap 0.
+//!  next + 1: the chunk the publisher loans next, plus one (0: not known).
+//!  Word 1 is written first and published by the Release store of word 0.
 //! ```
 //!
 //! * [`Submission`] (publisher → subscriber) has one producer and one consumer.
@@ -83,6 +99,26 @@ fn previous_stamp(pos: u64, log2: u32) -> u64 {
     }
 }
 
+/// Bits of a slot's second word that hold the payload length (a length
+/// never exceeds the 64 TiB a segment may have); the bits above hold the
+/// announced next chunk.
+const LEN_BITS: u32 = 47;
+const LEN_MASK: u64 = (1 << LEN_BITS) - 1;
+
+/// The highest chunk index a descriptor can announce as the next one; a
+/// pool with more chunks announces only those up to this one.
+pub const MAX_ANNOUNCED: u32 = (1 << (64 - LEN_BITS)) - 2;
+
+#[inline]
+fn encode_len(len: u64, next: Option<u32>) -> u64 {
+    debug_assert!(len <= LEN_MASK, "payload length beyond a segment's size");
+    let next = match next {
+        Some(n) if n <= MAX_ANNOUNCED => u64::from(n) + 1,
+        _ => 0,
+    };
+    (len & LEN_MASK) | (next << LEN_BITS)
+}
+
 /// Words per submission slot: the stamped descriptor, then the length of the
 /// payload (elements), so that a consumer learns both from one cache line and
 /// need not read the chunk's header before its payload.
@@ -93,10 +129,18 @@ pub const SLOT_WORDS: usize = 2;
 pub enum Pop {
     /// Nothing new.
     Empty,
-    /// The consumer now owns the chunk with this (unvalidated) index,
-    /// queued at this position (its return stamp is the position + 1), with
-    /// this (unvalidated) payload length.
-    Item(u32, u64, u64),
+    /// The consumer now owns a chunk. Everything but `pos` comes from
+    /// shared memory and is unvalidated.
+    Item {
+        /// The chunk's index in the publisher's pool.
+        index: u32,
+        /// Where it was queued (its return stamp is `pos + 1`).
+        pos: u64,
+        /// The payload's length.
+        len: u64,
+        /// The chunk the publisher announced it will loan next, if any.
+        next: Option<u32>,
+    },
 }
 
 /// Result of [`Submission::try_push`].
@@ -159,8 +203,15 @@ impl<'a> Submission<'a> {
         masked_pair(self.slots, pos).0
     }
 
-    /// Producer: appends `index` unless the ring is full.
-    pub fn try_push(&self, p: &mut Producer, index: u32, len: u64) -> Result<Push, Corrupted> {
+    /// Producer: appends `index` (a payload of `len` elements, announcing
+    /// `next` as the chunk of the next loan) unless the ring is full.
+    pub fn try_push(
+        &self,
+        p: &mut Producer,
+        index: u32,
+        len: u64,
+        next: Option<u32>,
+    ) -> Result<Push, Corrupted> {
         if p.tail.wrapping_sub(p.cached_head) >= self.capacity {
             // ORDERING: Acquire; pairs with the AcqRel CAS of head in pop(): the
             // consumer's read of the slot we are about to reuse happened before.
@@ -174,15 +225,15 @@ impl<'a> Submission<'a> {
                 return Ok(Push::Full);
             }
         }
-        self.write(p, index, len);
+        self.write(p, index, len, next);
         Ok(Push::Done)
     }
 
     #[inline]
-    fn write(&self, p: &mut Producer, index: u32, len: u64) {
+    fn write(&self, p: &mut Producer, index: u32, len: u64, next: Option<u32>) {
         let (desc, len_word) = masked_pair(self.slots, p.tail);
         // Relaxed: published by the Release store of the descriptor below.
-        len_word.store(len, Ordering::Relaxed);
+        len_word.store(encode_len(len, next), Ordering::Relaxed);
         // ORDERING: Release; pairs with the Acquire load in pop(): publishes the
         // length above and the chunk's contents, written before, to the consumer.
         desc.store(encode(p.tail, self.log2, index), Ordering::Release);
@@ -194,8 +245,8 @@ impl<'a> Submission<'a> {
     /// (for instance because fewer chunks than that are outstanding on the
     /// connection at all); this saves reading the consumer's cache line.
     #[inline]
-    pub fn push_known_room(&self, p: &mut Producer, index: u32, len: u64) {
-        self.write(p, index, len);
+    pub fn push_known_room(&self, p: &mut Producer, index: u32, len: u64, next: Option<u32>) {
+        self.write(p, index, len, next);
     }
 
     /// Producer: takes the oldest unconsumed entry back (drop-oldest overflow).
@@ -256,12 +307,18 @@ impl<'a> Submission<'a> {
                 // above. Read before we advance head: until then the producer
                 // cannot reuse the slot (and if it takes the entry back, our
                 // CAS below fails and the value is dropped).
-                let len = len_word.load(Ordering::Relaxed);
+                let word = len_word.load(Ordering::Relaxed);
+                let item = Pop::Item {
+                    index: value as u32,
+                    pos: head,
+                    len: word & LEN_MASK,
+                    next: ((word >> LEN_BITS) as u32).checked_sub(1),
+                };
                 if self.sole_consumer {
                     // ORDERING: Release; pairs with the Acquire loads of head in
                     // try_push(): our read of the slot happens before its reuse.
                     self.head.store(head.wrapping_add(1), Ordering::Release);
-                    return Ok(Pop::Item(value as u32, head, len));
+                    return Ok(item);
                 }
                 // ORDERING: AcqRel; Release lets the producer reuse the slot after
                 // our read; pairs with the Acquire loads of head in try_push and
@@ -272,7 +329,7 @@ impl<'a> Submission<'a> {
                     Ordering::AcqRel,
                     Ordering::Relaxed,
                 ) {
-                    Ok(_) => return Ok(Pop::Item(value as u32, head, len)),
+                    Ok(_) => return Ok(item),
                     Err(now) => {
                         head = now;
                         continue;
@@ -415,6 +472,16 @@ impl DropCount {
 mod tests {
     use super::*;
 
+    /// A popped entry with no announcement.
+    fn item(index: u32, pos: u64, len: u64) -> Pop {
+        Pop::Item {
+            index,
+            pos,
+            len,
+            next: None,
+        }
+    }
+
     /// The words of a submission ring of `n` slots (or `n * SLOT_WORDS`
     /// return words).
     fn slots(n: usize) -> Vec<AtomicU64> {
@@ -429,12 +496,12 @@ mod tests {
         let mut p = Producer::default();
         assert_eq!(ring.pop(), Ok(Pop::Empty));
         for i in 0..3 {
-            assert_eq!(ring.try_push(&mut p, i, 1), Ok(Push::Done));
+            assert_eq!(ring.try_push(&mut p, i, 1, None), Ok(Push::Done));
         }
-        assert_eq!(ring.try_push(&mut p, 9, 1), Ok(Push::Full));
+        assert_eq!(ring.try_push(&mut p, 9, 1, None), Ok(Push::Full));
         assert!(ring.has_item());
         for i in 0..3 {
-            assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i), 1)));
+            assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
         }
         assert_eq!(ring.pop(), Ok(Pop::Empty));
         assert!(!ring.has_item());
@@ -447,10 +514,10 @@ mod tests {
         let ring = Submission::new(&s, &head, 2);
         let mut p = Producer::default();
         for i in 0..10_000u32 {
-            assert_eq!(ring.try_push(&mut p, i, 1), Ok(Push::Done));
+            assert_eq!(ring.try_push(&mut p, i, 1, None), Ok(Push::Done));
             if i % 2 == 1 {
-                assert_eq!(ring.pop(), Ok(Pop::Item(i - 1, u64::from(i - 1), 1)));
-                assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i), 1)));
+                assert_eq!(ring.pop(), Ok(item(i - 1, u64::from(i - 1), 1)));
+                assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
                 assert_eq!(ring.pop(), Ok(Pop::Empty));
             }
         }
@@ -465,12 +532,15 @@ mod tests {
         let mut p = Producer::default();
         for round in 0..10u32 {
             for i in 0..4 {
-                assert_eq!(ring.try_push(&mut p, round * 4 + i, 1), Ok(Push::Done));
+                assert_eq!(
+                    ring.try_push(&mut p, round * 4 + i, 1, None),
+                    Ok(Push::Done)
+                );
             }
             for i in 0..4 {
                 assert_eq!(
                     consumer.pop(),
-                    Ok(Pop::Item(round * 4 + i, u64::from(round * 4 + i), 1))
+                    Ok(item(round * 4 + i, u64::from(round * 4 + i), 1))
                 );
             }
             assert_eq!(consumer.pop(), Ok(Pop::Empty));
@@ -484,13 +554,13 @@ mod tests {
         let ring = Submission::new(&s, &head, 4);
         let mut p = Producer::default();
         for i in 0..4 {
-            ring.try_push(&mut p, i, 1).unwrap();
+            ring.try_push(&mut p, i, 1, None).unwrap();
         }
-        assert_eq!(ring.try_push(&mut p, 4, 1), Ok(Push::Full));
+        assert_eq!(ring.try_push(&mut p, 4, 1, None), Ok(Push::Full));
         assert_eq!(ring.reclaim_oldest(&mut p), Ok(Some(0)));
-        assert_eq!(ring.try_push(&mut p, 4, 1), Ok(Push::Done));
+        assert_eq!(ring.try_push(&mut p, 4, 1, None), Ok(Push::Done));
         for i in 1..5 {
-            assert_eq!(ring.pop(), Ok(Pop::Item(i, u64::from(i), 1)));
+            assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
         }
         assert_eq!(ring.reclaim_oldest(&mut p), Ok(None));
     }
@@ -510,7 +580,7 @@ mod tests {
             tail: 4,
             cached_head: 0,
         };
-        assert_eq!(ring2.try_push(&mut p, 1, 1), Err(Corrupted));
+        assert_eq!(ring2.try_push(&mut p, 1, 1, None), Err(Corrupted));
     }
 
     #[test]
@@ -521,7 +591,7 @@ mod tests {
         let head = AtomicU64::new(u64::MAX);
         let ring = Submission::new(&s, &head, 4);
         s[3 * SLOT_WORDS].store(encode(u64::MAX, 2, 1), Ordering::Relaxed);
-        assert_eq!(ring.pop(), Ok(Pop::Item(1, u64::MAX, 0)));
+        assert_eq!(ring.pop(), Ok(item(1, u64::MAX, 0)));
         assert_eq!(head.load(Ordering::Relaxed), 0);
         head.store(u64::MAX, Ordering::Relaxed);
         let mut p = Producer {
@@ -529,6 +599,35 @@ mod tests {
             cached_head: 0,
         };
         assert!(ring.reclaim_oldest(&mut p).is_ok());
+    }
+
+    #[test]
+    fn the_next_chunk_travels_with_the_length() {
+        let s = slots(4);
+        let head = AtomicU64::new(0);
+        let ring = Submission::new(&s, &head, 4);
+        let mut p = Producer::default();
+        let max_len = 1u64 << 46; // a segment's limit
+        for (len, next) in [
+            (1, Some(0)),
+            (max_len, Some(7)),
+            (12, Some(MAX_ANNOUNCED)),
+            (5, None),
+        ] {
+            ring.try_push(&mut p, 3, len, next).unwrap();
+            let want = Pop::Item {
+                index: 3,
+                pos: p.tail - 1,
+                len,
+                next,
+            };
+            assert_eq!(ring.pop(), Ok(want));
+        }
+        // Beyond what fits, the announcement is left out, never garbled.
+        ring.push_known_room(&mut p, 3, 9, Some(MAX_ANNOUNCED + 1));
+        assert_eq!(ring.pop(), Ok(item(3, p.tail - 1, 9)));
+        ring.push_known_room(&mut p, 3, 9, Some(u32::MAX));
+        assert_eq!(ring.pop(), Ok(item(3, p.tail - 1, 9)));
     }
 
     #[test]

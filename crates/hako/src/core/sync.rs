@@ -43,3 +43,23 @@ pub(crate) fn full_barrier() {
     #[cfg(not(all(target_arch = "x86_64", not(loom))))]
     fence(Ordering::SeqCst);
 }
+
+/// Asks the CPU to start fetching the cache line holding `p` for reading,
+/// without waiting for it. Never faults, whatever `p` is; a hint only (a
+/// no-op where no prefetch instruction is wired up, and under loom).
+#[inline(always)]
+pub(crate) fn prefetch_read(p: *const u8) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    // SAFETY: PREFETCHT0 (SSE, part of the x86-64 baseline) reads nothing
+    // architecturally and cannot fault on any address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(all(target_arch = "aarch64", not(loom)))]
+    // SAFETY: PRFM is a hint: it cannot fault, and writes no register or memory.
+    unsafe {
+        core::arch::asm!("prfm pldl1keep, [{p}]", p = in(reg) p, options(nostack, readonly, preserves_flags));
+    }
+    #[cfg(any(loom, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
+    let _ = p;
+}
