@@ -42,6 +42,9 @@ pub enum SubscriberCreateError {
     Service(#[from] ServiceError),
 }
 
+/// What [`ReceiveError::CorruptedPublisher`] says of a bad descriptor.
+const GARBAGE_IN_QUEUE: &str = "garbage in the submission queue";
+
 /// Why `receive` failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -531,6 +534,58 @@ impl<T: Payload + ?Sized> Subscriber<T> {
                 return Err(e);
             }
         }
+        // The common case, one publisher: no round-robin, and only the
+        // loads needed to find a sample or learn there is none (an empty
+        // receive is the body of every busy-poll loop).
+        if let [entry] = &st.conns[..] {
+            let conn = &entry.conn;
+            if !entry.draining && conn.connected() {
+                if conn.held() >= self.max_borrowed {
+                    return Err(ReceiveError::ExceedsMaxBorrowed(self.max_borrowed));
+                }
+                // Issued with the load of the slot, so that both travel at
+                // once when the publisher has written them (see core::ring).
+                prefetch_read(entry.ahead[0] as *const u8);
+                prefetch_read(entry.ahead[1] as *const u8);
+                match conn.sub.pop() {
+                    Ok(Pop::Item {
+                        index,
+                        pos,
+                        len,
+                        next,
+                    }) => {
+                        let result = self.accept(conn, index, pos.wrapping_add(1), len);
+                        if result.is_ok() {
+                            let lines = conn.ahead(index, len, next);
+                            st.conns[0].ahead = lines;
+                        } else {
+                            let gone = st.conns.swap_remove(0);
+                            st.bad.push(gone.conn.publisher);
+                        }
+                        return result;
+                    }
+                    Ok(Pop::Empty) => return Ok(None),
+                    Err(Corrupted) => {
+                        let gone = st.conns.swap_remove(0);
+                        st.bad.push(gone.conn.publisher);
+                        return Err(ReceiveError::CorruptedPublisher {
+                            publisher: gone.conn.publisher,
+                            what: GARBAGE_IN_QUEUE,
+                        });
+                    }
+                }
+            }
+        }
+        self.receive_from_any(st)
+    }
+
+    /// [`receive`](Self::receive) with several publishers, or one that
+    /// left or broke.
+    #[cold]
+    fn receive_from_any(
+        &self,
+        mut st: RefMut<'_, SubState>,
+    ) -> Result<Option<Sample<T>>, ReceiveError> {
         if st.borrowed() >= self.max_borrowed {
             return Err(ReceiveError::ExceedsMaxBorrowed(self.max_borrowed));
         }
@@ -575,7 +630,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
                     Err(Corrupted) => {
                         result = Err(ReceiveError::CorruptedPublisher {
                             publisher: conn.publisher,
-                            what: "garbage in the submission queue",
+                            what: GARBAGE_IN_QUEUE,
                         });
                         remove = Some(i);
                         break;
