@@ -292,6 +292,46 @@ impl<'a> Submission<'a> {
     /// Consumer: takes the next entry.
     #[inline]
     pub fn pop(&self) -> Result<Pop, Corrupted> {
+        if self.sole_consumer {
+            self.pop_sole()
+        } else {
+            self.pop_contended()
+        }
+    }
+
+    /// [`pop`](Self::pop) when the producer never takes entries back: the
+    /// consumer alone moves `head`, so one look at one slot decides.
+    #[inline]
+    fn pop_sole(&self) -> Result<Pop, Corrupted> {
+        // Relaxed: only this consumer writes head.
+        let head = self.head.load(Ordering::Relaxed);
+        let (desc, len_word) = masked_pair(self.slots, head);
+        // ORDERING: Acquire; pairs with the Release store in write().
+        let value = desc.load(Ordering::Acquire);
+        let st = stamp_of(value);
+        if st != stamp(head, self.log2) {
+            return if st == previous_stamp(head, self.log2) {
+                Ok(Pop::Empty)
+            } else {
+                Err(Corrupted)
+            };
+        }
+        // Relaxed: ordered after the producer's store by the Acquire above.
+        let word = len_word.load(Ordering::Relaxed);
+        // ORDERING: Release; pairs with the Acquire loads of head in
+        // try_push(): our read of the slot happens before its reuse.
+        self.head.store(head.wrapping_add(1), Ordering::Release);
+        Ok(Pop::Item {
+            index: value as u32,
+            pos: head,
+            len: word & LEN_MASK,
+            next: ((word >> LEN_BITS) as u32).checked_sub(1),
+        })
+    }
+
+    /// [`pop`](Self::pop) racing the producer's
+    /// [`reclaim_oldest`](Self::reclaim_oldest) for each entry.
+    fn pop_contended(&self) -> Result<Pop, Corrupted> {
         // Relaxed: the CAS below validates the position we act on.
         let mut head = self.head.load(Ordering::Relaxed);
         // Each lost race means the producer reclaimed the entry we were
@@ -314,12 +354,6 @@ impl<'a> Submission<'a> {
                     len: word & LEN_MASK,
                     next: ((word >> LEN_BITS) as u32).checked_sub(1),
                 };
-                if self.sole_consumer {
-                    // ORDERING: Release; pairs with the Acquire loads of head in
-                    // try_push(): our read of the slot happens before its reuse.
-                    self.head.store(head.wrapping_add(1), Ordering::Release);
-                    return Ok(item);
-                }
                 // ORDERING: AcqRel; Release lets the producer reuse the slot after
                 // our read; pairs with the Acquire loads of head in try_push and
                 // with reclaim_oldest's CAS.
