@@ -569,33 +569,25 @@ impl PubState {
     /// sleep and takes back what they returned; returns how many got it.
     #[inline]
     fn deliver(&mut self, p: &PublisherInner, idx: u32, len: u64) -> usize {
-        let mut delivered = 0;
         // Announced with the sample: subscribers prefetch its payload while
         // they wait for the next one (see core::ring).
         let next = self.book.upcoming();
+        if let &[j] = &self.active[..] {
+            // One subscriber, the common case: no flags, no second pass.
+            if !self.push_to(p, j, idx, len, next) {
+                return 0;
+            }
+            // ORDERING: full barrier; as below.
+            full_barrier();
+            self.after_publish(p, j);
+            return 1;
+        }
+        let mut delivered = 0;
         for k in 0..self.active.len() {
             let j = self.active[k];
-            let conn = &mut self.conns[j];
-            conn.delivered = false;
-            if conn.sub_port == 0 || conn.broken {
-                continue;
-            }
-            // Fast path: fewer chunks outstanding on this connection than its
-            // queue holds, so the queue has room; no need to look at the
-            // subscriber's position (a cache line it writes).
-            let got = if (conn.outstanding.count() as u64) < p.buffer {
-                let stamp = conn.producer.tail + 1;
-                conn.sub.push_known_room(&mut conn.producer, idx, len, next);
-                conn.outstanding.insert(idx, stamp);
-                self.book.add_ref(idx);
-                true
-            } else {
-                self.deliver_one(p, j, idx, len)
-            };
-            if got {
-                self.conns[j].delivered = true;
-                delivered += 1;
-            }
+            let got = self.push_to(p, j, idx, len, next);
+            self.conns[j].delivered = got;
+            delivered += usize::from(got);
         }
         if delivered == 0 {
             return 0;
@@ -606,25 +598,59 @@ impl PubState {
         full_barrier();
         for k in 0..self.active.len() {
             let j = self.active[k];
-            let conn = &self.conns[j];
-            if !conn.delivered {
-                continue;
-            }
-            let w = conn.wake.sleepers_after_fence();
-            if w.futex || w.fd {
-                self.wake(p, j, w);
-            }
-            // Housekeeping after the sample is visible, off the critical
-            // path: take back what the subscriber returned, so the next send
-            // finds room without reading its queue position. Only once the
-            // queue is one short of full: reading the return words costs a
-            // cache miss (the subscriber writes them), so a stream takes many
-            // back per miss instead of one per send.
-            if self.conns[j].outstanding.count() as u64 + 1 >= p.buffer {
-                self.take_back_returned(j);
+            if self.conns[j].delivered {
+                self.after_publish(p, j);
             }
         }
         delivered
+    }
+
+    /// Queues chunk `idx` for subscriber `j`, announcing `next`; false if
+    /// it did not get it.
+    #[inline]
+    fn push_to(
+        &mut self,
+        p: &PublisherInner,
+        j: usize,
+        idx: u32,
+        len: u64,
+        next: Option<u32>,
+    ) -> bool {
+        let conn = &mut self.conns[j];
+        if conn.sub_port == 0 || conn.broken {
+            return false;
+        }
+        // Fast path: fewer chunks outstanding on this connection than its
+        // queue holds, so the queue has room; no need to look at the
+        // subscriber's position (a cache line it writes).
+        if (conn.outstanding.count() as u64) < p.buffer {
+            let stamp = conn.producer.tail + 1;
+            conn.sub.push_known_room(&mut conn.producer, idx, len, next);
+            conn.outstanding.insert(idx, stamp);
+            self.book.add_ref(idx);
+            true
+        } else {
+            self.deliver_one(p, j, idx, len)
+        }
+    }
+
+    /// After the full barrier that followed a publish to subscriber `j`:
+    /// wakes it if it sleeps, and takes back what it returned.
+    #[inline]
+    fn after_publish(&mut self, p: &PublisherInner, j: usize) {
+        let w = self.conns[j].wake.sleepers_after_fence();
+        if w.futex || w.fd {
+            self.wake(p, j, w);
+        }
+        // Housekeeping after the sample is visible, off the critical
+        // path: take back what the subscriber returned, so the next send
+        // finds room without reading its queue position. Only once the
+        // queue is one short of full: reading the return words costs a
+        // cache miss (the subscriber writes them), so a stream takes many
+        // back per miss instead of one per send.
+        if self.conns[j].outstanding.count() as u64 + 1 >= p.buffer {
+            self.take_back_returned(j);
+        }
     }
 
     /// Wakes subscriber `j`, which sleeps (`w`, from its wake block after
