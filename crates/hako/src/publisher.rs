@@ -380,7 +380,8 @@ struct ConnState {
 struct PubState {
     book: ChunkBook,
     conns: Vec<ConnState>,
-    history: VecDeque<u32>,
+    /// The last `history_size` samples sent (chunk, length), oldest first.
+    history: VecDeque<(u32, u64)>,
     loaned: usize,
     /// The `Publisher` was dropped while samples were loaned: the last loan
     /// to go releases the `PublisherInner` (see `RawLoan`).
@@ -422,26 +423,14 @@ impl PublisherInner {
         self.state.lock()
     }
 
-    /// The length recorded in chunk `idx`'s header (at send; for history).
-    fn chunk_len(&self, idx: u32) -> u64 {
-        // SAFETY: as in chunk_ptr; the header is 8-aligned and AtomicU64 may
-        // alias memory that other processes read.
-        let word = unsafe { &*self.chunk_ptr(idx).cast::<std::sync::atomic::AtomicU64>() };
-        // Relaxed: we wrote it ourselves, before sending the chunk.
-        word.load(Ordering::Relaxed)
-    }
-
-    fn chunk_ptr(&self, idx: u32) -> *mut u8 {
+    /// The payload of chunk `idx` (the chunk's first byte).
+    #[inline]
+    fn payload_ptr(&self, idx: u32) -> *mut u8 {
         let off = self.geo.pool_offset + u64::from(idx) * self.geo.chunk_size;
         debug_assert!(off + self.geo.chunk_size <= self.map.len() as u64);
         // SAFETY: idx comes from our own ChunkBook (< chunk_count), so the
         // chunk lies inside the mapping.
         unsafe { self.map.ptr().add(off as usize) }
-    }
-
-    fn payload_ptr(&self, idx: u32) -> *mut u8 {
-        // SAFETY: payload_offset is inside the chunk.
-        unsafe { self.chunk_ptr(idx).add(self.geo.payload_offset as usize) }
     }
 }
 
@@ -548,9 +537,9 @@ impl PubState {
         self.active_dirty = true;
         // History, newest last, as much as the queue holds.
         let skip = self.history.len().saturating_sub(p.buffer as usize);
-        for &idx in self.history.iter().skip(skip) {
+        for &(idx, len) in self.history.iter().skip(skip) {
             let stamp = conn.producer.tail + 1;
-            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, p.chunk_len(idx), None) {
+            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, len, None) {
                 conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
             }
@@ -848,9 +837,9 @@ impl PubState {
         let n = self.deliver(p, idx, len);
         if p.history_size > 0 {
             self.book.add_ref(idx);
-            self.history.push_back(idx);
+            self.history.push_back((idx, len));
             if self.history.len() > p.history_size {
-                if let Some(old) = self.history.pop_front() {
+                if let Some((old, _)) = self.history.pop_front() {
                     self.book.release(old);
                 }
             }
@@ -966,6 +955,7 @@ impl<T: Payload + ?Sized> Publisher<T> {
         let idx = self.inner.lock().alloc(&self.inner)?;
         Ok(RawLoan {
             publisher: std::ptr::NonNull::from(&*self.inner),
+            payload: self.inner.payload_ptr(idx),
             idx,
             len,
         })
@@ -993,13 +983,17 @@ impl<T: Payload + ?Sized> Drop for Publisher<T> {
 /// behind (`orphaned`), and the last loan to go releases it.
 struct RawLoan {
     publisher: std::ptr::NonNull<PublisherInner>,
+    /// The chunk's payload, computed once.
+    payload: *mut u8,
     idx: u32,
     len: usize,
 }
 
 // SAFETY: the pointer is used like an `Arc<PublisherInner>` (which is Send
 // and Sync: its mutable state sits behind its lock), and the loan keeps what
-// it points to alive as described above, on whatever thread it is.
+// it points to alive as described above, on whatever thread it is; the
+// payload pointer points into that publisher's mapping, which lives as long,
+// and the loan is its only user until it is sent.
 unsafe impl Send for RawLoan {}
 // SAFETY: as for Send; `&RawLoan` only reads the pointer and the index.
 unsafe impl Sync for RawLoan {}
@@ -1011,20 +1005,15 @@ impl RawLoan {
         unsafe { self.publisher.as_ref() }
     }
 
+    #[inline]
     fn payload(&self) -> *mut u8 {
-        self.inner().payload_ptr(self.idx)
+        self.payload
     }
 
     #[inline]
     fn send(self) -> usize {
         let me = std::mem::ManuallyDrop::new(self);
         let p = me.inner();
-        // SAFETY: idx comes from our ChunkBook (< chunk_count), so the chunk
-        // header is inside the mapping and 8-aligned; AtomicU64 may alias
-        // memory other processes read atomically.
-        let len_word = unsafe { &*p.chunk_ptr(me.idx).cast::<std::sync::atomic::AtomicU64>() };
-        // Relaxed: published by the Release store of the descriptor.
-        len_word.store(me.len as u64, Ordering::Relaxed);
         let mut st = p.lock();
         let n = st.send(p, me.idx, me.len as u64);
         let last = st.orphaned && st.loaned == 0;

@@ -46,7 +46,7 @@ use crate::pubsub::{PubSubBuilder, PubSubQos};
 /// The static description of a service, as stored in `static.toml`:
 ///
 /// ```toml
-/// version = 3
+/// version = 4
 /// name = "My/Funk/ServiceName"
 /// pattern = "publish_subscribe"
 ///

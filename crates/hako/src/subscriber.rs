@@ -311,7 +311,7 @@ impl SubConn {
     /// Address of chunk `idx`'s payload; `idx` must be below `chunk_count`.
     #[inline]
     fn payload_addr(&self, idx: u32) -> usize {
-        self.pool_base + (self.chunk_offset(idx) + self.geo.payload_offset) as usize
+        self.pool_base + self.chunk_offset(idx) as usize
     }
 
     /// What to prefetch while waiting for the message after one of `len`

@@ -24,8 +24,7 @@
 //!  +2·LINE + sub     return words          (chunk_count × u64, one per chunk)
 //!
 //!  chunk (chunk_size bytes, aligned to max(64, payload align))
-//!  +0                len: AtomicU64        (elements in the payload)
-//!  +payload_offset   payload
+//!  +0                payload               (its length travels in the descriptor)
 //! ```
 //!
 //! ## Service dynamic segment (one file per service)
@@ -49,7 +48,7 @@ pub const LINE: u64 = 128;
 /// Page size assumed for mapping offsets.
 pub const PAGE: u64 = 4096;
 /// Layout version of every segment; bumped on any incompatible change.
-pub const LAYOUT_VERSION: u32 = 3;
+pub const LAYOUT_VERSION: u32 = 4;
 /// Magic of a publisher data segment ("HAKOPUB1").
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
 /// Magic of a service dynamic segment ("HAKODYN1").
@@ -66,9 +65,6 @@ pub const DROPPED_OFFSET: u64 = 16;
 pub const SUB_COUNTERS_SIZE: u64 = LINE;
 /// Offset of the [`PubCounters`] in a publisher segment.
 pub const COUNTERS_OFFSET: u64 = LINE;
-/// Size of the chunk header (the element count).
-pub const CHUNK_HEADER: u64 = 8;
-
 #[inline]
 const fn round_up(x: u64, to: u64) -> u64 {
     x.div_ceil(to) * to
@@ -156,10 +152,8 @@ pub struct SegmentGeometry {
     pub returns_offset: u64,
     /// Offset of chunk 0 (page aligned).
     pub pool_offset: u64,
-    /// Bytes per chunk.
+    /// Bytes per chunk (its payload starts at its first byte).
     pub chunk_size: u64,
-    /// Offset of the payload within a chunk.
-    pub payload_offset: u64,
     /// Size of the whole segment.
     pub total_size: u64,
 }
@@ -198,8 +192,9 @@ impl SegmentParams {
         let conn_stride = returns_offset + round_up(8 * p.chunk_count, LINE);
         let conns_offset = COUNTERS_OFFSET + LINE;
         let pool_offset = round_up(conns_offset + p.max_subscribers * conn_stride, PAGE);
-        let payload_offset = round_up(CHUNK_HEADER, p.align);
-        let chunk_size = round_up(payload_offset + payload_bytes, p.align.max(64));
+        // Cache-line aligned and headerless, so a payload of up to 64 bytes
+        // is one line to write and to fetch.
+        let chunk_size = round_up(payload_bytes.max(1), p.align.max(64));
         let pool_bytes = chunk_size.checked_mul(p.chunk_count)?;
         let total_size = pool_offset.checked_add(pool_bytes)?;
         if total_size > MAX_SEGMENT {
@@ -213,7 +208,6 @@ impl SegmentParams {
             returns_offset,
             pool_offset,
             chunk_size,
-            payload_offset,
             total_size,
         })
     }
@@ -371,7 +365,7 @@ mod tests {
         let g = params().geometry().unwrap();
         assert_eq!(g.pool_offset % PAGE, 0);
         assert_eq!(g.chunk_size % 64, 0);
-        assert!(g.chunk_size >= 8 + 100);
+        assert!(g.chunk_size >= 100);
         assert_eq!(g.sub_log2, 2);
         assert!(g.returns_offset >= g.sub_offset + 16 * 4);
         assert!(g.conn_stride >= g.returns_offset + 8 * 10);
@@ -383,8 +377,7 @@ mod tests {
         }
         .geometry()
         .unwrap();
-        assert_eq!(big.payload_offset, 4096);
-        assert_eq!(big.chunk_size % 4096, 0);
+        assert_eq!(big.chunk_size, 4096);
     }
 
     #[test]
