@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
     let mut out = Outstanding::new(CHUNKS);
     let mut held: Vec<(u32, u64)> = Vec::new();
     let mut bytes = data.iter().skip(1).copied();
-    let mut next_u64 = |b: &mut dyn Iterator<Item = u8>| {
+    let next_u64 = |b: &mut dyn Iterator<Item = u8>| {
         let mut w = [0u8; 8];
         for x in &mut w {
             *x = b.next().unwrap_or(0);
