@@ -140,8 +140,12 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             fifo_path,
             received_total,
         });
+        // SAFETY: the generation word lives in the service's mapping, which
+        // the registration keeps alive, and the subscriber holds that.
+        let generation = unsafe { &*std::ptr::from_ref(reg.service.generation_word()) };
         let sub = Subscriber {
             reg,
+            generation,
             max_borrowed,
             strategy: self.strategy,
             adaptive: Adaptive::default(),
@@ -497,6 +501,9 @@ impl SubState {
 /// dropped.
 pub struct Subscriber<T: Payload + ?Sized> {
     reg: Arc<Registration>,
+    /// The service's generation word, in its mapping (kept alive by `reg`):
+    /// loaded by every receive, so one load away.
+    generation: &'static AtomicU64,
     max_borrowed: usize,
     strategy: WaitStrategy,
     adaptive: Adaptive,
@@ -529,7 +536,9 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// arrive in the order sent; publishers are served round-robin.
     pub fn receive(&self) -> Result<Option<Sample<T>>, ReceiveError> {
         let mut st = self.lock();
-        if self.reg.service.generation() != st.seen_generation {
+        // ORDERING: Acquire; pairs with the Release bump of the generation
+        // (ServiceInner::bump): table changes before it are visible.
+        if self.generation.load(Ordering::Acquire) != st.seen_generation {
             if let Some(e) = st.update(&self.reg) {
                 return Err(e);
             }
