@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
                 );
                 let Some(idx) = book.alloc() else { continue };
                 let stamp = producer.tail + 1;
-                match sub.try_push(&mut producer, idx, 1, book.upcoming()) {
+                match sub.try_push(&mut producer, idx, 1, book.top()) {
                     Ok(Push::Done) => {
                         assert!(out.insert(idx, stamp));
                         book.add_ref(idx);

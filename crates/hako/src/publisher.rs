@@ -290,6 +290,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             .collect();
         let state = PubState {
             book: ChunkBook::new(n),
+            last_sent: None,
             conns,
             history: VecDeque::with_capacity(q.history_size as usize),
             loaned: 0,
@@ -379,6 +380,8 @@ struct ConnState {
 
 struct PubState {
     book: ChunkBook,
+    /// The chunk of the last sample delivered to anyone (see `upcoming`).
+    last_sent: Option<u32>,
     conns: Vec<ConnState>,
     /// The last `history_size` samples sent (chunk, length), oldest first.
     history: VecDeque<(u32, u64)>,
@@ -440,12 +443,19 @@ impl PubState {
         let conn = &mut self.conns[j];
         let returns = conn.returns;
         let book = &mut self.book;
+        let before = book.free_count();
         conn.outstanding.take_returned(
             |idx, stamp| returns.returned(idx, stamp),
             |idx| {
                 book.release(idx);
             },
         );
+        // The chunks come back in index order; the one sent last among them
+        // goes on top, as upcoming() announced (and as its lines are the
+        // likeliest to be in cache).
+        if let Some(prev) = self.last_sent {
+            self.book.lift(prev, before);
+        }
     }
 
     fn drain_all(&mut self) {
@@ -558,11 +568,9 @@ impl PubState {
     /// sleep and takes back what they returned; returns how many got it.
     #[inline]
     fn deliver(&mut self, p: &PublisherInner, idx: u32, len: u64) -> usize {
-        // Announced with the sample: subscribers prefetch its payload while
-        // they wait for the next one (see core::ring).
-        let next = self.book.upcoming();
         if let &[j] = &self.active[..] {
             // One subscriber, the common case: no flags, no second pass.
+            let next = self.upcoming(p, j);
             if !self.push_to(p, j, idx, len, next) {
                 return 0;
             }
@@ -572,6 +580,10 @@ impl PubState {
             return 1;
         }
         let mut delivered = 0;
+        let next = match self.active.first() {
+            Some(&j) => self.upcoming(p, j),
+            None => None,
+        };
         for k in 0..self.active.len() {
             let j = self.active[k];
             let got = self.push_to(p, j, idx, len, next);
@@ -592,6 +604,21 @@ impl PubState {
             }
         }
         delivered
+    }
+
+    /// The chunk to announce with a send to subscriber `j` (and the others)
+    /// as the one the next loan gets, for subscribers to prefetch while they
+    /// wait (see core::ring). The pool loans the chunk freed last: when a
+    /// take-back follows this send (see after_publish), that is the chunk
+    /// sent before this one, which a subscriber keeping pace has returned by
+    /// then; otherwise the top of the free list. A wrong guess costs a
+    /// subscriber a wasted prefetch.
+    #[inline]
+    fn upcoming(&self, p: &PublisherInner, j: usize) -> Option<u32> {
+        match self.last_sent {
+            Some(prev) if self.conns[j].outstanding.count() as u64 + 2 >= p.buffer => Some(prev),
+            _ => self.book.top(),
+        }
     }
 
     /// Queues chunk `idx` for subscriber `j`, announcing `next`; false if
@@ -619,7 +646,7 @@ impl PubState {
             self.book.add_ref(idx);
             true
         } else {
-            self.deliver_one(p, j, idx, len)
+            self.deliver_one(p, j, idx, len, next)
         }
     }
 
@@ -669,7 +696,14 @@ impl PubState {
         }
     }
 
-    fn deliver_one(&mut self, p: &PublisherInner, j: usize, idx: u32, len: u64) -> bool {
+    fn deliver_one(
+        &mut self,
+        p: &PublisherInner,
+        j: usize,
+        idx: u32,
+        len: u64,
+        next: Option<u32>,
+    ) -> bool {
         let sub = self.conns[j].sub;
         let mut attempts: u32 = 0;
         let mut spins: u32 = 0;
@@ -681,7 +715,7 @@ impl PubState {
             if (self.conns[j].outstanding.count() as u64) < p.buffer {
                 let conn = &mut self.conns[j];
                 let stamp = conn.producer.tail + 1;
-                sub.push_known_room(&mut conn.producer, idx, len, self.book.upcoming());
+                sub.push_known_room(&mut conn.producer, idx, len, next);
                 conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
                 return true;
@@ -702,7 +736,6 @@ impl PubState {
             }
             if self.conns[j].outstanding.count() < p.per_conn_limit {
                 let stamp = self.conns[j].producer.tail + 1;
-                let next = self.book.upcoming();
                 match sub.try_push(&mut self.conns[j].producer, idx, len, next) {
                     Ok(Push::Done) => {
                         self.conns[j].outstanding.insert(idx, stamp);
@@ -835,6 +868,7 @@ impl PubState {
         }
         self.refresh_active();
         let n = self.deliver(p, idx, len);
+        self.last_sent = (n > 0).then_some(idx);
         if p.history_size > 0 {
             self.book.add_ref(idx);
             self.history.push_back((idx, len));

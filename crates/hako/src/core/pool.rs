@@ -16,28 +16,24 @@
 
 /// Reference counts and free list of a pool of `n` chunks.
 ///
-/// The chunk the next [`alloc`](ChunkBook::alloc) returns is set aside in
-/// advance ([`upcoming`](ChunkBook::upcoming)), so that a send can announce
-/// it to subscribers (see `ring`): they prefetch its payload while they wait
-/// for the next message. Chunks freed meanwhile queue behind it.
+/// The free list is a stack: the chunk freed last is loaned first, so a
+/// publisher and its subscribers keep reusing the few chunks that are in
+/// their caches (with 4 MiB payloads, cycling through three chunks instead
+/// of two made a round trip that writes and reads the whole payload about
+/// 40 % slower here).
 #[derive(Debug, Clone)]
 pub struct ChunkBook {
     refs: Vec<u32>,
     free: Vec<u32>,
-    /// Loaned before anything in `free`; `None` only if `free` is empty.
-    next: Option<u32>,
 }
 
 impl ChunkBook {
     /// A pool of `n` free chunks.
     pub fn new(n: u32) -> Self {
-        // Reversed so that chunk 0 is loaned first (nicer to read in tests).
-        let mut free: Vec<u32> = (0..n).rev().collect();
-        let next = free.pop();
         Self {
             refs: vec![0; n as usize],
-            free,
-            next,
+            // Reversed so that chunk 0 is loaned first (nicer to read in tests).
+            free: (0..n).rev().collect(),
         }
     }
 
@@ -53,24 +49,35 @@ impl ChunkBook {
 
     /// Number of free chunks.
     pub fn free_count(&self) -> usize {
-        self.free.len() + usize::from(self.next.is_some())
+        self.free.len()
     }
 
-    /// Takes a free chunk with one reference (the loan): the one
-    /// [`upcoming`](Self::upcoming) named.
+    /// Takes a free chunk with one reference (the loan): the one freed last.
     #[inline]
     pub fn alloc(&mut self) -> Option<u32> {
-        let idx = self.next.take()?;
-        self.next = self.free.pop();
+        let idx = self.free.pop()?;
         self.refs[idx as usize] = 1;
         Some(idx)
     }
 
-    /// The chunk the next [`alloc`](Self::alloc) returns, unless none is
-    /// free. Frees before that alloc do not change it.
+    /// The chunk the next [`alloc`](Self::alloc) returns if nothing is
+    /// freed before it.
     #[inline]
-    pub fn upcoming(&self) -> Option<u32> {
-        self.next
+    pub fn top(&self) -> Option<u32> {
+        self.free.last().copied()
+    }
+
+    /// Moves chunk `idx` to the top of the free list if it is among the
+    /// entries from position `from` on (those freed since the list had
+    /// `from` entries), so that the next alloc returns it.
+    pub fn lift(&mut self, idx: u32, from: usize) {
+        let Some(recent) = self.free.get(from..) else {
+            return;
+        };
+        if let Some(pos) = recent.iter().position(|&c| c == idx) {
+            let last = self.free.len() - 1;
+            self.free.swap(from + pos, last);
+        }
     }
 
     /// Adds a reference to a chunk in use.
@@ -87,11 +94,7 @@ impl ChunkBook {
         debug_assert!(*r > 0, "release of a free chunk");
         *r -= 1;
         if *r == 0 {
-            if self.next.is_none() {
-                self.next = Some(idx);
-            } else {
-                self.free.push(idx);
-            }
+            self.free.push(idx);
             true
         } else {
             false
@@ -222,33 +225,41 @@ mod tests {
     }
 
     #[test]
-    fn the_upcoming_chunk_is_the_next_loan() {
+    fn the_chunk_freed_last_is_loaned_first() {
         let mut book = ChunkBook::new(4);
-        let mut loaned = Vec::new();
-        for _ in 0..4 {
-            let next = book.upcoming();
-            assert!(next.is_some());
-            loaned.push(book.alloc().unwrap());
-            assert_eq!(loaned.last().copied(), next);
+        let loaned: Vec<u32> = (0..4).map(|_| book.alloc().unwrap()).collect();
+        assert_eq!((book.top(), book.alloc()), (None, None));
+        for &i in &[loaned[2], loaned[0], loaned[3]] {
+            assert!(book.release(i));
+            assert_eq!(book.top(), Some(i));
         }
-        assert_eq!(book.upcoming(), None);
-        // The first chunk freed becomes the upcoming one, and frees after it
-        // do not displace it.
-        assert!(book.release(loaned[2]));
-        assert_eq!(book.upcoming(), Some(loaned[2]));
-        assert!(book.release(loaned[0]));
-        assert!(book.release(loaned[3]));
-        assert_eq!(book.upcoming(), Some(loaned[2]));
-        assert_eq!(book.free_count(), 3);
-        assert_eq!(book.alloc(), Some(loaned[2]));
-        // Then the most recently freed (its lines are likeliest in cache).
-        assert_eq!(book.upcoming(), Some(loaned[3]));
         assert_eq!(book.alloc(), Some(loaned[3]));
+        assert_eq!(book.top(), Some(loaned[0]));
         assert_eq!(book.alloc(), Some(loaned[0]));
-        assert_eq!(
-            (book.upcoming(), book.alloc(), book.free_count()),
-            (None, None, 0)
-        );
+        assert_eq!(book.alloc(), Some(loaned[2]));
+        assert_eq!((book.top(), book.free_count()), (None, 0));
+    }
+
+    #[test]
+    fn a_chunk_freed_recently_can_be_lifted_to_the_top() {
+        let mut book = ChunkBook::new(5);
+        let loaned: Vec<u32> = (0..5).map(|_| book.alloc().unwrap()).collect();
+        book.release(loaned[4]);
+        let from = book.free_count();
+        for &i in &loaned[..3] {
+            book.release(i);
+        }
+        // Only what was freed since `from` is looked at.
+        book.lift(loaned[4], from);
+        assert_eq!(book.top(), Some(loaned[2]));
+        book.lift(loaned[0], from);
+        assert_eq!(book.top(), Some(loaned[0]));
+        book.lift(loaned[3], from); // not free: nothing happens
+        book.lift(loaned[1], 99); // out of range: nothing happens
+        assert_eq!(book.top(), Some(loaned[0]));
+        let mut rest: Vec<u32> = (0..4).map(|_| book.alloc().unwrap()).collect();
+        rest.sort_unstable();
+        assert_eq!(rest, vec![0, 1, 2, 4]);
     }
 
     #[test]

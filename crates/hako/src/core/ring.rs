@@ -9,10 +9,11 @@
 //! next, which costs one cache-line transfer per message instead of two
 //! (tail, then slot).
 //!
-//! The second word also *announces* the chunk the publisher will loan next.
-//! The payload's lines are a second transfer after the slot's, and without
-//! the announcement a reader learns where they are only from the slot, so it
-//! fetches them one transfer after it. With it, a waiting reader prefetches
+//! The second word also *announces* the chunk the publisher expects to loan
+//! next (always right for a subscriber that keeps pace with it: see the
+//! publisher's `upcoming`). The payload's lines are a second transfer after
+//! the slot's, and without the announcement a reader learns where they are
+//! only from the slot, so it fetches them one transfer after it. With it, a waiting reader prefetches
 //! the announced chunk's lines while it polls the slot, and both arrive
 //! together. On the machine this was measured on, this took the bare data
 //! path's busy-polled round trip (the benchmark's `reference` transport)
@@ -32,7 +33,7 @@
 //!          +-------------+--------------------+
 //!  lap stamp of position p = (p / capacity) + 1, truncated to 32 bits;
 //!  a zeroed slot (stamp 0) is empty for every position of lap 0.
-//!  next + 1: the chunk the publisher loans next, plus one (0: not known).
+//!  next + 1: the chunk the publisher expects to loan next, plus one (0: none).
 //!  Word 1 is written first and published by the Release store of word 0.
 //! ```
 //!
