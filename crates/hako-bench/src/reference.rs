@@ -22,10 +22,11 @@
 //!  stamp of position p = p / SLOTS + 1; next chunk + 1 = 0: none announced
 //! ```
 //!
-//! As in hako, the sender sets aside the chunk of its next message and
-//! announces it in each descriptor, and the receiver prefetches that chunk's
-//! first and last payload line while it polls the slot (see hako's
-//! `core::ring`).
+//! The sender sets aside the chunk of its next message and announces it in
+//! each descriptor (hako announces its guess of the chunk it loans next,
+//! which in a lockstep exchange is right every time), and the receiver
+//! prefetches that chunk's first and last payload line while it polls the
+//! slot (see hako's `core::ring`).
 //!
 //! The pool has as many chunks as each ring has slots, so neither ring can
 //! overflow and no shared head index is needed.
