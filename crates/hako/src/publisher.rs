@@ -608,17 +608,35 @@ impl PubState {
 
     /// The chunk to announce with a send to subscriber `j` (and the others)
     /// as the one the next loan gets, for subscribers to prefetch while they
-    /// wait (see core::ring). The pool loans the chunk freed last: when a
-    /// take-back follows this send (see after_publish), that is the chunk
-    /// sent before this one, which a subscriber keeping pace has returned by
-    /// then; otherwise the top of the free list. A wrong guess costs a
-    /// subscriber a wasted prefetch.
+    /// wait (see core::ring). The pool loans the chunk freed last: without
+    /// history, when a take-back follows this send (see after_publish), that
+    /// is the chunk sent before this one, which a subscriber keeping pace
+    /// has returned by then; with a full history, the sample it evicts;
+    /// otherwise the top of the free list. Right every time for subscribers
+    /// that keep pace with a publisher loaning one sample at a time; a wrong
+    /// guess costs a subscriber a wasted prefetch.
     #[inline]
     fn upcoming(&self, p: &PublisherInner, j: usize) -> Option<u32> {
-        match self.last_sent {
-            Some(prev) if self.conns[j].outstanding.count() as u64 + 2 >= p.buffer => Some(prev),
-            _ => self.book.top(),
+        let takes_back = self.conns[j].outstanding.count() as u64 + 2 >= p.buffer;
+        if p.history_size == 0 {
+            return match self.last_sent {
+                Some(prev) if takes_back => Some(prev),
+                _ => self.book.top(),
+            };
         }
+        // The history holds the chunk sent before this one; once full, this
+        // send evicts its oldest, after the take-back, and that chunk is
+        // freed last if only the history still holds it (or the take-back
+        // is about to let go of it).
+        if self.history.len() >= p.history_size {
+            if let Some(&(old, _)) = self.history.front() {
+                let refs = self.book.refs(old);
+                if refs == 1 || (refs == 2 && takes_back && self.last_sent == Some(old)) {
+                    return Some(old);
+                }
+            }
+        }
+        self.book.top()
     }
 
     /// Queues chunk `idx` for subscriber `j`, announcing `next`; false if
@@ -862,7 +880,7 @@ impl PubState {
     #[inline]
     fn send(&mut self, p: &PublisherInner, idx: u32, len: u64) -> usize {
         // ORDERING: Acquire; pairs with the Release bump of the generation
-        // (ServiceInner::bump): table changes before it are visible.
+        // (DynSegment::bump): table changes before it are visible.
         if p.generation.load(Ordering::Acquire) != self.seen_generation {
             self.update_connections(p);
         }
@@ -1029,7 +1047,8 @@ struct RawLoan {
 // payload pointer points into that publisher's mapping, which lives as long,
 // and the loan is its only user until it is sent.
 unsafe impl Send for RawLoan {}
-// SAFETY: as for Send; `&RawLoan` only reads the pointer and the index.
+// SAFETY: as for Send; `&RawLoan` only reads its fields (the pointers, the
+// index and the length), and writes through the payload pointer need `&mut`.
 unsafe impl Sync for RawLoan {}
 
 impl RawLoan {

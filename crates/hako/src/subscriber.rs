@@ -57,7 +57,7 @@ pub enum ReceiveError {
     #[error("{0} samples are held already (subscriber_max_borrowed_samples); drop one before receiving more")]
     ExceedsMaxBorrowed(usize),
     /// A publisher wrote something the protocol cannot produce (a bad
-    /// descriptor, chunk header or segment header). Its connection is closed;
+    /// descriptor or segment header). Its connection is closed;
     /// other publishers are unaffected and `receive` may be called again.
     #[error("publisher {publisher:016x} sent corrupted data ({what}); its connection is closed")]
     CorruptedPublisher {
@@ -537,7 +537,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     pub fn receive(&self) -> Result<Option<Sample<T>>, ReceiveError> {
         let mut st = self.lock();
         // ORDERING: Acquire; pairs with the Release bump of the generation
-        // (ServiceInner::bump): table changes before it are visible.
+        // (DynSegment::bump): table changes before it are visible.
         if self.generation.load(Ordering::Acquire) != st.seen_generation {
             if let Some(e) = st.update(&self.reg) {
                 return Err(e);

@@ -4,14 +4,14 @@
 //! pool, with a *lap stamp* in the same `u64`, so a reader learns from one
 //! load of one slot whether it holds a new entry, and, in the slot's second
 //! word, the payload's length, so the reader can go for the payload's cache
-//! lines at once instead of first reading the chunk's header (a dependent
-//! miss). No shared tail index exists: the consumer polls the slot it expects
+//! lines at once instead of first learning the length from the chunk (a
+//! dependent miss). No shared tail index exists: the consumer polls the slot it expects
 //! next, which costs one cache-line transfer per message instead of two
 //! (tail, then slot).
 //!
 //! The second word also *announces* the chunk the publisher expects to loan
-//! next (always right for a subscriber that keeps pace with it: see the
-//! publisher's `upcoming`). The payload's lines are a second transfer after
+//! next (right every time for subscribers that keep pace with a publisher
+//! loaning one sample at a time: see the publisher's `upcoming`). The payload's lines are a second transfer after
 //! the slot's, and without the announcement a reader learns where they are
 //! only from the slot, so it fetches them one transfer after it. With it, a waiting reader prefetches
 //! the announced chunk's lines while it polls the slot, and both arrive
@@ -121,8 +121,8 @@ fn encode_len(len: u64, next: Option<u32>) -> u64 {
 }
 
 /// Words per submission slot: the stamped descriptor, then the length of the
-/// payload (elements), so that a consumer learns both from one cache line and
-/// need not read the chunk's header before its payload.
+/// payload (elements) with the announced next chunk, so that a consumer
+/// learns all of them from one cache line.
 pub const SLOT_WORDS: usize = 2;
 
 /// Result of [`Submission::pop`].
@@ -130,8 +130,9 @@ pub const SLOT_WORDS: usize = 2;
 pub enum Pop {
     /// Nothing new.
     Empty,
-    /// The consumer now owns a chunk. Everything but `pos` comes from
-    /// shared memory and is unvalidated.
+    /// The consumer now owns a chunk. Every field comes from shared memory
+    /// and is unvalidated (`pos` is the shared consumer position; a peer that
+    /// rewrites it only spoils this connection's return stamps).
     Item {
         /// The chunk's index in the publisher's pool.
         index: u32,
