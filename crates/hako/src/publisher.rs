@@ -650,22 +650,34 @@ impl PubState {
         len: u64,
         next: Option<u32>,
     ) -> bool {
-        let conn = &mut self.conns[j];
+        let conn = &self.conns[j];
         if conn.sub_port == 0 || conn.broken {
             return false;
         }
-        // Fast path: fewer chunks outstanding on this connection than its
-        // queue holds, so the queue has room; no need to look at the
-        // subscriber's position (a cache line it writes).
-        if (conn.outstanding.count() as u64) < p.buffer {
-            let stamp = conn.producer.tail + 1;
-            conn.sub.push_known_room(&mut conn.producer, idx, len, next);
-            conn.outstanding.insert(idx, stamp);
-            self.book.add_ref(idx);
-            true
-        } else {
-            self.deliver_one(p, j, idx, len, next)
+        self.push_if_room(p, j, idx, len, next) || self.deliver_one(p, j, idx, len, next)
+    }
+
+    /// Queues chunk `idx` for subscriber `j` if fewer chunks are outstanding
+    /// on the connection than its queue holds, so the queue has room: no
+    /// need to look at the subscriber's position (a cache line it writes).
+    #[inline]
+    fn push_if_room(
+        &mut self,
+        p: &PublisherInner,
+        j: usize,
+        idx: u32,
+        len: u64,
+        next: Option<u32>,
+    ) -> bool {
+        let conn = &mut self.conns[j];
+        if conn.outstanding.count() as u64 >= p.buffer {
+            return false;
         }
+        let stamp = conn.producer.tail + 1;
+        conn.sub.push_known_room(&mut conn.producer, idx, len, next);
+        conn.outstanding.insert(idx, stamp);
+        self.book.add_ref(idx);
+        true
     }
 
     /// After the full barrier that followed a publish to subscriber `j`:
@@ -727,15 +739,7 @@ impl PubState {
         let mut spins: u32 = 0;
         let mut drained = false;
         loop {
-            // Fast path: fewer chunks outstanding on this connection than its
-            // queue holds, so the queue has room; no need to look at the
-            // subscriber's position (a cache line it writes).
-            if (self.conns[j].outstanding.count() as u64) < p.buffer {
-                let conn = &mut self.conns[j];
-                let stamp = conn.producer.tail + 1;
-                sub.push_known_room(&mut conn.producer, idx, len, next);
-                conn.outstanding.insert(idx, stamp);
-                self.book.add_ref(idx);
+            if self.push_if_room(p, j, idx, len, next) {
                 return true;
             }
             if !drained {

@@ -385,6 +385,16 @@ unsafe fn free_conn(conn: NonNull<SubConn>) {
     drop(unsafe { Box::from_raw(conn.as_ptr()) });
 }
 
+/// What [`Subscriber::take`] found on one connection.
+enum Taken<T: Payload + ?Sized> {
+    /// A sample, and the payload lines to prefetch next on this connection.
+    Sample(Sample<T>, [usize; 2]),
+    /// Nothing queued.
+    Nothing,
+    /// The publisher wrote garbage; the connection must go.
+    Broken(ReceiveError),
+}
+
 struct ConnEntry {
     conn: ConnHandle,
     /// The publisher left the table: drain what it queued, then drop.
@@ -552,37 +562,18 @@ impl<T: Payload + ?Sized> Subscriber<T> {
                 if conn.held() >= self.max_borrowed {
                     return Err(ReceiveError::ExceedsMaxBorrowed(self.max_borrowed));
                 }
-                // Issued with the load of the slot, so that both travel at
-                // once when the publisher has written them (see core::ring).
-                prefetch_read(entry.ahead[0] as *const u8);
-                prefetch_read(entry.ahead[1] as *const u8);
-                match conn.sub.pop() {
-                    Ok(Pop::Item {
-                        index,
-                        pos,
-                        len,
-                        next,
-                    }) => {
-                        let result = self.accept(conn, index, pos.wrapping_add(1), len);
-                        if result.is_ok() {
-                            let lines = conn.ahead(index, len, next);
-                            st.conns[0].ahead = lines;
-                        } else {
-                            let gone = st.conns.swap_remove(0);
-                            st.bad.push(gone.conn.publisher);
-                        }
-                        return result;
+                return match self.take(entry) {
+                    Taken::Sample(sample, lines) => {
+                        st.conns[0].ahead = lines;
+                        Ok(Some(sample))
                     }
-                    Ok(Pop::Empty) => return Ok(None),
-                    Err(Corrupted) => {
+                    Taken::Nothing => Ok(None),
+                    Taken::Broken(e) => {
                         let gone = st.conns.swap_remove(0);
                         st.bad.push(gone.conn.publisher);
-                        return Err(ReceiveError::CorruptedPublisher {
-                            publisher: gone.conn.publisher,
-                            what: GARBAGE_IN_QUEUE,
-                        });
+                        Err(e)
                     }
-                }
+                };
             }
         }
         self.receive_from_any(st)
@@ -611,36 +602,20 @@ impl<T: Payload + ?Sized> Subscriber<T> {
                     remove = Some(i);
                 }
             } else {
-                // Issued with the load of the slot, so that both travel at
-                // once when the publisher has written them (see core::ring).
-                prefetch_read(entry.ahead[0] as *const u8);
-                prefetch_read(entry.ahead[1] as *const u8);
-                match conn.sub.pop() {
-                    Ok(Pop::Item {
-                        index,
-                        pos,
-                        len,
-                        next,
-                    }) => {
-                        result = self.accept(conn, index, pos.wrapping_add(1), len);
-                        if result.is_err() {
-                            remove = Some(i);
-                        } else {
-                            ahead = Some((i, conn.ahead(index, len, next)));
-                            st.next = i + 1;
-                        }
+                match self.take(entry) {
+                    Taken::Sample(sample, lines) => {
+                        result = Ok(Some(sample));
+                        ahead = Some((i, lines));
+                        st.next = i + 1;
                         break;
                     }
-                    Ok(Pop::Empty) => {
+                    Taken::Nothing => {
                         if entry.draining && conn.held() == 0 {
                             remove = Some(i);
                         }
                     }
-                    Err(Corrupted) => {
-                        result = Err(ReceiveError::CorruptedPublisher {
-                            publisher: conn.publisher,
-                            what: GARBAGE_IN_QUEUE,
-                        });
+                    Taken::Broken(e) => {
+                        result = Err(e);
                         remove = Some(i);
                         break;
                     }
@@ -663,13 +638,40 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         result
     }
 
+    /// Takes the next sample of one connection, if any, prefetching the
+    /// chunk its publisher announced with the load of the slot, so that
+    /// both travel at once when the publisher has written them (see
+    /// core::ring).
+    #[inline(always)]
+    fn take(&self, entry: &ConnEntry) -> Taken<T> {
+        let conn = &entry.conn;
+        prefetch_read(entry.ahead[0] as *const u8);
+        prefetch_read(entry.ahead[1] as *const u8);
+        match conn.sub.pop() {
+            Ok(Pop::Item {
+                index,
+                pos,
+                len,
+                next,
+            }) => match self.accept(conn, index, pos.wrapping_add(1), len) {
+                Ok(sample) => Taken::Sample(sample, conn.ahead(index, len, next)),
+                Err(e) => Taken::Broken(e),
+            },
+            Ok(Pop::Empty) => Taken::Nothing,
+            Err(Corrupted) => Taken::Broken(ReceiveError::CorruptedPublisher {
+                publisher: conn.publisher,
+                what: GARBAGE_IN_QUEUE,
+            }),
+        }
+    }
+
     fn accept(
         &self,
         conn: &ConnHandle,
         idx: u32,
         stamp: u64,
         len: u64,
-    ) -> Result<Option<Sample<T>>, ReceiveError> {
+    ) -> Result<Sample<T>, ReceiveError> {
         let bad = |what| ReceiveError::CorruptedPublisher {
             publisher: conn.publisher,
             what,
@@ -689,14 +691,14 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         // inspectors, on a line of this subscriber's own).
         let total = self.reg.received_total;
         total.store(total.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        Ok(Some(Sample {
+        Ok(Sample {
             conn: conn.0,
             payload: conn.payload_addr(idx) as *const u8,
             idx,
             stamp,
             len: len as usize,
             _t: PhantomData,
-        }))
+        })
     }
 
     /// Waits up to `timeout` for a sample; `Ok(None)` on timeout. A zero
