@@ -16,9 +16,12 @@ pub enum WaitStrategy {
     /// Poll without pause: the lowest latency, one CPU fully busy while
     /// waiting.
     BusySpin,
-    /// Poll for a short, adaptive while, yield a few times, then sleep in
-    /// the kernel. As fast as busy-spinning when messages arrive back to
-    /// back, and idle when they do not. The default.
+    /// Poll for a short, adaptive while (at most 100 µs), yield a few times,
+    /// then sleep in the kernel. As fast as busy-spinning when messages
+    /// arrive back to back, and idle when they do not. The spin grows after
+    /// a sleep that a longer spin would have saved, shrinks after longer
+    /// quiet spells, and stops when the sender turns out to need this CPU
+    /// (no spinning at all on a machine with one CPU). The default.
     #[default]
     SpinThenPark,
     /// Sleep in the kernel at once: the least CPU, a kernel wake-up per
@@ -26,53 +29,101 @@ pub enum WaitStrategy {
     Park,
 }
 
-const MAX_SPINS: u32 = 1 << 14;
-const MIN_SPINS: u32 = 64;
+/// Longest spin before parking. A message that comes sooner than this after
+/// the wait began is "back to back": spinning for it beats a kernel wake-up,
+/// which costs tens of µs on a VM.
+const MAX_SPIN: Duration = Duration::from_micros(100);
+/// Shortest spin, however often spinning failed.
+const MIN_SPIN: Duration = Duration::from_micros(2);
+/// Spins between two looks at the clock (about 1-2 µs).
+const SPINS_PER_CLOCK: u32 = 64;
 const YIELDS: u32 = 4;
 /// Longest single sleep; waiters wake at least this often to check that
 /// their peers are still there.
 pub(crate) const PARK_SLICE: Duration = Duration::from_millis(100);
 
 /// Per-port state of [`WaitStrategy::SpinThenPark`]: the current spin budget.
+///
+/// The budget doubles after a wait that spinning served, and after a sleep
+/// from which the port woke within [`MAX_SPIN`] of starting to wait (a longer
+/// spin would have caught that message). It halves after a longer sleep or a
+/// timeout (the messages have stopped coming back to back), and towards zero
+/// after a wait that only a yield served (the sender needed this CPU). Judging a sleep by its length,
+/// not by the fact that it happened, matters for two ports answering each
+/// other: once both sleep, each one's wait includes the other's kernel
+/// wake-up, which spinning shorter can never catch; halving then would keep
+/// both asleep for good.
 #[derive(Debug)]
 pub(crate) struct Adaptive {
-    spins: AtomicU32,
-    /// Confined to one CPU when the port was created: never spin.
+    /// Budget in nanoseconds.
+    spin_ns: AtomicU32,
+    /// The machine has one CPU online: never spin.
     one_cpu: bool,
 }
 
 impl Default for Adaptive {
     fn default() -> Self {
-        // A process confined to one CPU (by affinity or by the machine) can
-        // only lose by spinning: the sender needs that CPU to send.
-        let one_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
+        // On a machine with one CPU spinning can only lose: the sender needs
+        // that CPU to send. A process merely pinned to one CPU may well be
+        // waiting for one on another CPU, so that is left to the budget: a
+        // wait that only a yield serves shrinks it towards zero.
+        let one_cpu = crate::os::cpus_online()
+            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+            .is_some_and(|n| n == 1);
         Self {
-            spins: AtomicU32::new(if one_cpu { 0 } else { MAX_SPINS / 4 }),
+            spin_ns: AtomicU32::new(if one_cpu { 0 } else { nanos(MAX_SPIN) / 4 }),
             one_cpu,
         }
     }
 }
 
+fn nanos(d: Duration) -> u32 {
+    u32::try_from(d.as_nanos()).unwrap_or(u32::MAX)
+}
+
 impl Adaptive {
-    fn budget(&self) -> u32 {
+    fn budget(&self) -> Duration {
         // Relaxed: a tuning hint of this process only.
-        self.spins.load(Ordering::Relaxed)
+        Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed).into())
+    }
+
+    fn set(&self, budget: Duration) {
+        let budget = if self.one_cpu {
+            Duration::ZERO
+        } else {
+            budget.min(MAX_SPIN)
+        };
+        // Relaxed: as above.
+        self.spin_ns.store(nanos(budget), Ordering::Relaxed);
     }
 
     fn spun_ok(&self) {
-        if self.one_cpu {
-            return;
-        }
-        let s = self.budget();
-        // Relaxed: as above.
-        self.spins.store((s * 2).min(MAX_SPINS), Ordering::Relaxed);
+        self.set((self.budget() * 2).max(MIN_SPIN));
     }
 
-    fn had_to_park(&self) {
-        let s = self.budget();
-        let floor = if self.one_cpu { 0 } else { MIN_SPINS };
-        // Relaxed: as above.
-        self.spins.store((s / 2).max(floor), Ordering::Relaxed);
+    /// A wait that began `waited` ago ended after a sleep.
+    fn slept(&self, waited: Duration) {
+        if waited <= MAX_SPIN {
+            self.set((self.budget() * 2).max(waited).max(MIN_SPIN));
+        } else {
+            self.shrink();
+        }
+    }
+
+    /// Halves the budget, down to [`MIN_SPIN`].
+    fn shrink(&self) {
+        self.set((self.budget() / 2).max(MIN_SPIN));
+    }
+
+    /// A yield served the wait: the sender needed this CPU, so spinning
+    /// delays it. Halves the budget, down to zero.
+    fn yielded(&self) {
+        let half = self.budget() / 2;
+        self.set(if half < MIN_SPIN {
+            Duration::ZERO
+        } else {
+            half
+        });
     }
 }
 
@@ -98,35 +149,42 @@ impl Waiter<'_> {
         if let Some(r) = poll()? {
             return Ok(Some(r));
         }
-        let (spins, yields) = match self.strategy {
-            WaitStrategy::BusySpin => (u32::MAX, 0),
-            WaitStrategy::SpinThenPark => (self.adaptive.budget(), YIELDS),
-            WaitStrategy::Park => (0, 0),
+        // None: spin until the deadline.
+        let (spin, yields) = match self.strategy {
+            WaitStrategy::BusySpin => (None, 0),
+            WaitStrategy::SpinThenPark => (Some(self.adaptive.budget()), YIELDS),
+            WaitStrategy::Park => (Some(Duration::ZERO), 0),
         };
-        let mut i: u32 = 0;
-        let mut last_abort_check = Instant::now();
-        while i < spins {
-            if ready() {
-                if let Some(r) = poll()? {
-                    self.adaptive.spun_ok();
-                    return Ok(Some(r));
+        let adapt = self.strategy == WaitStrategy::SpinThenPark;
+        let began = Instant::now();
+        if spin != Some(Duration::ZERO) {
+            let mut last_abort_check = began;
+            let mut i: u32 = 0;
+            loop {
+                if ready() {
+                    if let Some(r) = poll()? {
+                        if adapt {
+                            self.adaptive.spun_ok();
+                        }
+                        return Ok(Some(r));
+                    }
                 }
-            }
-            std::hint::spin_loop();
-            i += 1;
-            if i % 4096 == 0 {
-                let now = Instant::now();
-                if deadline.is_some_and(|d| now >= d) {
-                    return Ok(None);
-                }
-                // A busy-spinning waiter checks on its peers as often as a
-                // sleeping one does.
-                if now.duration_since(last_abort_check) >= PARK_SLICE {
-                    last_abort_check = now;
-                    abort()?;
-                }
-                if spins == u32::MAX {
-                    i = 0;
+                std::hint::spin_loop();
+                i = i.wrapping_add(1);
+                if i % SPINS_PER_CLOCK == 0 {
+                    let now = Instant::now();
+                    if deadline.is_some_and(|d| now >= d) {
+                        return Ok(None);
+                    }
+                    if spin.is_some_and(|s| now - began >= s) {
+                        break;
+                    }
+                    // A busy-spinning waiter checks on its peers as often as
+                    // a sleeping one does.
+                    if now - last_abort_check >= PARK_SLICE {
+                        last_abort_check = now;
+                        abort()?;
+                    }
                 }
             }
         }
@@ -135,13 +193,30 @@ impl Waiter<'_> {
             if let Some(r) = poll()? {
                 // Found after yielding: the peer needed our CPU (one CPU, or
                 // an overloaded machine), so spinning longer would not help.
-                self.adaptive.had_to_park();
+                self.adaptive.yielded();
                 return Ok(Some(r));
             }
         }
-        if self.strategy == WaitStrategy::SpinThenPark {
-            self.adaptive.had_to_park();
+        let r = self.sleep(deadline, &mut poll, &ready, &mut abort);
+        if adapt {
+            match r {
+                Ok(Some(_)) => self.adaptive.slept(began.elapsed()),
+                // Timed out asleep: nothing came back to back.
+                Ok(None) => self.adaptive.shrink(),
+                Err(_) => {}
+            }
         }
+        r
+    }
+
+    /// The sleeping part of [`wait`](Self::wait).
+    fn sleep<R, E>(
+        &self,
+        deadline: Option<Instant>,
+        poll: &mut impl FnMut() -> Result<Option<R>, E>,
+        ready: &impl Fn() -> bool,
+        abort: &mut impl FnMut() -> Result<(), E>,
+    ) -> Result<Option<R>, E> {
         loop {
             if let Some(r) = poll()? {
                 return Ok(Some(r));
@@ -157,10 +232,104 @@ impl Waiter<'_> {
                 None => PARK_SLICE,
             };
             let before = Instant::now();
-            self.block.park(&OsKernel, &ready, Some(slice));
+            self.block.park(&OsKernel, ready, Some(slice));
             if before.elapsed() >= slice {
                 abort()?;
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use rustix::thread::CpuSet;
+
+    fn at(budget: Duration) -> Adaptive {
+        let a = Adaptive {
+            spin_ns: AtomicU32::new(0),
+            one_cpu: false,
+        };
+        a.set(budget);
+        a
+    }
+
+    #[test]
+    fn spinning_that_serves_doubles_the_budget_up_to_the_most() {
+        let a = at(MIN_SPIN);
+        a.spun_ok();
+        assert_eq!(a.budget(), MIN_SPIN * 2);
+        for _ in 0..20 {
+            a.spun_ok();
+        }
+        assert_eq!(a.budget(), MAX_SPIN);
+    }
+
+    #[test]
+    fn a_sleep_that_a_longer_spin_would_have_caught_grows_the_budget_to_cover_it() {
+        // Two ports answering each other, both asleep: each one's wait is the
+        // other's kernel wake-up, here 40 µs. Halving would keep both asleep.
+        let a = at(MIN_SPIN);
+        a.slept(Duration::from_micros(40));
+        assert!(a.budget() >= Duration::from_micros(40), "{:?}", a.budget());
+    }
+
+    #[test]
+    fn a_long_sleep_or_a_timeout_halves_the_budget_down_to_the_least() {
+        let a = at(Duration::from_micros(40));
+        a.slept(MAX_SPIN * 10);
+        assert_eq!(a.budget(), Duration::from_micros(20));
+        a.shrink();
+        assert_eq!(a.budget(), Duration::from_micros(10));
+        for _ in 0..20 {
+            a.shrink();
+        }
+        assert_eq!(a.budget(), MIN_SPIN);
+    }
+
+    #[test]
+    fn waits_served_by_yields_stop_the_spinning_and_a_short_sleep_restarts_it() {
+        let a = at(Duration::from_micros(40));
+        for _ in 0..10 {
+            a.yielded();
+        }
+        assert_eq!(a.budget(), Duration::ZERO);
+        a.spun_ok();
+        assert_eq!(a.budget(), MIN_SPIN);
+        a.yielded();
+        assert_eq!(a.budget(), Duration::ZERO);
+        a.slept(Duration::from_micros(30));
+        assert_eq!(a.budget(), Duration::from_micros(30));
+    }
+
+    #[test]
+    fn one_cpu_never_spins() {
+        let a = Adaptive {
+            spin_ns: AtomicU32::new(0),
+            one_cpu: true,
+        };
+        a.spun_ok();
+        a.slept(Duration::from_micros(30));
+        assert_eq!(a.budget(), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_thread_pinned_to_one_cpu_of_several_still_spins() {
+        // The sender may be on another CPU; only a machine with one CPU
+        // online rules spinning out from the start.
+        if crate::os::cpus_online().is_none_or(|n| n < 2) {
+            return;
+        }
+        std::thread::spawn(|| {
+            let mine = rustix::thread::sched_getaffinity(None).unwrap();
+            let cpu = (0..CpuSet::MAX_CPU).find(|&c| mine.is_set(c)).unwrap();
+            let mut one = CpuSet::new();
+            one.set(cpu);
+            rustix::thread::sched_setaffinity(None, &one).unwrap();
+            assert_eq!(std::thread::available_parallelism().unwrap().get(), 1);
+            assert!(Adaptive::default().budget() > Duration::ZERO);
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -7,3 +7,51 @@ pub mod futex;
 pub mod lock;
 pub mod shm;
 pub mod signal;
+
+/// CPUs online on the machine (not only those this process may use), from
+/// `/sys/devices/system/cpu/online`; `None` if that cannot be read.
+pub fn cpus_online() -> Option<usize> {
+    static ONLINE: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *ONLINE.get_or_init(|| {
+        let list = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+        count_cpu_list(&list)
+    })
+}
+
+/// Counts the CPUs in a kernel CPU list such as `0-3,8,10-11`.
+fn count_cpu_list(list: &str) -> Option<usize> {
+    let mut n = 0;
+    for part in list.trim().split(',') {
+        n += match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                b.checked_sub(a)? + 1
+            }
+            None => {
+                part.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    (n > 0).then_some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_are_counted() {
+        assert_eq!(count_cpu_list("0-1\n"), Some(2));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
+        assert_eq!(count_cpu_list(""), None);
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn this_machine_has_a_cpu_online() {
+        assert!(cpus_online().is_some_and(|n| n >= 1));
+    }
+}
