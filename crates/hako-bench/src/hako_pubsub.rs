@@ -68,7 +68,8 @@ pub struct HakoPubSub {
     /// `subscriber_max_buffer_size` in one-way rows: how far the publisher
     /// may run ahead of a subscriber. 32 rather than 8: with the deeper
     /// queue hako streams about 20 % more messages per second here
-    /// (iceoryx2, which gets the same depth, does not change).
+    /// (iceoryx2, which gets the same depth, does not change). Full-mode
+    /// rows of large messages queue fewer ([`RowSpec::stream_depth`]).
     pub stream_buffer: u32,
     /// How both sides wait for a message.
     pub wait: HakoWait,
@@ -234,7 +235,7 @@ impl Transport for HakoPubSub {
                 .subscriber_max_borrowed_samples(self.borrowed);
             builder
                 .subscriber_max_buffer_size(if one_way {
-                    self.stream_buffer
+                    row.stream_depth(self.stream_buffer as usize) as u32
                 } else {
                     self.buffer
                 })

@@ -158,6 +158,44 @@ fn every_transport_streams_and_fans_out() {
     std::fs::remove_dir_all(base).unwrap();
 }
 
+/// shmipc falls back to its unix socket when its shared memory is full, and
+/// a message sent that way can overtake those queued in shared memory. With
+/// the sender running ahead, that reordered messages within a few hundred
+/// until the adapter waited for shared memory instead: stream enough 1 MiB
+/// messages to fill it many times over (it holds at least 32 MiB), to one
+/// follower and to three. The adapter fails a row whose stream fell back,
+/// and the tags at both ends of every message catch a reordering.
+#[cfg(feature = "peers")]
+#[test]
+fn shmipc_streams_in_order_when_its_shared_memory_fills() {
+    let _watchdog = watchdog("shmipc_streams_in_order_when_its_shared_memory_fills");
+    let dir = run_dir("shmipc");
+    let base = dir.path().parent().unwrap().to_owned();
+    let cpus = cpu::allowed_cpus().unwrap();
+    let (l, f) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
+    let mut s = session(&dir, Some(l), Some(f));
+    let all = Transports::default();
+    let shmipc = all.get(Kind::Shmipc);
+    for (pattern, followers) in [(Pattern::Throughput, 1), (Pattern::FanOut, 3)] {
+        assert!(shmipc.row_skip_reason(1 << 20, pattern).is_none());
+        let spec = OneWay {
+            pattern,
+            payload: PayloadMode::Touch,
+            size: 1 << 20,
+            followers,
+            warmup: 10,
+            messages: 500,
+        };
+        let r = shmipc
+            .run_one_way(&mut s, spec)
+            .unwrap_or_else(|e| panic!("shmipc {pattern:?}: {e}"));
+        assert!(r.messages_per_s() > 0.0);
+    }
+    s.finish().unwrap();
+    drop(dir);
+    std::fs::remove_dir_all(base).unwrap();
+}
+
 #[test]
 fn blocking_transports_round_trip_on_one_cpu() {
     let _watchdog = watchdog("blocking_transports_round_trip_on_one_cpu");

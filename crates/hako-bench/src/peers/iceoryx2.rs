@@ -202,7 +202,7 @@ impl Transport for Iceoryx2 {
                 .history_size(0)
                 .subscriber_max_borrowed_samples(self.borrowed)
                 .subscriber_max_buffer_size(if one_way {
-                    self.stream_buffer
+                    row.stream_depth(self.stream_buffer)
                 } else {
                     self.buffer
                 })

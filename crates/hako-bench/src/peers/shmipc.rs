@@ -10,20 +10,21 @@
 //! and released (`release_previous_read`). The protocol is V4 with
 //! eventfd wake-ups, which shmipc recommends for low latency; shared memory
 //! is a memfd (nothing in `/dev/shm`). Buffer slices are sized for the
-//! row's message (plus room for shmipc's own small messages), with room for
-//! 4 messages in flight: more makes every row far slower to set up (a
-//! 16-message buffer took seconds per 4 MiB row here). When the buffer is
-//! full, shmipc itself carries a message through the socket instead (its
-//! fallback); that is part of what it costs one way.
+//! row's message (plus room for shmipc's own small messages); the shared
+//! memory holds at least 32 MiB (more makes every row far slower to set up:
+//! a 16-message buffer took seconds per 4 MiB row here).
 //!
-//! **One-way rows are skipped.** With the sender running ahead (throughput,
-//! fan-out), receivers here got messages out of order — a later or an
-//! earlier message in place of the next, whole and intact — within a few
-//! hundred messages, in either payload mode, at 4 KiB to 1 MiB, with the
-//! flush retried as shmipc's own benchmark does. Ping-pong (one message in
-//! flight) is correct, and checked in every row. Setting
-//! `HAKO_BENCH_SHMIPC_ONE_WAY` runs the one-way rows anyway, to see whether
-//! a later version or a better use of the API fixes it.
+//! **One-way rows wait for shared memory.** When its shared memory is full,
+//! shmipc 0.2.1 quietly reserves heap memory instead and sends that message
+//! through its unix socket, and the stream stays on the socket from then on.
+//! Socket and shared-memory messages reach the reader by separate paths
+//! with no common order, so a message sent through the socket can overtake
+//! those still queued in shared memory: in one-way rows, with the sender
+//! running ahead, receivers here got a later message in place of the next
+//! within a few hundred messages. So the sender gives back a reservation
+//! that is not in shared memory and tries again (the back-pressure shmipc's
+//! streams lack; see [`write_msg`]), and a stream that fell back anyway
+//! fails its row. Ping-pong never fills the shared memory.
 //!
 //! Each side runs a tokio runtime with one worker thread for shmipc's
 //! background tasks and blocks on it for each message from its main thread. A sender
@@ -35,7 +36,7 @@
 
 use std::os::unix::net::SocketAddr;
 
-use shmipc::buffer::BufferReader;
+use shmipc::buffer::{BufferReader, BufferWriter};
 use shmipc::config::{Config, SizePercentPair};
 use shmipc::session::{SessionManager, SessionManagerConfig};
 use shmipc::stream::Stream;
@@ -95,14 +96,6 @@ fn socket(row: &RowSpec) -> Result<SocketAddr> {
     Ok(SocketAddr::from_pathname(path)?)
 }
 
-/// Why one-way rows are skipped.
-const ONE_WAY_SKIP: &str = "shmipc 0.2.1 delivered one-way messages out of order here once the \
-sender ran ahead (a later or an earlier message in place of the next); ping-pong only \
-(HAKO_BENCH_SHMIPC_ONE_WAY=1 runs it anyway)";
-
-/// Set (to anything) to run shmipc's one-way rows anyway (see the module).
-pub const ONE_WAY_ENV: &str = "HAKO_BENCH_SHMIPC_ONE_WAY";
-
 /// Messages in flight the shared memory has room for.
 const IN_FLIGHT: u64 = 4;
 
@@ -138,15 +131,41 @@ fn config(row: &RowSpec) -> Config {
     c
 }
 
-/// Writes message tag `t` into `stream` in place and flushes it, retrying
-/// while shmipc's queue or buffers are full.
+/// Writes message tag `t` into `stream` in place and flushes it, waiting
+/// while shmipc's shared memory or queue is full.
+///
+/// When its shared memory is full, shmipc's `reserve` quietly hands out heap
+/// memory, and `flush` then sends that message (and every later one on the
+/// stream) through its unix socket, where it can overtake messages still
+/// queued in shared memory: the receiver gets them out of order. So a
+/// reservation that did not come from shared memory is given back and tried
+/// again a moment later (the back-pressure shmipc's streams lack), and a
+/// stream that fell back anyway is an error.
 async fn write_msg(stream: &mut Stream, size: usize, payload: PayloadMode, t: u8) -> Result<()> {
-    let buf = stream.reserve(size).map_err(|e| err("reserve", e))?;
-    payload.write(buf, t);
     let start = std::time::Instant::now();
     loop {
+        let buf = stream
+            .send_buf()
+            .reserve(size)
+            .map_err(|e| err("reserve", e))?;
+        if stream.send_buf().is_from_share_memory() {
+            payload.write(buf, t);
+            break;
+        }
+        stream.send_buf().recycle();
+        if start.elapsed() >= PEER_TIMEOUT {
+            return Err(format!(
+                "shmipc: no shared memory for a {size}-byte message within {PEER_TIMEOUT:?}"
+            )
+            .into());
+        }
+        // Not a sleep: tokio's timer counts in milliseconds, and receivers
+        // free slices much sooner.
+        tokio::task::yield_now().await;
+    }
+    loop {
         match stream.flush(false).await {
-            Ok(()) => return Ok(()),
+            Ok(()) => break,
             // As shmipc's own benchmark does: wait a moment and flush again.
             Err(ShmError::QueueFull) if start.elapsed() < PEER_TIMEOUT => {
                 tokio::time::sleep(std::time::Duration::from_micros(1)).await;
@@ -154,7 +173,15 @@ async fn write_msg(stream: &mut Stream, size: usize, payload: PayloadMode, t: u8
             Err(e) => return Err(err("flush", e)),
         }
     }
+    if stream.fallback_state() {
+        return Err(FELL_BACK.into());
+    }
+    Ok(())
 }
+
+/// Why a stream that went over shmipc's unix socket is an error.
+const FELL_BACK: &str = "shmipc: the stream fell back to its unix socket, where messages may \
+overtake those in shared memory";
 
 /// Reads one `size`-byte message tagged `t` from `stream` and checks it.
 async fn read_msg(
@@ -227,10 +254,7 @@ impl Transport for Shmipc {
         Waiting::Blocking
     }
 
-    fn skip_reason(&self, size: usize, pattern: crate::transport::Pattern) -> Option<String> {
-        if pattern.one_way() && std::env::var_os(ONE_WAY_ENV).is_none() {
-            return Some(ONE_WAY_SKIP.to_owned());
-        }
+    fn skip_reason(&self, size: usize, _pattern: crate::transport::Pattern) -> Option<String> {
         // Buffer slice sizes are u32, and IN_FLIGHT of them must fit its
         // u32 capacity.
         (size as u64 * IN_FLIGHT > 3 << 30)
