@@ -339,6 +339,26 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
                 parked.join(", ")
             ));
         }
+        // Back to back, the adaptive spin should catch every answer.
+        let spun: Vec<String> = rows
+            .iter()
+            .filter_map(|r| {
+                let m = r.row.get("hako-spin-park")?;
+                r.row.get("hako")?;
+                Some(format!(
+                    "{} {}",
+                    format_size(r.row.size),
+                    format_ratio(m.vs("hako"))
+                ))
+            })
+            .collect();
+        if !spun.is_empty() {
+            lines.push(format!(
+                "hako-spin-park round trip / busy-poll hako (answers back to back), {}: {}",
+                payload.name(),
+                spun.join(", ")
+            ));
+        }
         for name in ["hako"] {
             let mut parts = Vec::new();
             let mut kind = "peer";
