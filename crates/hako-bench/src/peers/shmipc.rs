@@ -176,7 +176,9 @@ async fn write_msg(stream: &mut Stream, size: usize, payload: PayloadMode, t: u8
             .into());
         }
         // Not a sleep: tokio's timer counts in milliseconds, and receivers
-        // free slices much sooner.
+        // free slices much sooner. The thread yields too: shmipc's worker
+        // thread shares this CPU and may have work to do for the sender.
+        std::thread::yield_now();
         tokio::task::yield_now().await;
     }
     loop {
