@@ -1046,6 +1046,38 @@ struct PingArgs {
     /// `<prefix>/back` the answers.
     #[arg(long, default_value = "it/ping")]
     service: String,
+    /// Pin this process to this CPU first.
+    #[arg(long)]
+    cpu: Option<usize>,
+}
+
+impl PingArgs {
+    fn pin(&self) {
+        if let Some(cpu) = self.cpu {
+            let mut set = rustix::thread::CpuSet::new();
+            set.set(cpu);
+            rustix::thread::sched_setaffinity(None, &set)
+                .unwrap_or_else(|e| die(exit::FAILURE, "sched_setaffinity", e));
+        }
+    }
+}
+
+/// How often this process went to sleep so far (its voluntary context
+/// switches, from /proc/self/status).
+fn sleeps() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_else(|e| die(exit::FAILURE, "/proc/self/status", e));
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| {
+            die(
+                exit::FAILURE,
+                "/proc/self/status",
+                "no voluntary_ctxt_switches",
+            )
+        })
 }
 
 #[derive(Args, Debug)]
@@ -1380,6 +1412,7 @@ fn expect_one(events: &[(EventId, u64)], round: u64) {
 }
 
 fn ping_event(a: PingArgs) {
+    a.pin();
     let node = node();
     let there = event_named(&node, &format!("{}/there", a.service));
     let back = event_named(&node, &format!("{}/back", a.service));
@@ -1394,7 +1427,7 @@ fn ping_event(a: PingArgs) {
             // The first ping goes out once the responder listens (a
             // notification nobody listens to reaches no one: returns 0).
             poll_until(|| pings.notify().unwrap_or_else(|e| die_notify(e)) == 1);
-            let start = Instant::now();
+            let (start, slept) = (Instant::now(), sleeps());
             for round in 0..a.count {
                 if round > 0 {
                     let n = pings.notify().unwrap_or_else(|e| die_notify(e));
@@ -1405,7 +1438,7 @@ fn ping_event(a: PingArgs) {
                 let ev = answers.blocking_wait().unwrap_or_else(|e| die_listener(e));
                 expect_one(&ev, round);
             }
-            report_ping("event", a.strategy, a.count, start.elapsed());
+            report_ping("event", a.strategy, a.count, start.elapsed(), slept);
         }
         PingRole::Responder => {
             // The answering notifier exists before the listener, so the
@@ -1430,6 +1463,7 @@ fn ping_event(a: PingArgs) {
 }
 
 fn ping_pubsub(a: PingArgs) {
+    a.pin();
     let node = node();
     let there = pubsub_named(&node, &format!("{}/there", a.service));
     let back = pubsub_named(&node, &format!("{}/back", a.service));
@@ -1459,7 +1493,7 @@ fn ping_pubsub(a: PingArgs) {
             let answers = subscriber(&back, a.strategy);
             let pings = publisher(&there);
             poll_until(|| pings.subscriber_count() >= 1);
-            let start = Instant::now();
+            let (start, slept) = (Instant::now(), sleeps());
             for round in 0..a.count {
                 send(&pings, 0, round);
                 let s = answers
@@ -1467,28 +1501,40 @@ fn ping_pubsub(a: PingArgs) {
                     .unwrap_or_else(|e| die_receive(e));
                 check(&s, 1, round);
             }
-            report_ping("pubsub", a.strategy, a.count, start.elapsed());
+            report_ping("pubsub", a.strategy, a.count, start.elapsed(), slept);
         }
         PingRole::Responder => {
             let answers = publisher(&back);
             let pings = subscriber(&there, a.strategy);
-            for round in 0..a.count {
+            // The first ping comes when the initiator is ready: not counted.
+            let s = pings.blocking_receive().unwrap_or_else(|e| die_receive(e));
+            check(&s, 0, 0);
+            drop(s);
+            let slept = sleeps();
+            send(&answers, 1, 0);
+            for round in 1..a.count {
                 let s = pings.blocking_receive().unwrap_or_else(|e| die_receive(e));
                 check(&s, 0, round);
                 drop(s);
                 send(&answers, 1, round);
             }
-            println!("RESULT role=ping side=responder count={}", a.count);
+            println!(
+                "RESULT role=ping side=responder count={} sleeps={}",
+                a.count,
+                sleeps() - slept
+            );
         }
     }
 }
 
-fn report_ping(transport: &str, strategy: Strategy, count: u64, elapsed: Duration) {
+/// `slept`: [`sleeps`] when the timed loop began.
+fn report_ping(transport: &str, strategy: Strategy, count: u64, elapsed: Duration, slept: u64) {
     println!(
         "RESULT role=ping side=initiator transport={transport} strategy={strategy:?} \
-         count={count} elapsed_ms={} round_trip_ns={}",
+         count={count} elapsed_ms={} round_trip_ns={} sleeps={}",
         elapsed.as_millis(),
-        elapsed.as_nanos() / u128::from(count.max(1))
+        elapsed.as_nanos() / u128::from(count.max(1)),
+        sleeps() - slept
     );
 }
 
