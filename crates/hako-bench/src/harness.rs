@@ -684,6 +684,9 @@ pub trait RunRow {
 
     /// [`Session::run_one_way`].
     fn run_one_way(&self, session: &mut Session, spec: OneWay) -> Result<OneWayResult>;
+
+    /// [`Transport::one_way_warmup`].
+    fn row_one_way_warmup(&self, size: usize) -> u64;
 }
 
 impl<T: Transport> RunRow for T {
@@ -712,6 +715,10 @@ impl<T: Transport> RunRow for T {
 
     fn run_one_way(&self, session: &mut Session, spec: OneWay) -> Result<OneWayResult> {
         session.run_one_way(self, spec)
+    }
+
+    fn row_one_way_warmup(&self, size: usize) -> u64 {
+        self.one_way_warmup(size)
     }
 }
 

@@ -368,13 +368,6 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
     Ok(result)
 }
 
-/// Fewest untimed messages before a one-way run: enough to pass once
-/// through the buffers a transport cycles (shmipc's shared memory here holds
-/// 22 slices of 1 MiB per receiver, and a slice written for the first time
-/// costs page faults: with 1-3 untimed messages its full-mode fan-out of
-/// 1 MiB to 4 receivers measured 60-900 messages/s, with 32 3.8k).
-const ONE_WAY_WARMUP: u64 = 32;
-
 fn measure_one_way(
     cfg: &SuiteConfig,
     session: &mut Session,
@@ -402,7 +395,9 @@ fn measure_one_way(
         payload: row.payload,
         size: row.size,
         followers: row.followers,
-        warmup: ONE_WAY_WARMUP,
+        // A transport whose buffers fault in as they are first written
+        // says how many messages pass through them once.
+        warmup: t.row_one_way_warmup(row.size),
         messages: 4,
     };
     let per_message = loop {
@@ -415,7 +410,9 @@ fn measure_one_way(
         spec.messages = (spec.messages * 8).min(want);
     };
     spec.messages = cfg.stream.messages_for(row.size, per_message);
-    spec.warmup = (spec.messages / 10).clamp(ONE_WAY_WARMUP, 100);
+    spec.warmup = (spec.messages / 10)
+        .clamp(1, 100)
+        .max(t.row_one_way_warmup(row.size));
     for _ in 0..cfg.stream.blocks.max(1) {
         row.runs.push(t.run_one_way(session, spec)?);
     }

@@ -326,6 +326,15 @@ pub trait Transport: Send + Sync {
         false
     }
 
+    /// The fewest untimed messages a one-way run of `size`-byte messages
+    /// needs to pass once through the buffers it cycles, when those fault
+    /// in as they are first written (and the first pass would measure page
+    /// faults). Default: 1.
+    fn one_way_warmup(&self, size: usize) -> u64 {
+        let _ = size;
+        1
+    }
+
     /// Builds the leader's side of a row; runs before [`Self::follower`].
     fn leader(&self, row: &RowSpec) -> Result<Self::Leader>;
 
