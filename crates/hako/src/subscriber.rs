@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::core::bias::SampleCount;
 use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
 use crate::core::ring::{Corrupted, Pop, Returns, Submission};
-use crate::core::sync::prefetch_read;
+use crate::core::sync::{prefetch_read, prefetch_write};
 use crate::node::{new_id, node_is_alive};
 use crate::os::fifo;
 use crate::os::shm::Mapping;
@@ -321,19 +321,24 @@ impl SubConn {
     /// What to prefetch while waiting for the message after one of `len`
     /// elements (validated) in chunk `idx` (validated), which announced
     /// `next` (unvalidated): the first and last byte of `next`'s payload,
-    /// guessing the same length, or, if `next` is missing or out of range,
-    /// `idx`'s payload, which is in our cache already.
+    /// guessing the same length, and `next`'s return word; or, if `next` is
+    /// missing or out of range, `idx`'s payload, which is in our cache
+    /// already, and its return word.
     #[inline]
-    fn ahead(&self, idx: u32, len: u64, next: Option<u32>) -> [usize; 2] {
+    fn ahead(&self, idx: u32, len: u64, next: Option<u32>) -> [usize; 3] {
         match next {
             Some(n) if n < self.chunk_count => {
                 let first = self.payload_addr(n);
                 [
                     first,
                     first + (len * self.elem_size).saturating_sub(1) as usize,
+                    self.returns.word_addr(n),
                 ]
             }
-            _ => [self.payload_addr(idx); 2],
+            _ => {
+                let first = self.payload_addr(idx);
+                [first, first, self.returns.word_addr(idx)]
+            }
         }
     }
 }
@@ -388,7 +393,7 @@ unsafe fn free_conn(conn: NonNull<SubConn>) {
 /// What [`Subscriber::take`] found on one connection.
 enum Taken<T: Payload + ?Sized> {
     /// A sample, and the payload lines to prefetch next on this connection.
-    Sample(Sample<T>, [usize; 2]),
+    Sample(Sample<T>, [usize; 3]),
     /// Nothing queued.
     Nothing,
     /// The publisher wrote garbage; the connection must go.
@@ -400,10 +405,14 @@ struct ConnEntry {
     /// The publisher left the table: drain what it queued, then drop.
     draining: bool,
     /// Addresses of the first and last payload byte of the chunk the
-    /// publisher announced for its next message (or of one in our cache):
-    /// prefetched whenever the queue is polled, so that when the message
-    /// comes, its payload and its descriptor arrive together.
-    ahead: [usize; 2],
+    /// publisher announced for its next message (or of one in our cache),
+    /// and of that chunk's return word: prefetched whenever the queue is
+    /// polled, the payload for reading, so that when the message comes its
+    /// payload and its descriptor arrive together, the return word for
+    /// writing, so that dropping the sample does not wait for the
+    /// publisher's CPU to give the line up (it reads it in every
+    /// take-back).
+    ahead: [usize; 3],
 }
 
 struct SubState {
@@ -469,11 +478,11 @@ impl SubState {
             }
             match SubConn::open(reg, i, pid) {
                 Ok(Some(c)) => {
-                    let first = c.payload_addr(0);
+                    let ahead = [c.payload_addr(0), c.payload_addr(0), c.returns.word_addr(0)];
                     self.conns.push(ConnEntry {
                         conn: ConnHandle::new(c),
                         draining: false,
-                        ahead: [first; 2],
+                        ahead,
                     })
                 }
                 Ok(None) => {}
@@ -647,16 +656,22 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         let conn = &entry.conn;
         prefetch_read(entry.ahead[0] as *const u8);
         prefetch_read(entry.ahead[1] as *const u8);
+        prefetch_write(entry.ahead[2] as *const u8);
         match conn.sub.pop() {
             Ok(Pop::Item {
                 index,
                 pos,
                 len,
                 next,
-            }) => match self.accept(conn, index, pos.wrapping_add(1), len) {
-                Ok(sample) => Taken::Sample(sample, conn.ahead(index, len, next)),
-                Err(e) => Taken::Broken(e),
-            },
+            }) => {
+                // When the announcement was wrong, the line the sample's
+                // drop will write has not been asked for yet.
+                conn.returns.prepare_release(index);
+                match self.accept(conn, index, pos.wrapping_add(1), len) {
+                    Ok(sample) => Taken::Sample(sample, conn.ahead(index, len, next)),
+                    Err(e) => Taken::Broken(e),
+                }
+            }
             Ok(Pop::Empty) => Taken::Nothing,
             Err(Corrupted) => Taken::Broken(ReceiveError::CorruptedPublisher {
                 publisher: conn.publisher,

@@ -55,7 +55,7 @@
 //! Everything read from a slot is hostile input: the callers validate chunk
 //! indices, and a stamp that cannot occur is reported as [`Corrupted`].
 
-use super::sync::{AtomicU64, Ordering};
+use super::sync::{prefetch_write, AtomicU64, Ordering};
 
 /// A slot or index held a value the protocol cannot produce: the peer on the
 /// other end of the connection wrote garbage. Only this connection is affected.
@@ -431,6 +431,27 @@ impl<'a> Returns<'a> {
         }
     }
 
+    /// Subscriber: starts taking ownership of the line that
+    /// [`release`](Self::release) of chunk `index` will write, so that
+    /// store does not wait for the publisher's CPU to give the line up
+    /// (it reads it in every take-back). A hint only.
+    #[inline]
+    pub fn prepare_release(&self, index: u32) {
+        if let Some(w) = self.words.get(index as usize) {
+            prefetch_write(std::ptr::from_ref(w).cast());
+        }
+    }
+
+    /// The address of chunk `index`'s word (of the first word if `index` is
+    /// out of range; 0 if there are none), for prefetching.
+    #[inline]
+    pub fn word_addr(&self, index: u32) -> usize {
+        self.words
+            .get(index as usize)
+            .or(self.words.first())
+            .map_or(0, |w| std::ptr::from_ref(w) as usize)
+    }
+
     /// Publisher: whether chunk `index`, delivered with `stamp`, came back.
     #[inline]
     pub fn returned(&self, index: u32, stamp: u64) -> bool {
@@ -664,6 +685,20 @@ mod tests {
         assert_eq!(ring.pop(), Ok(item(3, p.tail - 1, 9)));
         ring.push_known_room(&mut p, 3, 9, Some(u32::MAX));
         assert_eq!(ring.pop(), Ok(item(3, p.tail - 1, 9)));
+    }
+
+    #[test]
+    fn return_words_to_prefetch_stay_inside_the_pool() {
+        let w = slots(4);
+        let r = Returns::new(&w);
+        assert_eq!(r.word_addr(2), std::ptr::from_ref(&w[2]) as usize);
+        // A garbage index (an announcement is unvalidated) names the first.
+        assert_eq!(r.word_addr(99), std::ptr::from_ref(&w[0]) as usize);
+        assert_eq!(Returns::new(&[]).word_addr(0), 0);
+        // A hint only: nothing changes.
+        r.prepare_release(2);
+        r.prepare_release(99);
+        assert_eq!(w[2].load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -63,3 +63,24 @@ pub(crate) fn prefetch_read(p: *const u8) {
     #[cfg(any(loom, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
     let _ = p;
 }
+
+/// Asks the CPU to start fetching the cache line holding `p` for writing
+/// (in exclusive state, other caches' copies invalidated), without waiting
+/// for it. Never faults, whatever `p` is; a hint only.
+#[inline(always)]
+pub(crate) fn prefetch_write(p: *const u8) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    // SAFETY: PREFETCHW reads and writes nothing architecturally and cannot
+    // fault on any address; CPUs without it decode it as a no-op (its opcode
+    // lies in the 0F 0D hint space).
+    unsafe {
+        core::arch::asm!("prefetchw byte ptr [{p}]", p = in(reg) p, options(nostack, readonly, preserves_flags));
+    }
+    #[cfg(all(target_arch = "aarch64", not(loom)))]
+    // SAFETY: PRFM is a hint: it cannot fault, and writes no register or memory.
+    unsafe {
+        core::arch::asm!("prfm pstl1keep, [{p}]", p = in(reg) p, options(nostack, readonly, preserves_flags));
+    }
+    #[cfg(any(loom, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
+    let _ = p;
+}
