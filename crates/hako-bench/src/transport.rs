@@ -236,14 +236,15 @@ impl RowSpec {
 
     /// The queue depth of a one-way row for a transport whose deepest queue
     /// is `most` messages: `most`, except in full mode, where at most
-    /// [`FULL_IN_FLIGHT`] bytes of payload (and at least 2 messages) may be
+    /// [`FULL_IN_FLIGHT`] bytes of payload (and at least 2 messages, if
+    /// `most` allows) may be
     /// in flight. Every byte of a full-mode payload is written and read, so
     /// the messages in flight are the working set the caches must hold; a
     /// touch-mode message touches two cache lines whatever its size.
     pub fn stream_depth(&self, most: usize) -> usize {
         match self.payload {
             PayloadMode::Touch => most,
-            PayloadMode::Full => (FULL_IN_FLIGHT / self.size.max(1)).clamp(2, most.max(2)),
+            PayloadMode::Full => (FULL_IN_FLIGHT / self.size.max(1)).max(2).min(most.max(1)),
         }
     }
 }
@@ -435,7 +436,7 @@ mod tests {
         assert_eq!(row(1 << 20, PayloadMode::Full).stream_depth(32), 8);
         assert_eq!(row(4 << 20, PayloadMode::Full).stream_depth(32), 2);
         assert_eq!(row(64 << 20, PayloadMode::Full).stream_depth(32), 2);
-        assert_eq!(row(64 << 20, PayloadMode::Full).stream_depth(1), 2);
+        assert_eq!(row(64 << 20, PayloadMode::Full).stream_depth(1), 1);
     }
 
     #[test]

@@ -426,8 +426,18 @@ fn zero_timeouts_return_at_once() {
 
 // ---------------------------------------------------------------- strategies
 
+/// Held by the ping-pong tests: the busy-spinning ones keep two CPUs busy,
+/// and the pinned one counts how often its processes sleep, which CPUs
+/// taken by another test would raise.
+static PING_PONGS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_ping_pong_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    PING_PONGS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn ping_pong(name: &str, transport: &str, strategy: &str) {
     const ROUND_TRIPS: &str = "3000";
+    let _alone = one_ping_pong_at_a_time();
     let d = Domain::new(name, HELPER);
     let args = |role| {
         vec![
@@ -501,6 +511,7 @@ fn spin_then_park_ping_pong_on_two_pinned_cpus_mostly_spins() {
         eprintln!("skipped: this process may use one CPU only");
         return;
     };
+    let _alone = one_ping_pong_at_a_time();
     let d = Domain::new("pp-pinned", HELPER);
     let count = ROUND_TRIPS.to_string();
     let args = |role: &'static str, cpu: usize| {

@@ -35,8 +35,13 @@ pub enum WaitStrategy {
 const MAX_SPIN: Duration = Duration::from_micros(100);
 /// Shortest spin, however often spinning failed.
 const MIN_SPIN: Duration = Duration::from_micros(2);
-/// Spins between two looks at the clock (about 1-2 µs).
+/// Spins between two looks at the clock (about 1-2 µs) while a budget runs.
 const SPINS_PER_CLOCK: u32 = 64;
+/// Spins between two looks at the clock when spinning until a deadline
+/// (BusySpin): the clock is a system call on some VMs.
+const SPINS_PER_CLOCK_UNBOUNDED: u32 = 4096;
+/// While the budget is zero, every this many waits spin [`MIN_SPIN`].
+const PROBE_EVERY: u32 = 64;
 const YIELDS: u32 = 4;
 /// Longest single sleep; waiters wake at least this often to check that
 /// their peers are still there.
@@ -48,15 +53,20 @@ pub(crate) const PARK_SLICE: Duration = Duration::from_millis(100);
 /// from which the port woke within [`MAX_SPIN`] of starting to wait (a longer
 /// spin would have caught that message). It halves after a longer sleep or a
 /// timeout (the messages have stopped coming back to back), and towards zero
-/// after a wait that only a yield served (the sender needed this CPU). Judging a sleep by its length,
-/// not by the fact that it happened, matters for two ports answering each
-/// other: once both sleep, each one's wait includes the other's kernel
-/// wake-up, which spinning shorter can never catch; halving then would keep
-/// both asleep for good.
+/// after a wait that only a yield served (the sender needed this CPU). At
+/// zero, every [`PROBE_EVERY`]th wait spins [`MIN_SPIN`] anyway: a yield
+/// also serves an answer that merely came just after the spin, from
+/// another CPU, and a probe that spinning serves starts the budget again.
+/// Judging a sleep by its length, not by the fact that it happened, matters
+/// for two ports answering each other: once both sleep, each one's wait
+/// includes the other's kernel wake-up, which spinning shorter can never
+/// catch; halving then would keep both asleep for good.
 #[derive(Debug)]
 pub(crate) struct Adaptive {
     /// Budget in nanoseconds.
     spin_ns: AtomicU32,
+    /// Waits begun with a budget of zero (for the probes).
+    idle_waits: AtomicU32,
     /// The machine has one CPU online: never spin.
     one_cpu: bool,
 }
@@ -72,6 +82,7 @@ impl Default for Adaptive {
             .is_some_and(|n| n == 1);
         Self {
             spin_ns: AtomicU32::new(if one_cpu { 0 } else { nanos(MAX_SPIN) / 4 }),
+            idle_waits: AtomicU32::new(0),
             one_cpu,
         }
     }
@@ -85,6 +96,24 @@ impl Adaptive {
     fn budget(&self) -> Duration {
         // Relaxed: a tuning hint of this process only.
         Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed).into())
+    }
+
+    /// How long the wait starting now spins: the budget, or a probe of
+    /// [`MIN_SPIN`] every [`PROBE_EVERY`]th wait while the budget is zero.
+    fn spin_for(&self) -> Duration {
+        let budget = self.budget();
+        if !budget.is_zero() || self.one_cpu {
+            return budget;
+        }
+        // Relaxed (both): a count of this port's waits, a hint; a lost
+        // update between threads only moves a probe.
+        let n = self.idle_waits.load(Ordering::Relaxed).wrapping_add(1);
+        self.idle_waits.store(n, Ordering::Relaxed);
+        if n % PROBE_EVERY == 0 {
+            MIN_SPIN
+        } else {
+            Duration::ZERO
+        }
     }
 
     fn set(&self, budget: Duration) {
@@ -155,7 +184,7 @@ impl Waiter<'_> {
         // None: spin until the deadline.
         let (spin, yields) = match self.strategy {
             WaitStrategy::BusySpin => (None, 0),
-            WaitStrategy::SpinThenPark => (Some(self.adaptive.budget()), YIELDS),
+            WaitStrategy::SpinThenPark => (Some(self.adaptive.spin_for()), YIELDS),
             WaitStrategy::Park => (Some(Duration::ZERO), 0),
         };
         let adapt = self.strategy == WaitStrategy::SpinThenPark;
@@ -172,7 +201,12 @@ impl Waiter<'_> {
                 }
                 std::hint::spin_loop();
                 i = i.wrapping_add(1);
-                if i % SPINS_PER_CLOCK == 0 {
+                let per_clock = if spin.is_some() {
+                    SPINS_PER_CLOCK
+                } else {
+                    SPINS_PER_CLOCK_UNBOUNDED
+                };
+                if i % per_clock == 0 {
                     let now = Instant::now();
                     if deadline.is_some_and(|d| now >= d) {
                         return Ok(None);
@@ -249,6 +283,7 @@ mod tests {
     fn at(budget: Duration) -> Adaptive {
         let a = Adaptive {
             spin_ns: AtomicU32::new(0),
+            idle_waits: AtomicU32::new(0),
             one_cpu: false,
         };
         a.set(budget);
@@ -304,14 +339,31 @@ mod tests {
     }
 
     #[test]
+    fn at_zero_every_64th_wait_probes_with_a_short_spin() {
+        let a = at(Duration::ZERO);
+        let spins: Vec<Duration> = (0..2 * PROBE_EVERY).map(|_| a.spin_for()).collect();
+        let probes: Vec<usize> = (0..spins.len()).filter(|&i| !spins[i].is_zero()).collect();
+        assert_eq!(
+            probes,
+            [PROBE_EVERY as usize - 1, 2 * PROBE_EVERY as usize - 1]
+        );
+        assert!(probes.iter().all(|&i| spins[i] == MIN_SPIN));
+        // A probe that spinning served starts the budget again.
+        a.spun_ok();
+        assert_eq!(a.spin_for(), MIN_SPIN);
+    }
+
+    #[test]
     fn one_cpu_never_spins() {
         let a = Adaptive {
             spin_ns: AtomicU32::new(0),
+            idle_waits: AtomicU32::new(0),
             one_cpu: true,
         };
         a.spun_ok();
         a.slept(Duration::from_micros(30));
         assert_eq!(a.budget(), Duration::ZERO);
+        assert!((0..2 * PROBE_EVERY).all(|_| a.spin_for().is_zero()));
     }
 
     #[test]
