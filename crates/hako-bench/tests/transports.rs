@@ -67,6 +67,26 @@ fn run_dir(tag: &str) -> RunDir {
     RunDir::create(&base, "run").unwrap()
 }
 
+/// Runs `body` in a session of its own (followers on the second CPU this
+/// process may use, or on the first with `one_cpu` or when there is one),
+/// then ends the session and removes its files.
+fn in_session(tag: &str, one_cpu: bool, body: impl FnOnce(&mut Session)) {
+    let dir = run_dir(tag);
+    let base = dir.path().parent().unwrap().to_owned();
+    let cpus = cpu::allowed_cpus().unwrap();
+    let l = cpus[0];
+    let f = if one_cpu {
+        l
+    } else {
+        *cpus.get(1).unwrap_or(&l)
+    };
+    let mut s = session(&dir, Some(l), Some(f));
+    body(&mut s);
+    s.finish().unwrap();
+    drop(dir);
+    std::fs::remove_dir_all(base).unwrap();
+}
+
 /// Runs `kinds` at each size in both payload modes: 3 untimed and 25 timed
 /// round trips each.
 fn round_trips(session: &mut Session, kinds: &[Kind], sizes: &[usize]) {
@@ -125,27 +145,18 @@ fn one_way(session: &mut Session, kinds: &[Kind], sizes: &[usize]) {
 #[test]
 fn every_transport_round_trips_across_cpus() {
     let _watchdog = watchdog("every_transport_round_trips_across_cpus");
-    let dir = run_dir("cross");
-    let base = dir.path().parent().unwrap().to_owned();
     // Two CPUs if there are two; otherwise both on one (still correct).
-    let cpus = cpu::allowed_cpus().unwrap();
-    let (l, f) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
-    let mut s = session(&dir, Some(l), Some(f));
-    round_trips(&mut s, Kind::ALL, &[1, 64, 4096, 1 << 20]);
-    s.finish().unwrap();
-    drop(dir);
-    std::fs::remove_dir_all(base).unwrap();
+    in_session("cross", false, |s| {
+        round_trips(s, Kind::ALL, &[1, 64, 4096, 1 << 20]);
+    });
 }
 
 #[test]
 fn every_transport_streams_and_fans_out() {
     let _watchdog = watchdog("every_transport_streams_and_fans_out");
-    let dir = run_dir("oneway");
-    let base = dir.path().parent().unwrap().to_owned();
-    let cpus = cpu::allowed_cpus().unwrap();
-    let (l, f) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
-    let mut s = session(&dir, Some(l), Some(f));
-    one_way(&mut s, Kind::ALL, &[1, 4096, 1 << 20]);
+    in_session("oneway", false, |s| {
+        one_way(s, Kind::ALL, &[1, 4096, 1 << 20]);
+    });
     // The floors measure ping-pong only, and say so.
     let all = Transports::default();
     let why = all
@@ -153,56 +164,43 @@ fn every_transport_streams_and_fans_out() {
         .row_skip_reason(64, Pattern::Throughput)
         .unwrap();
     assert!(why.contains("ping-pong only"), "{why}");
-    s.finish().unwrap();
-    drop(dir);
-    std::fs::remove_dir_all(base).unwrap();
 }
 
 /// shmipc falls back to its unix socket when its shared memory is full, and
 /// a message sent that way can overtake those queued in shared memory. With
 /// the sender running ahead, that reordered messages within a few hundred
 /// until the adapter waited for shared memory instead: stream enough 1 MiB
-/// messages to fill it many times over (it holds at least 32 MiB), to one
+/// messages to fill it many times over (it holds 32 MiB at this size), to one
 /// follower and to three. The adapter fails a row whose stream fell back,
 /// and the tags at both ends of every message catch a reordering.
 #[cfg(feature = "peers")]
 #[test]
 fn shmipc_streams_in_order_when_its_shared_memory_fills() {
     let _watchdog = watchdog("shmipc_streams_in_order_when_its_shared_memory_fills");
-    let dir = run_dir("shmipc");
-    let base = dir.path().parent().unwrap().to_owned();
-    let cpus = cpu::allowed_cpus().unwrap();
-    let (l, f) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
-    let mut s = session(&dir, Some(l), Some(f));
     let all = Transports::default();
     let shmipc = all.get(Kind::Shmipc);
-    for (pattern, followers) in [(Pattern::Throughput, 1), (Pattern::FanOut, 3)] {
-        assert!(shmipc.row_skip_reason(1 << 20, pattern).is_none());
-        let spec = OneWay {
-            pattern,
-            payload: PayloadMode::Touch,
-            size: 1 << 20,
-            followers,
-            warmup: 10,
-            messages: 500,
-        };
-        let r = shmipc
-            .run_one_way(&mut s, spec)
-            .unwrap_or_else(|e| panic!("shmipc {pattern:?}: {e}"));
-        assert!(r.messages_per_s() > 0.0);
-    }
-    s.finish().unwrap();
-    drop(dir);
-    std::fs::remove_dir_all(base).unwrap();
+    in_session("shmipc", false, |s| {
+        for (pattern, followers) in [(Pattern::Throughput, 1), (Pattern::FanOut, 3)] {
+            assert!(shmipc.row_skip_reason(1 << 20, pattern).is_none());
+            let spec = OneWay {
+                pattern,
+                payload: PayloadMode::Touch,
+                size: 1 << 20,
+                followers,
+                warmup: 10,
+                messages: 500,
+            };
+            let r = shmipc
+                .run_one_way(s, spec)
+                .unwrap_or_else(|e| panic!("shmipc {pattern:?}: {e}"));
+            assert!(r.messages_per_s() > 0.0);
+        }
+    });
 }
 
 #[test]
 fn blocking_transports_round_trip_on_one_cpu() {
     let _watchdog = watchdog("blocking_transports_round_trip_on_one_cpu");
-    let dir = run_dir("same");
-    let base = dir.path().parent().unwrap().to_owned();
-    let c = cpu::allowed_cpus().unwrap()[0];
-    let mut s = session(&dir, Some(c), Some(c));
     let blocking = [
         Kind::HakoPark,
         Kind::HakoSpinPark,
@@ -213,11 +211,10 @@ fn blocking_transports_round_trip_on_one_cpu() {
         Kind::Tcp,
         Kind::Mq,
     ];
-    round_trips(&mut s, &blocking, &[64, 64 * 1024]);
-    one_way(&mut s, &blocking, &[64 * 1024]);
-    s.finish().unwrap();
-    drop(dir);
-    std::fs::remove_dir_all(base).unwrap();
+    in_session("same", true, |s| {
+        round_trips(s, &blocking, &[64, 64 * 1024]);
+        one_way(s, &blocking, &[64 * 1024]);
+    });
 }
 
 #[test]

@@ -321,43 +321,32 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
                 format_ratio(Some(worst))
             ));
         }
-        let parked: Vec<String> = rows
-            .iter()
-            .filter_map(|r| {
-                let m = r.row.get("hako-spin-park")?;
-                Some(format!(
-                    "{} {}",
-                    format_size(r.row.size),
-                    format_ratio(m.vs("futex"))
-                ))
-            })
-            .collect();
-        if !parked.is_empty() {
-            lines.push(format!(
-                "hako-spin-park round trip / futex floor (two kernel wake-ups), {}: {}",
-                payload.name(),
-                parked.join(", ")
-            ));
-        }
-        // Back to back, the adaptive spin should catch every answer.
-        let spun: Vec<String> = rows
-            .iter()
-            .filter_map(|r| {
-                let m = r.row.get("hako-spin-park")?;
-                r.row.get("hako")?;
-                Some(format!(
-                    "{} {}",
-                    format_size(r.row.size),
-                    format_ratio(m.vs("hako"))
-                ))
-            })
-            .collect();
-        if !spun.is_empty() {
-            lines.push(format!(
-                "hako-spin-park round trip / busy-poll hako (answers back to back), {}: {}",
-                payload.name(),
-                spun.join(", ")
-            ));
+        // Against the futex floor (shown as "-" where it was not measured),
+        // and against busy-poll hako: back to back, the adaptive spin
+        // should catch every answer.
+        for (against, what, needs_it) in [
+            ("futex", "futex floor (two kernel wake-ups)", false),
+            ("hako", "busy-poll hako (answers back to back)", true),
+        ] {
+            let parts: Vec<String> = rows
+                .iter()
+                .filter(|r| !needs_it || r.row.get(against).is_some())
+                .filter_map(|r| {
+                    let m = r.row.get("hako-spin-park")?;
+                    Some(format!(
+                        "{} {}",
+                        format_size(r.row.size),
+                        format_ratio(m.vs(against))
+                    ))
+                })
+                .collect();
+            if !parts.is_empty() {
+                lines.push(format!(
+                    "hako-spin-park round trip / {what}, {}: {}",
+                    payload.name(),
+                    parts.join(", ")
+                ));
+            }
         }
         for name in ["hako"] {
             let mut parts = Vec::new();
