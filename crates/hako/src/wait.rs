@@ -13,8 +13,8 @@ use crate::os::futex::OsKernel;
 /// hand-over well under one µs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WaitStrategy {
-    /// Poll without pause: the lowest latency, one CPU fully busy while
-    /// waiting.
+    /// Poll and never sleep (a PAUSE hint between looks): the lowest
+    /// latency, one CPU fully busy while waiting.
     BusySpin,
     /// Poll for a short, adaptive while (at most 100 µs), yield a few times,
     /// then sleep in the kernel. As fast as busy-spinning when messages
