@@ -78,6 +78,17 @@ impl CpuTime {
         }
     }
 
+    /// `num / den` of this time (and of the sleeps, rounded down): the
+    /// share of `num` out of `den` equal steps. `den` must not be 0.
+    pub fn scaled(self, num: u64, den: u64) -> Self {
+        let f = |x: u64| (u128::from(x) * u128::from(num) / u128::from(den)) as u64;
+        Self {
+            user_ns: f(self.user_ns),
+            system_ns: f(self.system_ns),
+            sleeps: f(self.sleeps),
+        }
+    }
+
     /// User plus system time in nanoseconds.
     pub fn total_ns(self) -> u64 {
         self.user_ns + self.system_ns
@@ -99,6 +110,18 @@ impl std::ops::Add for CpuTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scaled_takes_a_share() {
+        let t = CpuTime {
+            user_ns: 1_000,
+            system_ns: 300,
+            sleeps: 7,
+        };
+        let s = t.scaled(9, 10);
+        assert_eq!((s.user_ns, s.system_ns, s.sleeps), (900, 270, 6));
+        assert_eq!(t.scaled(1, 1), t);
+    }
 
     #[test]
     fn cpu_time_grows_with_work() {

@@ -71,11 +71,12 @@ impl Transport for Floor {
 
 impl Leader for FloorLeader {
     #[inline]
-    fn round_trip(&mut self, seq: u64) -> Result<()> {
+    fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()> {
         let word = self.region.atomic_u64(0);
         // ORDERING: Release; pairs with the follower's Acquire load: what a
         // real transport wrote before its doorbell would be published by it.
         word.store(2 * seq - 1, Ordering::Release);
+        sent();
         poll("the floor's answer", || {
             // ORDERING: Acquire; pairs with the follower's Release store.
             Ok((word.load(Ordering::Acquire) == 2 * seq).then_some(()))

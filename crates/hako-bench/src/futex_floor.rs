@@ -134,9 +134,10 @@ impl Transport for FutexFloor {
 
 impl Leader for FutexLeader {
     #[inline]
-    fn round_trip(&mut self, seq: u64) -> Result<()> {
+    fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()> {
         let word = self.region.atomic_u32(0);
         post(word, value(seq, false));
+        sent();
         wait_for(word, value(seq, true), "the futex floor's answer")
     }
 }

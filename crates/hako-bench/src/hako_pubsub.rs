@@ -318,9 +318,10 @@ impl Leader for HakoLeader {
     }
 
     #[inline]
-    fn round_trip(&mut self, seq: u64) -> Result<()> {
+    fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()> {
         let t = tag(seq);
         let reached = loan_tagged(&self.ping, self.size, self.payload, t)?;
+        sent();
         check_reached("ping", seq, reached, 1)?;
         let pong = self
             .pong

@@ -220,7 +220,7 @@ pub struct RowResult {
 }
 
 /// Average cost of one `Instant::now()` in nanoseconds. Every timed round
-/// trip includes one.
+/// trip reads the clock once, while its message travels (see [`measure`]).
 pub fn clock_cost_ns() -> f64 {
     const N: u32 = 200_000;
     let start = Instant::now();
@@ -233,29 +233,45 @@ pub fn clock_cost_ns() -> f64 {
 
 /// Runs `warmup` untimed, then `iterations` timed round trips; returns the
 /// time of each in nanoseconds and the CPU time this process used for the
-/// timed ones. One clock read per round trip: each interval runs from the end
-/// of the previous round trip to the end of this one.
+/// timed ones.
+///
+/// The clock is read once per round trip, just after the message is sent
+/// ([`Leader::round_trip`]'s `sent`), while it travels to the follower and
+/// the answer comes back, so the clock read (about 25 ns here) is not part
+/// of the time measured, as long as it takes less time than the way
+/// there and back. Each interval runs from just after one message was sent
+/// to just after the next one was: waiting for one answer and sending the
+/// next message, one full round trip. The last warm-up round trip (there is
+/// at least one) starts the first interval.
 pub fn measure<L: Leader>(
     leader: &mut L,
     warmup: u64,
     iterations: u64,
 ) -> Result<(Vec<u64>, CpuTime)> {
-    for seq in 1..=warmup {
-        leader.round_trip(seq)?;
+    let warmup = warmup.max(1);
+    for seq in 1..warmup {
+        leader.round_trip(seq, || ())?;
     }
     // Written (not just reserved) now, so no page fault lands in the timing.
     let mut samples = vec![0u64; usize::try_from(iterations)?];
-    let mut seq = warmup;
+    // Before the round trip that starts the clock: a system call in an
+    // interval would be timed. The CPU time so covers one round trip more
+    // than the timed ones; it is scaled down below.
     let cpu_before = CpuTime::now()?;
     let mut t0 = Instant::now();
+    leader.round_trip(warmup, || t0 = Instant::now())?;
+    let mut seq = warmup;
     for s in samples.iter_mut() {
         seq += 1;
-        leader.round_trip(seq)?;
-        let t1 = Instant::now();
-        *s = u64::try_from(t1.duration_since(t0).as_nanos()).unwrap_or(u64::MAX);
-        t0 = t1;
+        leader.round_trip(seq, || {
+            let t1 = Instant::now();
+            *s = u64::try_from(t1.duration_since(t0).as_nanos()).unwrap_or(u64::MAX);
+            t0 = t1;
+        })?;
     }
-    let cpu = CpuTime::now()?.since(cpu_before);
+    let cpu = CpuTime::now()?
+        .since(cpu_before)
+        .scaled(iterations, iterations + 1);
     Ok((samples, cpu))
 }
 
@@ -519,7 +535,7 @@ impl Session {
         Ok(reports)
     }
 
-    /// Runs one ping-pong row: `warmup` untimed and `iterations` timed round
+    /// Runs one ping-pong row: `warmup` (at least one) untimed and `iterations` timed round
     /// trips of `size`-byte messages through `transport`.
     pub fn run<T: Transport>(
         &mut self,
@@ -533,6 +549,8 @@ impl Session {
             payload,
             ..RowSpec::ping_pong(self.root.clone(), 0, size)
         };
+        // The last warm-up round trip starts the clock (see measure).
+        let warmup = warmup.max(1);
         let mut leader = self.open_row(transport, row, warmup, iterations)?;
         let row_id = self.next_row - 1;
         let timed = leader
@@ -828,6 +846,51 @@ pub fn follower_main(args: &[String], transports: &[&dyn DynTransport]) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A leader that waits `before` before its message is "sent" and
+    /// `after` after it, and counts what the harness asked of it.
+    struct Scripted {
+        before: std::time::Duration,
+        after: std::time::Duration,
+        seqs: Vec<u64>,
+        sent_calls: u64,
+    }
+
+    impl Leader for Scripted {
+        fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()> {
+            self.seqs.push(seq);
+            std::thread::sleep(self.before);
+            sent();
+            self.sent_calls += 1;
+            std::thread::sleep(self.after);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn measure_times_whole_cycles_from_send_to_send() {
+        let ms = std::time::Duration::from_millis(1);
+        for (warmup, before, after) in [(3, ms, ms), (0, 2 * ms, std::time::Duration::ZERO)] {
+            let mut leader = Scripted {
+                before,
+                after,
+                seqs: Vec::new(),
+                sent_calls: 0,
+            };
+            let (samples, _) = measure(&mut leader, warmup, 5).unwrap();
+            assert_eq!(samples.len(), 5);
+            // Messages 1, 2, ... in order, at least one of them warm-up;
+            // `sent` once per round trip.
+            let total = warmup.max(1) + 5;
+            assert_eq!(leader.seqs, (1..=total).collect::<Vec<_>>());
+            assert_eq!(leader.sent_calls, total);
+            // An interval runs from one send to the next, so it holds the
+            // time after one send and the time before the next: both.
+            for s in samples {
+                assert!(s >= (before + after).as_nanos() as u64, "{s} ns");
+            }
+        }
+    }
 
     #[test]
     fn follower_args_round_trip() {

@@ -201,12 +201,13 @@ impl<C: Channel> Leader for KernelLeader<C> {
     }
 
     #[inline]
-    fn round_trip(&mut self, seq: u64) -> Result<()> {
+    fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()> {
         let t = tag(seq);
         let name = self.name;
         let out = self.outs.first_mut().ok_or("not connected")?;
         out.put(self.bufs.tagged(t))
             .map_err(|e| format!("{name}: writing ping {seq}: {e}"))?;
+        sent();
         let inp = self.inp.as_mut().ok_or("this row is one-way")?;
         let n = inp
             .get(&mut self.bufs.inp)

@@ -301,9 +301,10 @@ impl Transport for Reference {
 
 impl Leader for ReferenceLeader {
     #[inline]
-    fn round_trip(&mut self, seq: u64) -> Result<()> {
+    fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()> {
         let t = tag(seq);
         self.tx.send(t)?;
+        sent();
         self.rx.recv(t.wrapping_add(1))
     }
 }

@@ -168,7 +168,8 @@ fn memory_figure(cfg: &SuiteConfig, size: usize) -> Result<MemoryFigure> {
 /// Everything a suite run measured.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SuiteResult {
-    /// Cost of one clock read in nanoseconds (one per timed round trip).
+    /// Cost of one clock read in nanoseconds (one per timed round trip, taken
+    /// while its message travels).
     pub clock_ns: f64,
     /// The floor probes' transport (`floor`, or `futex` on one CPU).
     pub probe: &'static str,

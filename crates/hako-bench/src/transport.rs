@@ -263,8 +263,11 @@ pub trait Leader {
         Ok(())
     }
 
-    /// Sends message `seq` and waits for the follower's answer to it.
-    fn round_trip(&mut self, seq: u64) -> Result<()>;
+    /// Sends message `seq`, calls `sent` as soon as the message is on its
+    /// way, and waits for the follower's answer to it. The harness reads
+    /// the clock in `sent`, while the message travels, so the clock read is
+    /// not on the round trip's path (see [`measure`](crate::harness::measure)).
+    fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()>;
 
     /// One-way patterns: sends message `seq` to every follower, waiting as
     /// the transport's flow control says when a receiver is behind.

@@ -296,9 +296,10 @@ impl Leader for IceoryxLeader {
     }
 
     #[inline]
-    fn round_trip(&mut self, seq: u64) -> Result<()> {
+    fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()> {
         let t = tag(seq);
         let reached = send_tagged(&self.ping, self.size, self.payload, t)?;
+        sent();
         check_reached("ping", seq, reached, 1)?;
         let pong = self.pong.as_ref().ok_or("this row is one-way")?;
         receive_checked(pong, self.size, self.payload, t.wrapping_add(1), "a pong")

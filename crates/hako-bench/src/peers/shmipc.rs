@@ -361,12 +361,13 @@ impl Leader for ShmipcLeader {
     }
 
     #[inline]
-    fn round_trip(&mut self, seq: u64) -> Result<()> {
+    fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()> {
         let t = tag(seq);
         let (size, payload) = (self.size, self.payload);
         let stream = self.streams.first_mut().ok_or("not connected")?;
         self.rt.block_on(async {
             write_msg(stream, size, payload, t).await?;
+            sent();
             read_msg(stream, size, payload, t.wrapping_add(1), "a pong").await
         })
     }

@@ -580,7 +580,7 @@ fn header(result: &SuiteResult, info: &RunInfo) -> String {
     );
     let _ = writeln!(
         s,
-        "{} blocks per row of about {} ms each per transport; clock read {:.1} ns (one per timed round trip)",
+        "{} blocks per row of about {} ms each per transport; clock read {:.1} ns (one per round trip, while the message travels)",
         info.plan.blocks,
         info.plan.budget.as_millis(),
         result.clock_ns
