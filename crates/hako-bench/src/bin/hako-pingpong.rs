@@ -240,7 +240,7 @@ fn run(cli: Cli) -> Result<()> {
         cli.borrowed,
         cli.loans
     );
-    println!("clock read: {clock:.1} ns (one per timed round trip, in every number below)");
+    println!("clock read: {clock:.1} ns (one per round trip, read while the message travels)");
     let local = if kinds.iter().any(|k| k.name().starts_with("hako")) {
         let ns = hako_bench::hako_pubsub::single_thread_ns(run_dir.path(), 64, iterations)?;
         println!(
