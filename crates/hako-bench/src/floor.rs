@@ -6,6 +6,13 @@
 //! `2·seq − 1` and stores `2·seq`. One cache-line transfer each way: nothing
 //! that moves data between two CPUs can do less, so every other transport is
 //! quoted as a multiple of this. The message size is ignored.
+//!
+//! [`TwoLineFloor`] (`floor2`) is the same with a second cache line each
+//! way: the sender writes a payload word on a line of its own, then the
+//! doorbell; the receiver prefetches the payload line while it polls the
+//! doorbell, then reads and checks the payload word. Nothing that hands
+//! over a descriptor and a payload on separate lines (every zero-copy
+//! design: the descriptor names a chunk) can do less.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -16,6 +23,10 @@ use crate::Result;
 
 /// Bytes of the shared file (one page).
 const REGION: usize = 4096;
+/// [`TwoLineFloor`]: offsets of the ping's and the pong's payload word,
+/// each on a line (pair) of its own, away from the doorbell at 0.
+const PING_PAYLOAD: usize = 1024;
+const PONG_PAYLOAD: usize = 2048;
 
 /// The floor transport.
 #[derive(Debug, Clone, Copy, Default)]
@@ -94,6 +105,120 @@ impl Follower for FloorFollower {
         })?;
         // ORDERING: Release; pairs with the leader's Acquire load.
         word.store(2 * seq, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// The two-line floor: a doorbell and a payload line each way.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TwoLineFloor;
+
+/// The leader's side of [`TwoLineFloor`].
+#[derive(Debug)]
+pub struct TwoLineLeader(FloorLeader);
+
+/// The follower's side of [`TwoLineFloor`].
+#[derive(Debug)]
+pub struct TwoLineFollower(FloorFollower);
+
+impl Transport for TwoLineFloor {
+    type Leader = TwoLineLeader;
+    type Follower = TwoLineFollower;
+
+    fn name(&self) -> &'static str {
+        "floor2"
+    }
+
+    fn waiting(&self) -> Waiting {
+        Waiting::BusyPoll
+    }
+
+    fn ping_pong_only(&self) -> bool {
+        true
+    }
+
+    fn leader(&self, row: &RowSpec) -> Result<TwoLineLeader> {
+        Floor.leader(row).map(TwoLineLeader)
+    }
+
+    fn follower(&self, row: &RowSpec) -> Result<TwoLineFollower> {
+        Floor.follower(row).map(TwoLineFollower)
+    }
+}
+
+/// Prefetches the line of `word` for reading.
+#[inline]
+fn prefetch(word: &std::sync::atomic::AtomicU64) {
+    // SAFETY: a prefetch only: it cannot fault and changes no memory.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+            word.as_ptr().cast::<i8>(),
+        );
+    }
+}
+
+/// Waits until the doorbell holds `want`, prefetching `payload` each look,
+/// then checks that `payload` holds `seq`.
+fn await_two_lines(
+    region: &SharedRegion,
+    payload: usize,
+    want: u64,
+    seq: u64,
+    what: &str,
+) -> Result<()> {
+    let (word, payload) = (region.atomic_u64(0), region.atomic_u64(payload));
+    poll(what, || {
+        prefetch(payload);
+        // ORDERING: Acquire; pairs with the sender's Release store of the
+        // doorbell, which publishes the payload word.
+        Ok((word.load(Ordering::Acquire) == want).then_some(()))
+    })?;
+    // Relaxed: ordered by the Acquire load above.
+    let got = payload.load(Ordering::Relaxed);
+    if got != seq {
+        return Err(format!("{what}: payload word {got}, expected {seq}").into());
+    }
+    Ok(())
+}
+
+impl Leader for TwoLineLeader {
+    #[inline]
+    fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()> {
+        let region = &self.0.region;
+        // Relaxed: published by the Release store of the doorbell.
+        region
+            .atomic_u64(PING_PAYLOAD)
+            .store(seq, Ordering::Relaxed);
+        // ORDERING: Release; pairs with the follower's Acquire load.
+        region.atomic_u64(0).store(2 * seq - 1, Ordering::Release);
+        sent();
+        await_two_lines(
+            region,
+            PONG_PAYLOAD,
+            2 * seq,
+            seq,
+            "the two-line floor's answer",
+        )
+    }
+}
+
+impl Follower for TwoLineFollower {
+    #[inline]
+    fn serve_one(&mut self, seq: u64) -> Result<()> {
+        let region = &self.0.region;
+        await_two_lines(
+            region,
+            PING_PAYLOAD,
+            2 * seq - 1,
+            seq,
+            "the two-line floor's ping",
+        )?;
+        // Relaxed: published by the Release store of the doorbell.
+        region
+            .atomic_u64(PONG_PAYLOAD)
+            .store(seq, Ordering::Relaxed);
+        // ORDERING: Release; pairs with the leader's Acquire load.
+        region.atomic_u64(0).store(2 * seq, Ordering::Release);
         Ok(())
     }
 }

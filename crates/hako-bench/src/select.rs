@@ -3,6 +3,7 @@
 //! | name             | what                                                   | waits       |
 //! |------------------|--------------------------------------------------------|-------------|
 //! | `floor`          | one cache line ([`crate::floor`])                      | busy-poll   |
+//! | `floor2`         | a doorbell and a payload line ([`crate::floor::TwoLineFloor`]) | busy-poll |
 //! | `hako`           | hako pub/sub, `receive()` polled ([`crate::hako_pubsub`]) | busy-poll |
 //! | `hako-spin`      | hako, `blocking_receive()`, `WaitStrategy::BusySpin`   | busy-poll   |
 //! | `hako-spin-park` | hako, `blocking_receive()`, `WaitStrategy::SpinThenPark` | blocking  |
@@ -23,7 +24,7 @@
 
 use hako::WaitStrategy;
 
-use crate::floor::Floor;
+use crate::floor::{Floor, TwoLineFloor};
 use crate::futex_floor::FutexFloor;
 use crate::hako_pubsub::{HakoPubSub, HakoWait};
 use crate::harness::{DynTransport, RunRow};
@@ -37,6 +38,8 @@ use crate::reference::Reference;
 pub enum Kind {
     /// `floor`.
     Floor,
+    /// `floor2`.
+    Floor2,
     /// `hako`.
     Hako,
     /// `hako-spin`.
@@ -74,6 +77,7 @@ impl Kind {
     /// Every transport of this build.
     pub const ALL: &'static [Kind] = &[
         Kind::Floor,
+        Kind::Floor2,
         Kind::Hako,
         Kind::HakoSpin,
         Kind::HakoSpinPark,
@@ -130,6 +134,7 @@ impl Kind {
     pub fn name(self) -> &'static str {
         match self {
             Kind::Floor => "floor",
+            Kind::Floor2 => "floor2",
             Kind::Hako => "hako",
             Kind::HakoSpin => "hako-spin",
             Kind::HakoSpinPark => "hako-spin-park",
@@ -206,6 +211,10 @@ macro_rules! each {
                 let $t = &$self.floor;
                 $body
             }
+            Kind::Floor2 => {
+                let $t = &$self.floor2;
+                $body
+            }
             Kind::Hako => {
                 let $t = &$self.hako;
                 $body
@@ -268,6 +277,7 @@ macro_rules! each {
 #[derive(Debug, Clone)]
 pub struct Transports {
     floor: Floor,
+    floor2: TwoLineFloor,
     hako: HakoPubSub,
     hako_spin: HakoPubSub,
     hako_spin_park: HakoPubSub,
@@ -292,6 +302,7 @@ impl Transports {
         let with = |wait| HakoPubSub { wait, ..hako };
         Self {
             floor: Floor,
+            floor2: TwoLineFloor,
             hako: with(HakoWait::Poll),
             hako_spin: with(HakoWait::Blocking(WaitStrategy::BusySpin)),
             hako_spin_park: with(HakoWait::Blocking(WaitStrategy::SpinThenPark)),

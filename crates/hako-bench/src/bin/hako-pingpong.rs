@@ -46,8 +46,9 @@ enum Pinning {
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Cli {
-    /// Transports to measure, in this order; any of floor, hako, hako-spin,
-    /// hako-spin-park, hako-park, reference, futex, pipe, unix, mq.
+    /// Transports to measure, in this order; any of floor, floor2, hako,
+    /// hako-spin, hako-spin-park, hako-park, reference, futex, pipe, fifo,
+    /// unix, tcp, mq (and iceoryx2, shmipc with the `peers` feature).
     #[arg(long, value_delimiter = ',', value_parser = Kind::parse,
           default_value = Kind::DEFAULT_LIST)]
     transports: Vec<Kind>,

@@ -289,7 +289,10 @@ fn rivals(row: &[Measured]) -> (Vec<&Measured>, &'static str) {
     }
     let others = row
         .iter()
-        .filter(|m| !m.name.starts_with("hako") && m.name != "floor" && m.name != "futex")
+        .filter(|m| {
+            !m.name.starts_with("hako")
+                && !["floor", "floor2", "futex", "reference"].contains(&m.name)
+        })
         .collect();
     (others, "other transport")
 }
