@@ -219,30 +219,79 @@ pub struct RowResult {
     pub follower_cpu: CpuTime,
 }
 
-/// Average cost of one `Instant::now()` in nanoseconds. Every timed round
-/// trip reads the clock once, while its message travels (see [`measure`]).
+/// The clock round trips are timed with: the CPU's time-stamp counter
+/// where it ticks at a constant rate whatever the CPU's frequency and power
+/// state (x86-64 with the `constant_tsc` and `nonstop_tsc` flags; reading it
+/// costs about 10 ns here), else `CLOCK_MONOTONIC` (about 27 ns here, through
+/// the vDSO). [`measure`] converts ticks to nanoseconds with the
+/// monotonic clock read at both ends of the timed round trips.
+#[derive(Debug, Clone, Copy)]
+pub struct Ticks {
+    tsc: bool,
+}
+
+impl Ticks {
+    /// The clock of this machine.
+    pub fn get() -> Self {
+        static TSC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let tsc = *TSC.get_or_init(|| {
+            cfg!(target_arch = "x86_64")
+                && std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|info| {
+                    info.lines()
+                        .find(|l| l.starts_with("flags"))
+                        .is_some_and(|l| {
+                            let has = |f: &str| l.split_whitespace().any(|x| x == f);
+                            has("constant_tsc") && has("nonstop_tsc")
+                        })
+                })
+        });
+        Self { tsc }
+    }
+
+    /// Whether this clock is the time-stamp counter.
+    pub fn is_tsc(self) -> bool {
+        self.tsc
+    }
+
+    /// The current count of ticks.
+    #[inline(always)]
+    pub fn now(self) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        if self.tsc {
+            // SAFETY: RDTSC reads the time-stamp counter and has no other
+            // effect; every x86-64 CPU has it.
+            return unsafe { core::arch::x86_64::_rdtsc() };
+        }
+        monotonic_ns()
+    }
+}
+
+/// Average cost of one read of the clock round trips are timed with
+/// ([`Ticks`]), in nanoseconds. Every timed round trip reads it once, while
+/// its message travels (see [`measure`]).
 pub fn clock_cost_ns() -> f64 {
     const N: u32 = 200_000;
+    let clock = Ticks::get();
     let start = Instant::now();
-    let mut last = start;
     for _ in 0..N {
-        last = std::hint::black_box(Instant::now());
+        std::hint::black_box(clock.now());
     }
-    last.duration_since(start).as_nanos() as f64 / f64::from(N)
+    start.elapsed().as_nanos() as f64 / f64::from(N)
 }
 
 /// Runs `warmup` untimed, then `iterations` timed round trips; returns the
 /// time of each in nanoseconds and the CPU time this process used for the
 /// timed ones.
 ///
-/// The clock is read once per round trip, just after the message is sent
-/// ([`Leader::round_trip`]'s `sent`), while it travels to the follower and
-/// the answer comes back, so the clock read (about 25 ns here) is not part
-/// of the time measured, as long as it takes less time than the way
-/// there and back. Each interval runs from just after one message was sent
-/// to just after the next one was: waiting for one answer and sending the
-/// next message, one full round trip. The last warm-up round trip (there is
-/// at least one) starts the first interval.
+/// The clock ([`Ticks`]) is read once per round trip, just after the
+/// message is sent ([`Leader::round_trip`]'s `sent`), while it travels to
+/// the follower and the answer comes back, so the clock read is not part
+/// of the time measured, as long as it and whatever else the sender does
+/// after sending take less time than the way there and back. Each interval
+/// runs from just after one message was sent to just after the next one
+/// was: waiting for one answer and sending the next message, one full
+/// round trip. The last warm-up round trip (there is at least one) starts
+/// the first interval.
 pub fn measure<L: Leader>(
     leader: &mut L,
     warmup: u64,
@@ -254,24 +303,32 @@ pub fn measure<L: Leader>(
     }
     // Written (not just reserved) now, so no page fault lands in the timing.
     let mut samples = vec![0u64; usize::try_from(iterations)?];
+    let clock = Ticks::get();
     // Before the round trip that starts the clock: a system call in an
     // interval would be timed. The CPU time so covers one round trip more
     // than the timed ones; it is scaled down below.
     let cpu_before = CpuTime::now()?;
-    let mut t0 = Instant::now();
-    leader.round_trip(warmup, || t0 = Instant::now())?;
+    let (start, start_ticks) = (Instant::now(), clock.now());
+    let mut t0 = 0;
+    leader.round_trip(warmup, || t0 = clock.now())?;
     let mut seq = warmup;
     for s in samples.iter_mut() {
         seq += 1;
         leader.round_trip(seq, || {
-            let t1 = Instant::now();
-            *s = u64::try_from(t1.duration_since(t0).as_nanos()).unwrap_or(u64::MAX);
+            let t1 = clock.now();
+            *s = t1.wrapping_sub(t0);
             t0 = t1;
         })?;
     }
+    let (elapsed, ticks) = (start.elapsed(), clock.now().wrapping_sub(start_ticks));
     let cpu = CpuTime::now()?
         .since(cpu_before)
         .scaled(iterations, iterations + 1);
+    // Ticks to nanoseconds, at the rate seen over the whole run.
+    let ns_per_tick = elapsed.as_nanos() as f64 / ticks.max(1) as f64;
+    for s in &mut samples {
+        *s = (*s as f64 * ns_per_tick).round() as u64;
+    }
     Ok((samples, cpu))
 }
 
@@ -865,6 +922,15 @@ mod tests {
             std::thread::sleep(self.after);
             Ok(())
         }
+    }
+
+    #[test]
+    fn the_clock_advances() {
+        let clock = Ticks::get();
+        let t0 = clock.now();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        assert!(clock.now() > t0);
+        assert!(clock_cost_ns() > 0.0);
     }
 
     #[test]
