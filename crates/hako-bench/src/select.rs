@@ -112,8 +112,8 @@ impl Kind {
         "hako,hako-spin,hako-park,hako-spin-park,futex,pipe,unix,mq";
 
     /// What `hako bench` measures unless told otherwise: hako busy-polling
-    /// and spin-then-park, the two floors, every kernel mechanism and (when
-    /// built in) the peers.
+    /// and spin-then-park, the floors (one cache line, two cache lines, a
+    /// futex), every kernel mechanism and (when built in) the peers.
     pub const SUITE: &'static [Kind] = &[
         Kind::Hako,
         Kind::HakoSpinPark,
@@ -122,6 +122,7 @@ impl Kind {
         #[cfg(feature = "peers")]
         Kind::Shmipc,
         Kind::Floor,
+        Kind::Floor2,
         Kind::Futex,
         Kind::Pipe,
         Kind::Fifo,

@@ -144,7 +144,7 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
                     } else {
                         // The floors measure ping-pong only; shmipc's
                         // one-way rows are skipped (see its module).
-                        let ok = ["floor", "futex", "reference", "shmipc"];
+                        let ok = ["floor", "floor2", "futex", "reference", "shmipc"];
                         assert!(ok.contains(&t.as_str()), "{row}");
                     }
                     if pattern == "fanout" {

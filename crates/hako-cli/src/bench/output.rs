@@ -324,6 +324,25 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
                 format_ratio(Some(worst))
             ));
         }
+        // Against the two-line floor, where it was measured: what hako adds
+        // to the least any descriptor-plus-payload handoff costs.
+        let two_line: Vec<(usize, f64)> = rows
+            .iter()
+            .filter_map(|r| Some((r.row.size, r.row.get("hako")?.vs("floor2")?)))
+            .collect();
+        if !two_line.is_empty() {
+            let worst = two_line.iter().map(|&(_, r)| r).fold(0.0, f64::max);
+            let parts: Vec<String> = two_line
+                .iter()
+                .map(|&(s, r)| format!("{} {}", format_size(s), format_ratio(Some(r))))
+                .collect();
+            lines.push(format!(
+                "hako (busy-poll) round trip / two-line floor (a descriptor line and a payload line each way), {}: {} (worst {})",
+                payload.name(),
+                parts.join(", "),
+                format_ratio(Some(worst))
+            ));
+        }
         // Against the futex floor (shown as "-" where it was not measured),
         // and against busy-poll hako: back to back, the adaptive spin
         // should catch every answer.
@@ -875,5 +894,21 @@ mod tests {
         );
         // No throughput rows measured: no throughput goal.
         assert!(!g.contains("throughput"), "{g}");
+    }
+
+    #[test]
+    fn the_two_line_floor_is_summarised_where_it_ran() {
+        let mut r = result(190, 0.25, 66_000);
+        assert!(!summary(&r).join("\n").contains("two-line floor"));
+        let transports = &mut r.ping_pong[0].row.transports;
+        transports[0].vs.push(("floor2", 1.5));
+        transports.push(measured("floor2", 127, 100, 1.0));
+        let s = summary(&r).join("\n");
+        assert!(
+            s.contains("/ two-line floor (a descriptor line and a payload line each way), touch: 64 B 1.50x (worst 1.50x)"),
+            "{s}"
+        );
+        // floor2 is a floor, never a rival hako is compared with.
+        assert!(!s.contains("fastest"), "{s}");
     }
 }
