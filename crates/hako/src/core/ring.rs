@@ -15,11 +15,11 @@
 //! the slot's, and without the announcement a reader learns where they are
 //! only from the slot, so it fetches them one transfer after it. With it, a waiting reader prefetches
 //! the announced chunk's lines while it polls the slot, and both arrive
-//! together. On the machine this was measured on, this took the bare data
-//! path's busy-polled round trip (the benchmark's `reference` transport)
-//! from about 2x the time of one cache line's round trip to 1.2x-1.5x. The
-//! announcement is only a hint: a wrong or missing one costs a wasted
-//! prefetch, never correctness.
+//! together. On the machine this was measured on, this took 0.05-0.09 µs
+//! off the bare data path's busy-polled round trip (the benchmark's
+//! `reference` transport), which then cost about 1.2x the round trip of two
+//! bare cache lines each way (its `floor2`). The announcement is only a
+//! hint: a wrong or missing one costs a wasted prefetch, never correctness.
 //!
 //! ```text
 //!  slot (two u64, one cache line holds four slots)
