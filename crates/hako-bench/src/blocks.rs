@@ -12,15 +12,20 @@
 //! (block *b* starts with transport *b* mod *n* and goes round, so the order
 //! does not favour one transport.)
 //!
+//! Each block and probe is summed up by its *interquartile mean* (the mean
+//! of its middle half of round trips, [`Stats::iqm`]): as robust to
+//! preempted outliers as the median, but finer than the clock's steps (10 ns
+//! here, a fifth of the floor), which the median is bound to.
+//!
 //! A block is *stable* when the probes on both sides agree within 25 %; its
-//! ratio is the transport's block median over the mean of those two probe
-//! medians. A row reports the median of its stable blocks' ratios, and
-//! medians and p99 over the round trips of those blocks only. When no block
-//! is stable, all blocks count and the row is flagged.
+//! ratio is the transport's block figure over the mean of those two probes'.
+//! A row reports the median of its stable blocks' ratios, and medians and
+//! p99 over the round trips of those blocks only. When no block is stable,
+//! all blocks count and the row is flagged.
 //!
 //! Transports of one row are also compared with each other, pairwise and
 //! block by block: the ratio of two transports is the median over the
-//! counted blocks of (block median of one / block median of the other), so
+//! counted blocks of (block figure of one / block figure of the other), so
 //! both numbers of a pair come from the same stretch of time. This is how the
 //! blocking transports are quoted against the futex floor and the kernel
 //! mechanisms, which the cache-line floor says little about.
@@ -84,7 +89,8 @@ pub struct Measured {
     pub name: &'static str,
     /// Round trips of the counted blocks.
     pub stats: Stats,
-    /// Median over the counted blocks of (block median / floor probe median).
+    /// Median over the counted blocks of (block interquartile mean / floor
+    /// probes' interquartile mean).
     pub ratio: f64,
     /// Timed round trips per block.
     pub iterations: u64,
@@ -94,8 +100,8 @@ pub struct Measured {
     pub follower_cpu: CpuTime,
     /// Timed round trips of the counted blocks.
     pub counted: u64,
-    /// Median over the counted blocks of (this block median / that
-    /// transport's block median), for every other transport of the row.
+    /// Median over the counted blocks of (this block's interquartile mean /
+    /// that transport's), for every other transport of the row.
     pub vs: Vec<(&'static str, f64)>,
 }
 
@@ -153,9 +159,8 @@ impl Row {
     }
 }
 
-/// Whether two floor medians agree within 25 %.
-pub fn floors_agree(a: u64, b: u64) -> bool {
-    let (a, b) = (a as f64, b as f64);
+/// Whether two floor probes (their interquartile means) agree within 25 %.
+pub fn floors_agree(a: f64, b: f64) -> bool {
     (a - b).abs() <= 0.25 * a.min(b)
 }
 
@@ -219,7 +224,7 @@ pub fn measure_row(
         )?);
     }
     let stable_blocks: Vec<usize> = (0..blocks as usize)
-        .filter(|&b| floors_agree(probes[b].stats.median, probes[b + 1].stats.median))
+        .filter(|&b| floors_agree(probes[b].stats.iqm, probes[b + 1].stats.iqm))
         .collect();
     let stable = stable_blocks.len() as u32;
     let counted: Vec<usize> = if stable_blocks.is_empty() {
@@ -227,7 +232,7 @@ pub fn measure_row(
     } else {
         stable_blocks
     };
-    let floor_of = |b: usize| (probes[b].stats.median + probes[b + 1].stats.median) as f64 / 2.0;
+    let floor_of = |b: usize| (probes[b].stats.iqm + probes[b + 1].stats.iqm) / 2.0;
     let mut floor_samples = Vec::new();
     for &b in &counted {
         floor_samples.extend_from_slice(&probes[b].samples);
@@ -240,7 +245,7 @@ pub fn measure_row(
         let (mut leader_cpu, mut follower_cpu) = (CpuTime::default(), CpuTime::default());
         for &b in &counted {
             samples.extend_from_slice(&out[b].samples);
-            ratios.push(out[b].stats.median as f64 / floor_of(b).max(1.0));
+            ratios.push(out[b].stats.iqm / floor_of(b).max(1.0));
             leader_cpu = leader_cpu + out[b].leader_cpu;
             follower_cpu = follower_cpu + out[b].follower_cpu;
         }
@@ -252,7 +257,7 @@ pub fn measure_row(
             .map(|(_, (&(other, _, _), other_out))| {
                 let mut r: Vec<f64> = counted
                     .iter()
-                    .map(|&b| out[b].stats.median as f64 / other_out[b].stats.median.max(1) as f64)
+                    .map(|&b| out[b].stats.iqm / other_out[b].stats.iqm.max(1.0))
                     .collect();
                 (other.row_name(), median(&mut r))
             })
@@ -285,10 +290,10 @@ mod tests {
 
     #[test]
     fn agreement_and_median() {
-        assert!(floors_agree(140, 130));
-        assert!(floors_agree(100, 125));
-        assert!(!floors_agree(80, 140));
-        assert!(!floors_agree(430, 140));
+        assert!(floors_agree(140.0, 130.0));
+        assert!(floors_agree(100.0, 125.0));
+        assert!(!floors_agree(80.0, 140.0));
+        assert!(!floors_agree(430.0, 140.0));
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(&mut []).is_nan());

@@ -142,8 +142,8 @@ pub fn table(rows: &[Row]) -> String {
 }
 
 /// Each hako transport against the futex floor and each kernel mechanism
-/// at each size: the median over blocks of (hako block median / peer block
-/// median). Empty when there is nothing to compare.
+/// at each size: the median over blocks of (hako's block interquartile mean
+/// / the peer's). Empty when there is nothing to compare.
 pub fn comparison(rows: &[Row]) -> String {
     let has = |name: &str| {
         rows.iter()
@@ -373,8 +373,8 @@ fn json_num(x: f64) -> String {
 
 fn stats_json(s: &Stats) -> String {
     format!(
-        "{{\"count\": {}, \"min_ns\": {}, \"median_ns\": {}, \"p99_ns\": {}, \"p999_ns\": {}, \"max_ns\": {}, \"mean_ns\": {:.1}}}",
-        s.count, s.min, s.median, s.p99, s.p999, s.max, s.mean
+        "{{\"count\": {}, \"min_ns\": {}, \"median_ns\": {}, \"p99_ns\": {}, \"p999_ns\": {}, \"max_ns\": {}, \"mean_ns\": {:.1}, \"iqm_ns\": {:.1}}}",
+        s.count, s.min, s.median, s.p99, s.p999, s.max, s.mean, s.iqm
     )
 }
 

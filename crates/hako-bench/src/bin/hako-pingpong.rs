@@ -371,7 +371,7 @@ fn run_mode(
 
     println!(
         "round trips in µs over the stable blocks; /probes (the {}) and /futex = median \
-         over those blocks of (block median / the other's median next to it); cpu = user + \
+         over those blocks of (block interquartile mean / the other's next to it); cpu = user + \
          system µs per round trip of the leader and the follower; sleeps = their voluntary \
          context switches per round trip (both from getrusage)",
         floor_name(probe.row_name())

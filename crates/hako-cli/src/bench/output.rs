@@ -3,8 +3,8 @@
 //!
 //! Ping-pong columns (times in µs per round trip, over the blocks whose
 //! floor probes agreed): `median`, `p99`, `p99.9`, `mean`; `/floor` — the
-//! median over blocks of (this transport's block median / the floor probes'
-//! median next to it); `cpu lead` and `cpu foll` — CPU time (user + system)
+//! median over blocks of (this transport's block interquartile mean / the
+//! floor probes' next to it); `cpu lead` and `cpu foll` — CPU time (user + system)
 //! per round trip of the leader and of the follower; `probe` — the floor
 //! probes of the row, their level (`low` or `high`: this VM's floor flips
 //! between two) and how many blocks had agreeing probes.
@@ -684,7 +684,7 @@ pub fn machine() -> Value {
 fn stats_json(s: &hako_bench::harness::Stats) -> Value {
     json!({
         "count": s.count, "min_ns": s.min, "median_ns": s.median, "p99_ns": s.p99,
-        "p999_ns": s.p999, "max_ns": s.max, "mean_ns": s.mean,
+        "p999_ns": s.p999, "max_ns": s.max, "mean_ns": s.mean, "iqm_ns": s.iqm,
     })
 }
 
