@@ -266,11 +266,6 @@ impl Ticks {
         Self { tsc }
     }
 
-    /// Whether this clock is the time-stamp counter.
-    pub fn is_tsc(self) -> bool {
-        self.tsc
-    }
-
     /// The current count of ticks.
     #[inline(always)]
     pub fn now(self) -> u64 {
@@ -334,11 +329,13 @@ pub fn measure<L: Leader>(
         seq += 1;
         leader.round_trip(seq, || {
             let t1 = clock.now();
-            *s = t1.wrapping_sub(t0);
+            // Saturating: counters of different CPUs may disagree a little
+            // if the leader is not pinned and moves.
+            *s = t1.saturating_sub(t0);
             t0 = t1;
         })?;
     }
-    let (elapsed, ticks) = (start.elapsed(), clock.now().wrapping_sub(start_ticks));
+    let (elapsed, ticks) = (start.elapsed(), clock.now().saturating_sub(start_ticks));
     let cpu = CpuTime::now()?
         .since(cpu_before)
         .scaled(iterations, iterations + 1);
@@ -610,8 +607,9 @@ impl Session {
         Ok(reports)
     }
 
-    /// Runs one ping-pong row: `warmup` (at least one) untimed and `iterations` timed round
-    /// trips of `size`-byte messages through `transport`.
+    /// Runs one ping-pong row: `warmup` (at least one) untimed and
+    /// `iterations` timed round trips of `size`-byte messages through
+    /// `transport`.
     pub fn run<T: Transport>(
         &mut self,
         transport: &T,
