@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use crate::shm::SharedRegion;
-use crate::transport::{poll, Follower, Leader, RowSpec, Transport, Waiting};
+use crate::transport::{poll, prefetch, Follower, Leader, RowSpec, Transport, Waiting};
 use crate::Result;
 
 /// Bytes of the shared file (one page).
@@ -146,17 +146,6 @@ impl Transport for TwoLineFloor {
     }
 }
 
-/// Prefetches the line of `word` for reading.
-#[inline]
-fn prefetch(word: &std::sync::atomic::AtomicU64) {
-    // SAFETY: a prefetch only: it cannot fault and changes no memory.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-            word.as_ptr().cast::<i8>(),
-        );
-    }
-}
-
 /// Waits until the doorbell holds `want`, prefetching `payload` each look,
 /// then checks that `payload` holds `seq`.
 fn await_two_lines(
@@ -168,7 +157,7 @@ fn await_two_lines(
 ) -> Result<()> {
     let (word, payload) = (region.atomic_u64(0), region.atomic_u64(payload));
     poll(what, || {
-        prefetch(payload);
+        prefetch(payload.as_ptr().cast_const().cast());
         // ORDERING: Acquire; pairs with the sender's Release store of the
         // doorbell, which publishes the payload word.
         Ok((word.load(Ordering::Acquire) == want).then_some(()))

@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use crate::shm::SharedRegion;
-use crate::transport::{poll, tag, Follower, Leader, RowSpec, Transport, Waiting};
+use crate::transport::{poll, prefetch, tag, Follower, Leader, RowSpec, Transport, Waiting};
 use crate::Result;
 
 /// Slots per ring, and chunks in the pool.
@@ -187,12 +187,7 @@ impl Rx {
         let v = poll("a reference message", || {
             // The announced chunk's lines travel with the slot's.
             for p in ahead {
-                // SAFETY: a prefetch only (it cannot fault), of our mapping.
-                unsafe {
-                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                        p.cast::<i8>(),
-                    );
-                }
+                prefetch(p.cast_const());
             }
             // ORDERING: Acquire; pairs with the Release store in Tx::send.
             let v = slot.load(Ordering::Acquire);

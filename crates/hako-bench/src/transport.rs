@@ -237,8 +237,7 @@ impl RowSpec {
     /// The queue depth of a one-way row for a transport whose deepest queue
     /// is `most` messages: `most`, except in full mode, where at most
     /// [`FULL_IN_FLIGHT`] bytes of payload (and at least 2 messages, if
-    /// `most` allows) may be
-    /// in flight. Every byte of a full-mode payload is written and read, so
+    /// `most` allows) may be in flight. Every byte of a full-mode payload is written and read, so
     /// the messages in flight are the working set the caches must hold; a
     /// touch-mode message touches two cache lines whatever its size.
     pub fn stream_depth(&self, most: usize) -> usize {
@@ -356,6 +355,18 @@ static YIELD_WHEN_IDLE: AtomicBool = AtomicBool::new(false);
 pub fn set_yield_when_idle(on: bool) {
     // Relaxed: read by the same process only; no data is published by it.
     YIELD_WHEN_IDLE.store(on, Ordering::Relaxed);
+}
+
+/// Asks the CPU to fetch the cache line holding `p` for reading, without
+/// waiting for it: what a polling receiver does for the lines it expects to
+/// read next.
+#[inline(always)]
+pub fn prefetch(p: *const u8) {
+    // SAFETY: a prefetch is a hint: it cannot fault on any address and
+    // changes no memory.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
+    }
 }
 
 /// Busy-polls `f` until it yields a value; fails after [`PEER_TIMEOUT`]

@@ -205,6 +205,11 @@ impl Waiter<'_> {
         if spin != Some(Duration::ZERO) {
             let mut last_abort_check = began;
             let mut i: u32 = 0;
+            let per_clock = if spin.is_some() {
+                SPINS_PER_CLOCK
+            } else {
+                SPINS_PER_CLOCK_UNBOUNDED
+            };
             loop {
                 if let Some(r) = poll()? {
                     if adapt {
@@ -214,11 +219,6 @@ impl Waiter<'_> {
                 }
                 std::hint::spin_loop();
                 i = i.wrapping_add(1);
-                let per_clock = if spin.is_some() {
-                    SPINS_PER_CLOCK
-                } else {
-                    SPINS_PER_CLOCK_UNBOUNDED
-                };
                 if i % per_clock == 0 {
                     let now = Instant::now();
                     if deadline.is_some_and(|d| now >= d) {

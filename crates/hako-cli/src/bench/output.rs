@@ -297,6 +297,30 @@ fn rivals(row: &[Measured]) -> (Vec<&Measured>, &'static str) {
     (others, "other transport")
 }
 
+/// The summary line of busy-poll hako's round trip over `floor` at each
+/// size, with the worst; `None` if no size has the ratio.
+fn over_floor(
+    floor: &str,
+    payload: PayloadMode,
+    ratios: impl Iterator<Item = (usize, f64)>,
+) -> Option<String> {
+    let ratios: Vec<(usize, f64)> = ratios.collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    let worst = ratios.iter().map(|&(_, r)| r).fold(0.0, f64::max);
+    let parts: Vec<String> = ratios
+        .iter()
+        .map(|&(s, r)| format!("{} {}", format_size(s), format_ratio(Some(r))))
+        .collect();
+    Some(format!(
+        "hako (busy-poll) round trip / {floor}, {}: {} (worst {})",
+        payload.name(),
+        parts.join(", "),
+        format_ratio(Some(worst))
+    ))
+}
+
 /// The summary: hako against the floor, against the fastest peer, its
 /// throughput against the peers', and `full` mode against memory.
 pub fn summary(result: &SuiteResult) -> Vec<String> {
@@ -307,42 +331,22 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
             .iter()
             .filter(|r| r.payload == payload)
             .collect();
-        let hako: Vec<(usize, f64)> = rows
-            .iter()
-            .filter_map(|r| Some((r.row.size, r.row.get("hako")?.ratio)))
-            .collect();
-        if !hako.is_empty() && result.probe == "floor" {
-            let worst = hako.iter().map(|&(_, r)| r).fold(0.0, f64::max);
-            let parts: Vec<String> = hako
-                .iter()
-                .map(|&(s, r)| format!("{} {}", format_size(s), format_ratio(Some(r))))
-                .collect();
-            lines.push(format!(
-                "hako (busy-poll) round trip / cache-line floor, {}: {} (worst {})",
-                payload.name(),
-                parts.join(", "),
-                format_ratio(Some(worst))
+        if result.probe == "floor" {
+            lines.extend(over_floor(
+                "cache-line floor",
+                payload,
+                rows.iter()
+                    .filter_map(|r| Some((r.row.size, r.row.get("hako")?.ratio))),
             ));
         }
         // Against the two-line floor, where it was measured: what hako adds
         // to the least any descriptor-plus-payload handoff costs.
-        let two_line: Vec<(usize, f64)> = rows
-            .iter()
-            .filter_map(|r| Some((r.row.size, r.row.get("hako")?.vs("floor2")?)))
-            .collect();
-        if !two_line.is_empty() {
-            let worst = two_line.iter().map(|&(_, r)| r).fold(0.0, f64::max);
-            let parts: Vec<String> = two_line
-                .iter()
-                .map(|&(s, r)| format!("{} {}", format_size(s), format_ratio(Some(r))))
-                .collect();
-            lines.push(format!(
-                "hako (busy-poll) round trip / two-line floor (a descriptor line and a payload line each way), {}: {} (worst {})",
-                payload.name(),
-                parts.join(", "),
-                format_ratio(Some(worst))
-            ));
-        }
+        lines.extend(over_floor(
+            "two-line floor (a descriptor line and a payload line each way)",
+            payload,
+            rows.iter()
+                .filter_map(|r| Some((r.row.size, r.row.get("hako")?.vs("floor2")?))),
+        ));
         // Against the futex floor (shown as "-" where it was not measured),
         // and against busy-poll hako: back to back, the adaptive spin
         // should catch every answer.
