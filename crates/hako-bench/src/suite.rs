@@ -10,11 +10,13 @@
 //! 2. **ping-pong**, per payload mode and size: all transports together in
 //!    blocks between floor probes ([`blocks::measure_row`]), so their ratios
 //!    to the floor and to each other come from the same stretches of time;
-//! 3. **throughput** and **fan-out**, per payload mode, size and transport:
-//!    a floor probe, a calibration (growing runs), then [`StreamPlan::blocks`] runs of
+//! 3. **throughput** and **fan-out**, per payload mode and size: a floor
+//!    probe, a calibration of each transport (growing runs), then
+//!    [`StreamPlan::blocks`] rounds, each running every transport once, of
 //!    as many messages as fit [`StreamPlan::budget`] (within
-//!    [`StreamPlan::min_messages`]..=[`StreamPlan::max_messages`]); the row
-//!    reports the median run.
+//!    [`StreamPlan::min_messages`]..=[`StreamPlan::max_messages`]); a row
+//!    reports its median run, and ratios between transports are taken run
+//!    by run, within a round ([`paired_rate_ratio`]).
 //!
 //! Transports that cannot carry a size (POSIX message queues above
 //! `msgsize_max`) or a pattern (the floors are ping-pong only) are listed
@@ -323,18 +325,9 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
         };
         for &payload in &cfg.payloads {
             for &size in &cfg.sizes {
-                for &t in &rows {
-                    step(
-                        format!(
-                            "{} {} {} {}",
-                            pattern.name(),
-                            payload.name(),
-                            crate::report::format_size(size),
-                            t.row_name()
-                        ),
-                        progress,
-                    );
-                    let mut row = OneWayRow {
+                let mut cell: Vec<OneWayRow> = rows
+                    .iter()
+                    .map(|t| OneWayRow {
                         pattern,
                         payload,
                         size,
@@ -343,20 +336,12 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
                         skipped: t.row_skip_reason(size, pattern),
                         probe: None,
                         runs: Vec::new(),
-                    };
-                    if row.skipped.is_none() {
-                        measure_one_way(cfg, &mut session, probe, t, &mut row).map_err(|e| {
-                            format!(
-                                "{} through {}, {} mode, {}: {e}",
-                                pattern.name(),
-                                t.row_name(),
-                                payload.name(),
-                                crate::report::format_size(size)
-                            )
-                        })?;
-                    }
-                    result.one_way.push(row);
-                }
+                    })
+                    .collect();
+                measure_one_way(cfg, &mut session, probe, &rows, &mut cell, &mut |what| {
+                    step(what, progress)
+                })?;
+                result.one_way.extend(cell);
             }
         }
     }
@@ -369,28 +354,88 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
     Ok(result)
 }
 
+/// Measures one cell of the one-way tables: every transport of `rows` at
+/// one pattern, payload mode and size (`cell`, one row per transport, in
+/// the same order; skipped rows stay empty). A floor probe, then each
+/// transport's calibration, then [`StreamPlan::blocks`] rounds, each of
+/// which runs every transport once. This VM's one-way rates jump between
+/// levels from one second to the next, so the runs of different transports
+/// are interleaved: the runs with the same index were taken in the same
+/// stretch of time, and ratios between transports are taken run by run
+/// ([`paired_rate_ratio`]). Rounds alternate their order, so no transport
+/// always runs first after another.
 fn measure_one_way(
     cfg: &SuiteConfig,
     session: &mut Session,
     probe: &dyn RunRow,
-    t: &dyn RunRow,
-    row: &mut OneWayRow,
+    rows: &[&dyn RunRow],
+    cell: &mut [OneWayRow],
+    step: &mut dyn FnMut(String),
 ) -> Result<()> {
     let plan = &cfg.plan;
-    row.probe = Some(
-        probe
-            .run_row(
-                session,
-                8,
-                PayloadMode::Touch,
-                plan.probe_warmup,
-                plan.probe,
-            )?
-            .stats,
-    );
-    // Calibration: a transport that buffers looks fast while its buffers
-    // fill, so the count grows (×8) until a run takes a quarter of the
-    // budget or reaches the count its speed calls for.
+    let probed = probe
+        .run_row(
+            session,
+            8,
+            PayloadMode::Touch,
+            plan.probe_warmup,
+            plan.probe,
+        )?
+        .stats;
+    let context = |row: &OneWayRow, e: crate::BoxError| -> crate::BoxError {
+        format!(
+            "{} through {}, {} mode, {}: {e}",
+            row.pattern.name(),
+            row.transport,
+            row.payload.name(),
+            crate::report::format_size(row.size)
+        )
+        .into()
+    };
+    let mut specs: Vec<Option<OneWay>> = Vec::with_capacity(rows.len());
+    for (t, row) in rows.iter().zip(cell.iter_mut()) {
+        step(format!(
+            "{} {} {} {}",
+            row.pattern.name(),
+            row.payload.name(),
+            crate::report::format_size(row.size),
+            row.transport
+        ));
+        if row.skipped.is_some() {
+            specs.push(None);
+            continue;
+        }
+        row.probe = Some(probed);
+        let spec = calibrate(cfg, session, *t, row).map_err(|e| context(row, e))?;
+        specs.push(Some(spec));
+    }
+    for round in 0..cfg.stream.blocks.max(1) {
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..rows.len()).collect()
+        } else {
+            (0..rows.len()).rev().collect()
+        };
+        for i in order {
+            if let Some(spec) = specs[i] {
+                let run = rows[i]
+                    .run_one_way(session, spec)
+                    .map_err(|e| context(&cell[i], e))?;
+                cell[i].runs.push(run);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The run of `t` for `row`: a transport that buffers looks fast while its
+/// buffers fill, so the count grows (×8) until a run takes a quarter of the
+/// budget or reaches the count its speed calls for.
+fn calibrate(
+    cfg: &SuiteConfig,
+    session: &mut Session,
+    t: &dyn RunRow,
+    row: &OneWayRow,
+) -> Result<OneWay> {
     let mut spec = OneWay {
         pattern: row.pattern,
         payload: row.payload,
@@ -414,10 +459,29 @@ fn measure_one_way(
     spec.warmup = (spec.messages / 10)
         .clamp(1, 100)
         .max(t.row_one_way_warmup(row.size));
-    for _ in 0..cfg.stream.blocks.max(1) {
-        row.runs.push(t.run_one_way(session, spec)?);
+    Ok(spec)
+}
+
+/// `a`'s rate over `b`'s, taken run by run (runs with the same index ran
+/// in the same round of [`measure_one_way`]) and the median of those
+/// ratios; `None` if either has no runs.
+pub fn paired_rate_ratio(a: &OneWayRow, b: &OneWayRow) -> Option<f64> {
+    let mut ratios: Vec<f64> = a
+        .runs
+        .iter()
+        .zip(&b.runs)
+        .map(|(x, y)| x.messages_per_s() / y.messages_per_s().max(1e-9))
+        .collect();
+    if ratios.is_empty() {
+        return None;
     }
-    Ok(())
+    ratios.sort_by(f64::total_cmp);
+    let n = ratios.len();
+    Some(if n % 2 == 1 {
+        ratios[n / 2]
+    } else {
+        (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+    })
 }
 
 /// The CPUs to pin to by default: the first two this process may use (the
@@ -453,5 +517,56 @@ mod tests {
         assert_eq!(plan.messages_for(1 << 20, 4_000_000), 250);
         assert_eq!(floor_level(130), "low");
         assert_eq!(floor_level(420), "high");
+    }
+
+    /// A throughput row of `transport` whose runs took `elapsed_ms` each for
+    /// 1000 messages (so 1 ms is 1 M messages/s).
+    pub(crate) fn one_way_row(transport: &'static str, elapsed_ms: &[u64]) -> OneWayRow {
+        let spec = OneWay {
+            pattern: Pattern::Throughput,
+            payload: PayloadMode::Touch,
+            size: 1 << 20,
+            followers: 1,
+            warmup: 0,
+            messages: 1000,
+        };
+        OneWayRow {
+            pattern: spec.pattern,
+            payload: spec.payload,
+            size: spec.size,
+            followers: 1,
+            transport,
+            skipped: None,
+            probe: None,
+            runs: elapsed_ms
+                .iter()
+                .map(|&ms| OneWayResult {
+                    transport,
+                    spec,
+                    elapsed_ns: ms * 1_000_000 / 1000,
+                    leader_cpu: Default::default(),
+                    follower_cpu: Default::default(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn rates_are_compared_run_by_run() {
+        // Round 2 ran while the machine was slow for both: the medians
+        // (2 and 0.5 M/s) would say 4x, the rounds say 4x, 10x and 5x.
+        let a = one_way_row("a", &[50, 100, 40]);
+        let b = one_way_row("b", &[200, 1000, 200]);
+        let rate = |r: &OneWayRow| r.median_run().unwrap().messages_per_s();
+        assert!((rate(&a) / rate(&b) - 4.0).abs() < 1e-9);
+        let r = paired_rate_ratio(&a, &b).unwrap();
+        assert!((r - 5.0).abs() < 1e-9, "{r}");
+        assert!((paired_rate_ratio(&b, &a).unwrap() - 0.2).abs() < 1e-9);
+        // An even count takes the mean of the middle two; runs beyond the
+        // other row's count are not paired.
+        let c = one_way_row("c", &[100, 100, 100, 100, 7]);
+        let d = one_way_row("d", &[100, 200, 300, 400]);
+        assert!((paired_rate_ratio(&c, &d).unwrap() - 2.5).abs() < 1e-9);
+        assert_eq!(paired_rate_ratio(&c, &one_way_row("e", &[])), None);
     }
 }

@@ -141,6 +141,19 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
                     if row["skipped"].is_null() {
                         assert!(row["messages_per_s"].as_f64().unwrap() > 0.0, "{row}");
                         assert!(row["probe"]["stats"]["median_ns"].is_number(), "{row}");
+                        // Its rate over every other transport measured in
+                        // the same cell, run by run.
+                        let others = one_way.iter().filter(|o| {
+                            o["pattern"] == pattern
+                                && o["payload"] == payload
+                                && o["size"] == size
+                                && o["skipped"].is_null()
+                                && o["transport"] != t.as_str()
+                        });
+                        for o in others {
+                            let name = o["transport"].as_str().unwrap();
+                            assert!(row["vs"][name].as_f64().unwrap() > 0.0, "{name}: {row}");
+                        }
                     } else {
                         // The floors measure ping-pong only; shmipc's
                         // one-way rows are skipped (see its module).

@@ -99,7 +99,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub warmup: Option<u64>,
     /// Blocks per row: ping-pong blocks between floor probes [default: 4;
-    /// --quick: 2], and one-way runs (at most 3).
+    /// --quick: 2], and one-way rounds, each running every transport once
+    /// (at most 3).
     #[arg(long)]
     pub blocks: Option<u32>,
     /// Time per block and transport that the round trips or messages are

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use hako_bench::blocks::Measured;
 use hako_bench::report::{format_ratio, format_size};
 use hako_bench::select::PEER_NAMES;
-use hako_bench::suite::{floor_level, OneWayRow, PingPongRow, SuiteResult};
+use hako_bench::suite::{floor_level, paired_rate_ratio, OneWayRow, PingPongRow, SuiteResult};
 use hako_bench::transport::{Pattern, PayloadMode};
 
 use super::RunInfo;
@@ -421,40 +421,47 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
                     .iter()
                     .filter(|r| r.pattern == pattern && r.payload == payload && r.size == size)
                     .collect();
-                let rate_of = |name: &str| {
-                    rows.iter()
-                        .find(|r| r.transport == name)
-                        .and_then(|r| r.median_run())
-                        .map(|m| m.messages_per_s())
+                let Some(hako) = rows.iter().find(|r| r.transport == "hako") else {
+                    continue;
                 };
-                let Some(h) = rate_of("hako") else { continue };
-                let mut rival: Vec<(&str, f64)> = rows
+                let Some(h) = hako.median_run().map(|m| m.messages_per_s()) else {
+                    continue;
+                };
+                let rated = |r: &&&OneWayRow| r.median_run().is_some();
+                let mut rival: Vec<&OneWayRow> = rows
                     .iter()
                     .filter(|r| PEER_NAMES.contains(&r.transport))
-                    .filter_map(|r| Some((r.transport, r.median_run()?.messages_per_s())))
+                    .filter(rated)
+                    .copied()
                     .collect();
                 if rival.is_empty() {
                     kind = "other transport";
                     rival = rows
                         .iter()
                         .filter(|r| !r.transport.starts_with("hako"))
-                        .filter_map(|r| Some((r.transport, r.median_run()?.messages_per_s())))
+                        .filter(rated)
+                        .copied()
                         .collect();
                 }
-                let Some(&(name, best)) = rival.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {
+                let rate_of = |r: &OneWayRow| r.median_run().map_or(0.0, |m| m.messages_per_s());
+                let Some(best) = rival
+                    .iter()
+                    .max_by(|a, b| rate_of(a).total_cmp(&rate_of(b)))
+                else {
                     continue;
                 };
                 parts.push(format!(
-                    "{} {} msg/s = {} {name} ({} msg/s)",
+                    "{} {} msg/s = {} {} ({} msg/s)",
                     format_size(size),
                     rate(h),
-                    format_ratio(Some(h / best.max(1e-9))),
-                    rate(best)
+                    format_ratio(paired_rate_ratio(hako, best)),
+                    best.transport,
+                    rate(rate_of(best))
                 ));
             }
             if !parts.is_empty() {
                 lines.push(format!(
-                    "hako {} / fastest {kind}, {} (above 1x hako is faster): {}",
+                    "hako {} / fastest {kind}, {} (run by run; above 1x hako is faster): {}",
                     pattern.name(),
                     payload.name(),
                     parts.join("; ")
@@ -553,27 +560,27 @@ pub fn goals(result: &SuiteResult) -> Vec<String> {
     // Throughput against iceoryx2 is a goal in touch mode only: in full mode
     // both write and read every byte, so both are bound by memory bandwidth
     // (the summary shows that ratio, and the next goal judges full mode).
-    let rate_of = |name: &str| {
-        result
-            .one_way
-            .iter()
-            .find(|r| {
-                r.pattern == Pattern::Throughput
-                    && r.payload == PayloadMode::Touch
-                    && r.size == 1 << 20
-                    && r.transport == name
-            })
-            .and_then(|r| r.median_run())
-            .map(|m| m.messages_per_s())
+    let row_of = |name: &str| {
+        result.one_way.iter().find(|r| {
+            r.pattern == Pattern::Throughput
+                && r.payload == PayloadMode::Touch
+                && r.size == 1 << 20
+                && r.transport == name
+        })
     };
-    if let (Some(h), Some(i)) = (rate_of("hako"), rate_of("iceoryx2")) {
-        lines.push(format!(
-            "goal: hako throughput of 1 MiB messages at least 5x iceoryx2's (touch): {} ({} vs {} msg/s = {})",
-            verdict(h >= 5.0 * i),
-            rate(h),
-            rate(i),
-            format_ratio(Some(h / i.max(1e-9)))
-        ));
+    if let (Some(h), Some(i)) = (row_of("hako"), row_of("iceoryx2")) {
+        let rate_of = |r: &OneWayRow| r.median_run().map(|m| m.messages_per_s());
+        if let (Some(ratio), Some(hr), Some(ir)) = (paired_rate_ratio(h, i), rate_of(h), rate_of(i))
+        {
+            lines.push(format!(
+                "goal: hako throughput of 1 MiB messages at least 5x iceoryx2's (touch): {} \
+                 ({} vs {} msg/s, medians; {} run by run)",
+                verdict(ratio >= 5.0),
+                rate(hr),
+                rate(ir),
+                format_ratio(Some(ratio))
+            ));
+        }
     }
     // Full-mode latency for large payloads: a round trip writes and reads
     // the payload twice, each time written on one CPU and read on the other,
@@ -701,6 +708,60 @@ fn cpu_json(cpu: hako_bench::cpu::CpuTime, n: u64) -> Value {
     })
 }
 
+/// The one-way rows, for the JSON output: each with its runs and its rate
+/// against every other transport of its cell, run by run.
+fn one_way_json(result: &SuiteResult) -> Vec<Value> {
+    result
+        .one_way
+        .iter()
+        .map(|r| {
+            let runs: Vec<Value> = r
+                .runs
+                .iter()
+                .map(|m| {
+                    json!({
+                        "messages": m.spec.messages,
+                        "elapsed_ns": m.elapsed_ns,
+                        "messages_per_s": m.messages_per_s(),
+                        "bytes_per_s": m.bytes_per_s(),
+                        "cpu_per_message": {
+                            "sender": cpu_json(m.leader_cpu, m.spec.messages),
+                            "receivers": cpu_json(m.follower_cpu, m.spec.messages),
+                        },
+                    })
+                })
+                .collect();
+            let median = r.median_run();
+            // This row's rate over every other transport's of its cell,
+            // run by run (see paired_rate_ratio).
+            let vs: serde_json::Map<String, Value> = result
+                .one_way
+                .iter()
+                .filter(|o| {
+                    o.pattern == r.pattern
+                        && o.payload == r.payload
+                        && o.size == r.size
+                        && o.transport != r.transport
+                })
+                .filter_map(|o| Some((o.transport.to_owned(), json!(paired_rate_ratio(r, o)?))))
+                .collect();
+            json!({
+                "pattern": r.pattern.name(),
+                "payload": r.payload.name(),
+                "size": r.size,
+                "followers": r.followers,
+                "transport": r.transport,
+                "skipped": r.skipped,
+                "probe": r.probe.map(|p| json!({"stats": stats_json(&p), "level": floor_level(p.median)})),
+                "messages_per_s": median.map(|m| m.messages_per_s()),
+                "bytes_per_s": median.map(|m| m.bytes_per_s()),
+                "vs": vs,
+                "runs": runs,
+            })
+        })
+        .collect()
+}
+
 /// Every figure, the settings and the machine.
 pub fn json(result: &SuiteResult, info: &RunInfo) -> Value {
     let ping_pong: Vec<Value> = result
@@ -742,41 +803,7 @@ pub fn json(result: &SuiteResult, info: &RunInfo) -> Value {
             })
         })
         .collect();
-    let one_way: Vec<Value> = result
-        .one_way
-        .iter()
-        .map(|r| {
-            let runs: Vec<Value> = r
-                .runs
-                .iter()
-                .map(|m| {
-                    json!({
-                        "messages": m.spec.messages,
-                        "elapsed_ns": m.elapsed_ns,
-                        "messages_per_s": m.messages_per_s(),
-                        "bytes_per_s": m.bytes_per_s(),
-                        "cpu_per_message": {
-                            "sender": cpu_json(m.leader_cpu, m.spec.messages),
-                            "receivers": cpu_json(m.follower_cpu, m.spec.messages),
-                        },
-                    })
-                })
-                .collect();
-            let median = r.median_run();
-            json!({
-                "pattern": r.pattern.name(),
-                "payload": r.payload.name(),
-                "size": r.size,
-                "followers": r.followers,
-                "transport": r.transport,
-                "skipped": r.skipped,
-                "probe": r.probe.map(|p| json!({"stats": stats_json(&p), "level": floor_level(p.median)})),
-                "messages_per_s": median.map(|m| m.messages_per_s()),
-                "bytes_per_s": median.map(|m| m.bytes_per_s()),
-                "runs": runs,
-            })
-        })
-        .collect();
+    let one_way = one_way_json(result);
     let memory: Vec<Value> = result
         .memory
         .iter()
@@ -898,6 +925,69 @@ mod tests {
         );
         // No throughput rows measured: no throughput goal.
         assert!(!g.contains("throughput"), "{g}");
+    }
+
+    /// A 1 MiB touch throughput row of `transport` whose runs moved 1000
+    /// messages in `elapsed_ms` each (1 ms is 1 M messages/s).
+    fn one_way(transport: &'static str, elapsed_ms: &[u64]) -> OneWayRow {
+        use hako_bench::harness::{OneWay, OneWayResult};
+        let spec = OneWay {
+            pattern: Pattern::Throughput,
+            payload: PayloadMode::Touch,
+            size: 1 << 20,
+            followers: 1,
+            warmup: 0,
+            messages: 1000,
+        };
+        OneWayRow {
+            pattern: spec.pattern,
+            payload: spec.payload,
+            size: spec.size,
+            followers: 1,
+            transport,
+            skipped: None,
+            probe: None,
+            runs: elapsed_ms
+                .iter()
+                .map(|&ms| OneWayResult {
+                    transport,
+                    spec,
+                    elapsed_ns: ms * 1000,
+                    leader_cpu: Default::default(),
+                    follower_cpu: Default::default(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn throughput_is_judged_run_by_run() {
+        // The second round ran while the machine was slow for both: the
+        // medians (20 M and 5 M/s) say 4x, the rounds 4x, 10x and 5x.
+        let mut r = result(190, 0.25, 66_000);
+        r.one_way = vec![
+            one_way("hako", &[50, 100, 40]),
+            one_way("iceoryx2", &[200, 1000, 200]),
+        ];
+        let g = goals(&r).join("\n");
+        assert!(
+            g.contains("at least 5x iceoryx2's (touch): met (20.00M vs 5.00M msg/s, medians; 5.00x run by run)"),
+            "{g}"
+        );
+        let s = summary(&r).join("\n");
+        assert!(
+            s.contains("hako throughput / fastest peer, touch (run by run; above 1x hako is faster): 1 MiB 20.00M msg/s = 5.00x iceoryx2 (5.00M msg/s)"),
+            "{s}"
+        );
+        r.one_way[1] = one_way("iceoryx2", &[200, 400, 200]);
+        let g = goals(&r).join("\n");
+        assert!(
+            g.contains("(touch): NOT met (20.00M vs 5.00M msg/s, medians; 4.00x run by run)"),
+            "{g}"
+        );
+        let json = Value::Array(one_way_json(&r));
+        assert_eq!(json[0]["vs"]["iceoryx2"], 4.0, "{json}");
+        assert_eq!(json[1]["vs"]["hako"], 0.25, "{json}");
     }
 
     #[test]
