@@ -15,6 +15,7 @@ use crate::core::layout::{
 use crate::core::park::{full_barrier, Kernel, WakeBlock};
 use crate::core::pool::{ChunkBook, Outstanding};
 use crate::core::ring::{Corrupted, Producer, Push, Returns, Submission};
+use crate::core::sync::prefetch_write;
 use crate::node::{new_id, node_is_alive};
 use crate::os::fifo;
 use crate::os::futex::OsKernel;
@@ -328,6 +329,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             buffer,
             max_loans: max_loans as usize,
             max_len: self.max_slice_len as usize,
+            elem_size: payload.size,
             geo,
             port_id,
             index,
@@ -409,6 +411,8 @@ pub(crate) struct PublisherInner {
     buffer: u64,
     max_loans: usize,
     max_len: usize,
+    /// Bytes per payload element.
+    elem_size: u64,
     geo: SegmentGeometry,
     port_id: u64,
     index: usize,
@@ -912,7 +916,37 @@ impl PubState {
         c.loans.store(self.loaned as u64, Ordering::Relaxed);
         c.free_chunks
             .store(self.book.free_count() as u64, Ordering::Relaxed);
+        self.prepare_next(p, len);
         n
+    }
+
+    /// While a stream runs ahead of its subscriber (two or more samples
+    /// outstanding on the first connection), starts taking ownership of the
+    /// lines the next loan will most likely write: the first and last line
+    /// of a payload as long as this one, in the chunk on top of the free
+    /// stack. The subscriber read them when that chunk last went round, so
+    /// each store would otherwise wait for its CPU to give the line up, one
+    /// after the other. Not done in step (ping-pong), where the subscriber
+    /// prefetches that very chunk for reading while it waits and the two
+    /// would fight over its lines. A hint only.
+    #[inline]
+    fn prepare_next(&self, p: &PublisherInner, len: u64) {
+        let Some(&j) = self.active.first() else {
+            return;
+        };
+        if self.conns[j].outstanding.count() < 2 {
+            return;
+        }
+        if let Some(next) = self.book.top() {
+            let first = p.payload_ptr(next);
+            let last = (len.saturating_mul(p.elem_size))
+                .clamp(1, p.geo.chunk_size)
+                .saturating_sub(1);
+            prefetch_write(first);
+            // wrapping_add: only an address for the prefetch, never
+            // dereferenced; `last` is below the chunk's size in any case.
+            prefetch_write(first.wrapping_add(last as usize));
+        }
     }
 
     fn give_back(&mut self, idx: u32) {
