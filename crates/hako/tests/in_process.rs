@@ -555,3 +555,67 @@ fn inspection_shows_nodes_ports_and_counters() {
     assert!(inspect::services(&cfg).unwrap().is_empty());
     std::fs::remove_dir(&cfg.root).unwrap();
 }
+
+/// Large samples exchanged in step (send, receive, drop, send again): a
+/// publisher that fills them slowly loans the chunk it sent last again once
+/// it came back, so the exchange stays in one chunk's worth of cache; one
+/// that fills them quickly cycles through chunks (it does not wait to
+/// learn whether the last one came back); a chunk still held is never
+/// loaned again.
+#[test]
+fn large_samples_filled_slowly_in_step_reuse_their_chunk() {
+    const LEN: usize = 4 << 20;
+    let cfg = config("reuse");
+    let node = NodeBuilder::new().config(&cfg).create().unwrap();
+    let svc = node
+        .service_builder(&"large".try_into().unwrap())
+        .publish_subscribe::<[u8]>()
+        .subscriber_max_buffer_size(2)
+        .open_or_create()
+        .unwrap();
+    let publisher = svc.publisher_builder().max_slice_len(LEN).create().unwrap();
+    let sub = svc.subscriber_builder().create().unwrap();
+    // One exchange of a `len`-byte sample filled over `fill` or more;
+    // returns the address of the chunk loaned, and the sample if `keep`.
+    let exchange = |seq: u8, len: usize, fill: std::time::Duration, keep: bool| {
+        let mut s = publisher.loan_slice_uninit(len).unwrap();
+        let addr = s.payload_mut().as_ptr() as usize;
+        let s = s.write_from_fn(|i| seq.wrapping_add(i as u8));
+        std::thread::sleep(fill);
+        assert_eq!(s.send(), 1);
+        let got = sub.receive().unwrap().unwrap();
+        assert!((0..len)
+            .step_by(4093)
+            .all(|i| got[i] == seq.wrapping_add(i as u8)));
+        (addr, keep.then_some(got))
+    };
+    let quick = std::time::Duration::ZERO;
+    let slow = std::time::Duration::from_millis(2);
+    let quick_chunks: std::collections::HashSet<usize> =
+        (0..40).map(|i| exchange(i, 64, quick, false).0).collect();
+    assert!(quick_chunks.len() >= 2, "{quick_chunks:?}");
+    // One loan in 16 is timed: within 16 slow fills, every loan gets the
+    // chunk sent last.
+    for i in 40..56 {
+        exchange(i, LEN, slow, false);
+    }
+    let slow_chunks: Vec<usize> = (56..60).map(|i| exchange(i, LEN, slow, false).0).collect();
+    assert!(
+        slow_chunks.iter().all(|&a| a == slow_chunks[0]),
+        "{slow_chunks:?}"
+    );
+    // Held by the subscriber: never loaned while held, and intact.
+    let (held_at, held) = exchange(60, LEN, slow, true);
+    let held = held.unwrap();
+    assert_eq!(held_at, slow_chunks[0]);
+    for i in 61..70 {
+        let (addr, _) = exchange(i, LEN, slow, false);
+        assert_ne!(addr, held_at);
+    }
+    assert!((0..LEN)
+        .step_by(4093)
+        .all(|i| held[i] == 60u8.wrapping_add(i as u8)));
+    drop(held);
+    let back: Vec<usize> = (70..75).map(|i| exchange(i, LEN, slow, false).0).collect();
+    assert!(back[1..].iter().all(|&a| a == back[0]), "{back:?}");
+}

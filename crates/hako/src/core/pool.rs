@@ -132,6 +132,16 @@ impl Outstanding {
         self.count
     }
 
+    /// The return stamp `idx` was delivered with, if it is outstanding.
+    #[inline]
+    pub fn stamp(&self, idx: u32) -> Option<u64> {
+        if self.contains(idx) {
+            self.stamps.get(idx as usize).copied()
+        } else {
+            None
+        }
+    }
+
     /// Whether `idx` is outstanding.
     pub fn contains(&self, idx: u32) -> bool {
         let (w, b) = ((idx / 64) as usize, idx % 64);
@@ -273,6 +283,11 @@ mod tests {
         assert!(!o.remove(4));
         assert!(!o.remove(u32::MAX));
         assert!(o.contains(69));
+        assert_eq!(
+            (o.stamp(69), o.stamp(3), o.stamp(4)),
+            (Some(2), Some(1), None)
+        );
+        assert_eq!(o.stamp(70_000), None);
         assert_eq!(o.count(), 2);
         let mut seen = Vec::new();
         o.drain(|i| seen.push(i));
