@@ -678,8 +678,13 @@ impl PubState {
     /// is the chunk sent before this one, which a subscriber keeping pace
     /// has returned by then; with a full history, the sample it evicts;
     /// otherwise the top of the free list. Right every time for subscribers
-    /// that keep pace with a publisher loaning one sample at a time; a wrong
-    /// guess costs a subscriber a wasted prefetch.
+    /// that keep pace with a publisher loaning one sample at a time, except
+    /// while a publisher of large chunks fills slowly and loans the chunk
+    /// sent last again (see `FillClock`): there the guess is left wrong on
+    /// purpose, so the subscriber does not take that chunk's return word
+    /// for writing while the publisher reads it, and two prefetched lines
+    /// are nothing beside megabytes of payload. A wrong guess costs a
+    /// subscriber a wasted prefetch.
     #[inline]
     fn upcoming(&self, p: &PublisherInner, j: usize) -> Option<u32> {
         let takes_back = self.conns[j].outstanding.count() as u64 + 2 >= p.buffer;
