@@ -462,6 +462,40 @@ fn calibrate(
     Ok(spec)
 }
 
+/// A 1 MiB touch-mode throughput row of `transport` whose runs each moved
+/// 1000 messages in `elapsed_us` microseconds (50 µs is 20 M messages/s):
+/// for tests of what is computed from rows.
+#[doc(hidden)]
+pub fn example_row(transport: &'static str, elapsed_us: &[u64]) -> OneWayRow {
+    let spec = OneWay {
+        pattern: Pattern::Throughput,
+        payload: PayloadMode::Touch,
+        size: 1 << 20,
+        followers: 1,
+        warmup: 0,
+        messages: 1000,
+    };
+    OneWayRow {
+        pattern: spec.pattern,
+        payload: spec.payload,
+        size: spec.size,
+        followers: 1,
+        transport,
+        skipped: None,
+        probe: None,
+        runs: elapsed_us
+            .iter()
+            .map(|&us| OneWayResult {
+                transport,
+                spec,
+                elapsed_ns: us * 1000,
+                leader_cpu: Default::default(),
+                follower_cpu: Default::default(),
+            })
+            .collect(),
+    }
+}
+
 /// `a`'s rate over `b`'s, taken run by run (runs with the same index ran
 /// in the same round of [`measure_one_way`]) and the median of those
 /// ratios; `None` if either has no runs.
@@ -519,44 +553,12 @@ mod tests {
         assert_eq!(floor_level(420), "high");
     }
 
-    /// A throughput row of `transport` whose runs took `elapsed_ms` each for
-    /// 1000 messages (so 1 ms is 1 M messages/s).
-    pub(crate) fn one_way_row(transport: &'static str, elapsed_ms: &[u64]) -> OneWayRow {
-        let spec = OneWay {
-            pattern: Pattern::Throughput,
-            payload: PayloadMode::Touch,
-            size: 1 << 20,
-            followers: 1,
-            warmup: 0,
-            messages: 1000,
-        };
-        OneWayRow {
-            pattern: spec.pattern,
-            payload: spec.payload,
-            size: spec.size,
-            followers: 1,
-            transport,
-            skipped: None,
-            probe: None,
-            runs: elapsed_ms
-                .iter()
-                .map(|&ms| OneWayResult {
-                    transport,
-                    spec,
-                    elapsed_ns: ms * 1_000_000 / 1000,
-                    leader_cpu: Default::default(),
-                    follower_cpu: Default::default(),
-                })
-                .collect(),
-        }
-    }
-
     #[test]
     fn rates_are_compared_run_by_run() {
         // Round 2 ran while the machine was slow for both: the medians
-        // (2 and 0.5 M/s) would say 4x, the rounds say 4x, 10x and 5x.
-        let a = one_way_row("a", &[50, 100, 40]);
-        let b = one_way_row("b", &[200, 1000, 200]);
+        // (20 M and 5 M/s) would say 4x, the rounds say 4x, 10x and 5x.
+        let a = example_row("a", &[50, 100, 40]);
+        let b = example_row("b", &[200, 1000, 200]);
         let rate = |r: &OneWayRow| r.median_run().unwrap().messages_per_s();
         assert!((rate(&a) / rate(&b) - 4.0).abs() < 1e-9);
         let r = paired_rate_ratio(&a, &b).unwrap();
@@ -564,9 +566,9 @@ mod tests {
         assert!((paired_rate_ratio(&b, &a).unwrap() - 0.2).abs() < 1e-9);
         // An even count takes the mean of the middle two; runs beyond the
         // other row's count are not paired.
-        let c = one_way_row("c", &[100, 100, 100, 100, 7]);
-        let d = one_way_row("d", &[100, 200, 300, 400]);
+        let c = example_row("c", &[100, 100, 100, 100, 7]);
+        let d = example_row("d", &[100, 200, 300, 400]);
         assert!((paired_rate_ratio(&c, &d).unwrap() - 2.5).abs() < 1e-9);
-        assert_eq!(paired_rate_ratio(&c, &one_way_row("e", &[])), None);
+        assert_eq!(paired_rate_ratio(&c, &example_row("e", &[])), None);
     }
 }

@@ -850,6 +850,7 @@ mod tests {
     use super::*;
     use hako_bench::blocks::Row;
     use hako_bench::harness::Stats;
+    use hako_bench::suite::example_row;
     use hako_bench::suite::MemoryFigure;
 
     fn stats(median: u64) -> Stats {
@@ -927,47 +928,14 @@ mod tests {
         assert!(!g.contains("throughput"), "{g}");
     }
 
-    /// A 1 MiB touch throughput row of `transport` whose runs moved 1000
-    /// messages in `elapsed_ms` each (1 ms is 1 M messages/s).
-    fn one_way(transport: &'static str, elapsed_ms: &[u64]) -> OneWayRow {
-        use hako_bench::harness::{OneWay, OneWayResult};
-        let spec = OneWay {
-            pattern: Pattern::Throughput,
-            payload: PayloadMode::Touch,
-            size: 1 << 20,
-            followers: 1,
-            warmup: 0,
-            messages: 1000,
-        };
-        OneWayRow {
-            pattern: spec.pattern,
-            payload: spec.payload,
-            size: spec.size,
-            followers: 1,
-            transport,
-            skipped: None,
-            probe: None,
-            runs: elapsed_ms
-                .iter()
-                .map(|&ms| OneWayResult {
-                    transport,
-                    spec,
-                    elapsed_ns: ms * 1000,
-                    leader_cpu: Default::default(),
-                    follower_cpu: Default::default(),
-                })
-                .collect(),
-        }
-    }
-
     #[test]
     fn throughput_is_judged_run_by_run() {
         // The second round ran while the machine was slow for both: the
         // medians (20 M and 5 M/s) say 4x, the rounds 4x, 10x and 5x.
         let mut r = result(190, 0.25, 66_000);
         r.one_way = vec![
-            one_way("hako", &[50, 100, 40]),
-            one_way("iceoryx2", &[200, 1000, 200]),
+            example_row("hako", &[50, 100, 40]),
+            example_row("iceoryx2", &[200, 1000, 200]),
         ];
         let g = goals(&r).join("\n");
         assert!(
@@ -979,7 +947,7 @@ mod tests {
             s.contains("hako throughput / fastest peer, touch (run by run; above 1x hako is faster): 1 MiB 20.00M msg/s = 5.00x iceoryx2 (5.00M msg/s)"),
             "{s}"
         );
-        r.one_way[1] = one_way("iceoryx2", &[200, 400, 200]);
+        r.one_way[1] = example_row("iceoryx2", &[200, 400, 200]);
         let g = goals(&r).join("\n");
         assert!(
             g.contains("(touch): NOT met (20.00M vs 5.00M msg/s, medians; 4.00x run by run)"),
