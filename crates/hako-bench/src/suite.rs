@@ -119,7 +119,8 @@ pub struct OneWayRow {
     pub transport: &'static str,
     /// Why the row was not measured, if it was not.
     pub skipped: Option<String>,
-    /// The floor probe taken just before the row (round trips).
+    /// The floor probe taken before the row's cell, all transports at this
+    /// pattern, payload mode and size (round trips).
     pub probe: Option<Stats>,
     /// Every run, in order.
     pub runs: Vec<OneWayResult>,
@@ -373,15 +374,6 @@ fn measure_one_way(
     step: &mut dyn FnMut(String),
 ) -> Result<()> {
     let plan = &cfg.plan;
-    let probed = probe
-        .run_row(
-            session,
-            8,
-            PayloadMode::Touch,
-            plan.probe_warmup,
-            plan.probe,
-        )?
-        .stats;
     let context = |row: &OneWayRow, e: crate::BoxError| -> crate::BoxError {
         format!(
             "{} through {}, {} mode, {}: {e}",
@@ -392,15 +384,35 @@ fn measure_one_way(
         )
         .into()
     };
-    let mut specs: Vec<Option<OneWay>> = Vec::with_capacity(rows.len());
-    for (t, row) in rows.iter().zip(cell.iter_mut()) {
-        step(format!(
+    let label = |row: &OneWayRow| {
+        format!(
             "{} {} {} {}",
             row.pattern.name(),
             row.payload.name(),
             crate::report::format_size(row.size),
             row.transport
-        ));
+        )
+    };
+    let Some(first) = cell.iter().find(|r| r.skipped.is_none()) else {
+        // Nothing to measure here: no probe either.
+        for row in cell.iter() {
+            step(label(row));
+        }
+        return Ok(());
+    };
+    let probed = probe
+        .run_row(
+            session,
+            8,
+            PayloadMode::Touch,
+            plan.probe_warmup,
+            plan.probe,
+        )
+        .map_err(|e| context(first, format!("the floor probe: {e}").into()))?
+        .stats;
+    let mut specs: Vec<Option<OneWay>> = Vec::with_capacity(rows.len());
+    for (t, row) in rows.iter().zip(cell.iter_mut()) {
+        step(label(row));
         if row.skipped.is_some() {
             specs.push(None);
             continue;

@@ -422,6 +422,8 @@ impl FillClock {
         self.countdown -= 1;
     }
 
+    /// With several samples loaned at once this times the measured loan to
+    /// whichever send comes next: a rough figure, which is all it needs.
     #[inline]
     fn on_send(&mut self) {
         if let Some(t) = self.started.take() {
@@ -680,11 +682,11 @@ impl PubState {
     /// otherwise the top of the free list. Right every time for subscribers
     /// that keep pace with a publisher loaning one sample at a time, except
     /// while a publisher of large chunks fills slowly and loans the chunk
-    /// sent last again (see `FillClock`): there the guess is left wrong on
-    /// purpose, so the subscriber does not take that chunk's return word
-    /// for writing while the publisher reads it, and two prefetched lines
-    /// are nothing beside megabytes of payload. A wrong guess costs a
-    /// subscriber a wasted prefetch.
+    /// sent last again (see `FillClock`): with a queue of two the guess is
+    /// right there too (the chunk sent before this one is this one), with a
+    /// deeper queue it is not; either way two prefetched lines are nothing
+    /// beside megabytes of payload. A wrong guess costs a subscriber a
+    /// wasted prefetch.
     #[inline]
     fn upcoming(&self, p: &PublisherInner, j: usize) -> Option<u32> {
         let takes_back = self.conns[j].outstanding.count() as u64 + 2 >= p.buffer;
@@ -957,7 +959,9 @@ impl PubState {
             return Err(LoanError::ExceedsMaxLoans(p.max_loans));
         }
         if p.large_chunks {
-            if self.fill.slow {
+            // With a history the chunk sent last stays held by it: nothing
+            // to gain from looking at its return.
+            if self.fill.slow && p.history_size == 0 {
                 self.reclaim_last_sent();
             }
             self.fill.on_loan();
@@ -1017,15 +1021,18 @@ impl PubState {
         n
     }
 
-    /// While a stream runs ahead of its subscriber (two or more samples
-    /// outstanding on the first connection), starts taking ownership of the
-    /// lines the next loan will most likely write: the first and last line
-    /// of a payload as long as this one, in the chunk on top of the free
-    /// stack. The subscriber read them when that chunk last went round, so
-    /// each store would otherwise wait for its CPU to give the line up, one
-    /// after the other. Not done in step (ping-pong), where the subscriber
-    /// prefetches that very chunk for reading while it waits and the two
-    /// would fight over its lines. A hint only.
+    /// With two or more samples outstanding on the first connection (a
+    /// stream running ahead of its subscriber, or an exchange in step with
+    /// a queue deeper than two, as take-backs are lazy), starts taking
+    /// ownership of the lines the next loan will most likely write: the
+    /// first and last line of a payload as long as this one, in the chunk
+    /// on top of the free stack. The subscriber read them when that chunk
+    /// last went round, so each store would otherwise wait for its CPU to
+    /// give the line up, one after the other. With at most one outstanding
+    /// (in step with a queue of two) it is left out: the subscriber
+    /// prefetches that very chunk for reading while it waits, and the two
+    /// would fight over its lines. In step with a queue of 16, ping-pong
+    /// measured within noise of without. A hint only.
     #[inline]
     fn prepare_next(&self, p: &PublisherInner, len: u64) {
         let Some(&j) = self.active.first() else {

@@ -591,8 +591,12 @@ fn large_samples_filled_slowly_in_step_reuse_their_chunk() {
     };
     let quick = std::time::Duration::ZERO;
     let slow = std::time::Duration::from_millis(2);
-    let quick_chunks: std::collections::HashSet<usize> =
-        (0..40).map(|i| exchange(i, 64, quick, false).0).collect();
+    // One loan in 16 is timed, and one taking 10 µs or more makes the next
+    // 16 check for the chunk sent last: 160 quick exchanges cycle through
+    // chunks unless ten timed loans in a row were each held up that long.
+    let quick_chunks: std::collections::HashSet<usize> = (0..160)
+        .map(|i| exchange(i as u8, 64, quick, false).0)
+        .collect();
     assert!(quick_chunks.len() >= 2, "{quick_chunks:?}");
     // One loan in 16 is timed: within 16 slow fills, every loan gets the
     // chunk sent last.

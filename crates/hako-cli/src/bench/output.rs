@@ -13,7 +13,8 @@
 //! receiver; `GB/s` — payload bytes per second delivered, counting each
 //! receiver's copy (10⁹ bytes); `µs/msg`; `cpu send`, `cpu recv` — CPU µs per
 //! message of the sender and of all receivers together; `probe` — the floor
-//! probe taken just before the row and its level.
+//! probe taken before the row's cell (all transports at that size and mode)
+//! and its level.
 
 use std::fmt::Write as _;
 
