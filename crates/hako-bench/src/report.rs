@@ -57,11 +57,17 @@ fn per_rt(x: f64) -> String {
     }
 }
 
-/// `1.05x`, `12.3x`, `340x`; `-` for a missing ratio.
+/// `1.05x`, `12.3x`, `340x`, and two significant digits below 0.1
+/// (`0.0042x`, not `0.00x`); `-` for a missing ratio.
 pub fn format_ratio(r: Option<f64>) -> String {
     match r {
         Some(r) if r.is_finite() && r >= 99.5 => format!("{r:.0}x"),
         Some(r) if r.is_finite() && r >= 9.95 => format!("{r:.1}x"),
+        Some(r) if r.is_finite() && r > 0.0 && r < 0.0995 => {
+            // Clamped: a ratio below 1e-12 is shown as 0.0…0x.
+            let digits = (1.0 - r.log10().floor()).clamp(2.0, 13.0) as usize;
+            format!("{r:.digits$}x")
+        }
         Some(r) if r.is_finite() => format!("{r:.2}x"),
         _ => "-".to_owned(),
     }
@@ -486,6 +492,11 @@ mod tests {
         assert_eq!(format_ratio(Some(1.054)), "1.05x");
         assert_eq!(format_ratio(Some(12.34)), "12.3x");
         assert_eq!(format_ratio(Some(345.6)), "346x");
+        assert_eq!(format_ratio(Some(0.25)), "0.25x");
+        assert_eq!(format_ratio(Some(0.0995)), "0.10x");
+        assert_eq!(format_ratio(Some(0.05)), "0.050x");
+        assert_eq!(format_ratio(Some(0.00421)), "0.0042x");
+        assert_eq!(format_ratio(Some(0.0)), "0.00x");
         assert_eq!(format_ratio(Some(f64::NAN)), "-");
         assert_eq!(format_ratio(None), "-");
         assert_eq!(per_rt(0.984), "0.98");
