@@ -209,6 +209,45 @@ pub struct Progress {
     pub what: String,
 }
 
+/// The run's progress: steps finished out of all, and what runs now.
+/// Reports go to a callback (the `hako bench` progress bar); the count
+/// only grows and never passes the total.
+struct Steps<'a> {
+    done: u64,
+    total: u64,
+    progress: &'a mut dyn FnMut(Progress),
+}
+
+impl<'a> Steps<'a> {
+    fn new(total: u64, progress: &'a mut dyn FnMut(Progress)) -> Self {
+        Self {
+            done: 0,
+            total,
+            progress,
+        }
+    }
+
+    /// Reports that `what` runs now.
+    fn show(&mut self, what: String) {
+        (self.progress)(Progress {
+            done: self.done,
+            total: self.total,
+            what,
+        });
+    }
+
+    /// Counts `n` more steps as finished.
+    fn finish(&mut self, n: u64) {
+        self.done = (self.done + n).min(self.total);
+    }
+
+    /// Reports the end of the run.
+    fn done(&mut self) {
+        self.done = self.total;
+        self.show("done".into());
+    }
+}
+
 impl SuiteConfig {
     /// Both processes on one CPU.
     pub fn same_cpu(&self) -> bool {
@@ -273,12 +312,7 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
         left_out,
         ..SuiteResult::default()
     };
-    let total = cfg.steps();
-    let mut done = 0;
-    let mut step = |what: String, progress: &mut dyn FnMut(Progress)| {
-        progress(Progress { done, total, what });
-        done += 1;
-    };
+    let mut steps = Steps::new(cfg.steps(), progress);
 
     let ping_pong = cfg.patterns.contains(&Pattern::PingPong);
     if cfg.payloads.contains(&PayloadMode::Full) && !ping_pong {
@@ -291,14 +325,11 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
     if ping_pong {
         for &payload in &cfg.payloads {
             for &size in &cfg.sizes {
-                step(
-                    format!(
-                        "ping-pong {} {}",
-                        payload.name(),
-                        crate::report::format_size(size)
-                    ),
-                    progress,
-                );
+                steps.show(format!(
+                    "ping-pong {} {}",
+                    payload.name(),
+                    crate::report::format_size(size)
+                ));
                 // This VM's memory bandwidth drifts over seconds: a full-mode
                 // row is quoted against memory figures taken just before and
                 // just after it, the faster of the two.
@@ -312,6 +343,7 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
                         .push(before.faster(&memory_figure(cfg, size)?));
                 }
                 result.ping_pong.push(PingPongRow { payload, row });
+                steps.finish(1);
             }
         }
     }
@@ -339,18 +371,12 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
                         runs: Vec::new(),
                     })
                     .collect();
-                measure_one_way(cfg, &mut session, probe, &rows, &mut cell, &mut |what| {
-                    step(what, progress)
-                })?;
+                measure_one_way(cfg, &mut session, probe, &rows, &mut cell, &mut steps)?;
                 result.one_way.extend(cell);
             }
         }
     }
-    progress(Progress {
-        done: total,
-        total,
-        what: "done".into(),
-    });
+    steps.done();
     session.finish()?;
     Ok(result)
 }
@@ -371,7 +397,7 @@ fn measure_one_way(
     probe: &dyn RunRow,
     rows: &[&dyn RunRow],
     cell: &mut [OneWayRow],
-    step: &mut dyn FnMut(String),
+    steps: &mut Steps<'_>,
 ) -> Result<()> {
     let plan = &cfg.plan;
     let context = |row: &OneWayRow, e: crate::BoxError| -> crate::BoxError {
@@ -384,22 +410,22 @@ fn measure_one_way(
         )
         .into()
     };
-    let label = |row: &OneWayRow| {
+    // One step per row of the cell; a measured row's step ends with its
+    // last round.
+    let label = |row: &OneWayRow, doing: &str| {
         format!(
-            "{} {} {} {}",
+            "{} {} {}: {doing}",
             row.pattern.name(),
             row.payload.name(),
             crate::report::format_size(row.size),
-            row.transport
         )
     };
     let Some(first) = cell.iter().find(|r| r.skipped.is_none()) else {
         // Nothing to measure here: no probe either.
-        for row in cell.iter() {
-            step(label(row));
-        }
+        steps.finish(cell.len() as u64);
         return Ok(());
     };
+    steps.show(label(first, "floor probe"));
     let probed = probe
         .run_row(
             session,
@@ -412,16 +438,18 @@ fn measure_one_way(
         .stats;
     let mut specs: Vec<Option<OneWay>> = Vec::with_capacity(rows.len());
     for (t, row) in rows.iter().zip(cell.iter_mut()) {
-        step(label(row));
         if row.skipped.is_some() {
             specs.push(None);
+            steps.finish(1);
             continue;
         }
+        steps.show(label(row, &format!("calibrating {}", row.transport)));
         row.probe = Some(probed);
         let spec = calibrate(cfg, session, *t, row).map_err(|e| context(row, e))?;
         specs.push(Some(spec));
     }
-    for round in 0..cfg.stream.blocks.max(1) {
+    let rounds = cfg.stream.blocks.max(1);
+    for round in 0..rounds {
         let order: Vec<usize> = if round % 2 == 0 {
             (0..rows.len()).collect()
         } else {
@@ -429,10 +457,15 @@ fn measure_one_way(
         };
         for i in order {
             if let Some(spec) = specs[i] {
+                let doing = format!("round {} of {rounds}, {}", round + 1, cell[i].transport);
+                steps.show(label(&cell[i], &doing));
                 let run = rows[i]
                     .run_one_way(session, spec)
                     .map_err(|e| context(&cell[i], e))?;
                 cell[i].runs.push(run);
+                if round + 1 == rounds {
+                    steps.finish(1);
+                }
             }
         }
     }
@@ -563,6 +596,31 @@ mod tests {
         assert_eq!(plan.messages_for(1 << 20, 4_000_000), 250);
         assert_eq!(floor_level(130), "low");
         assert_eq!(floor_level(420), "high");
+    }
+
+    #[test]
+    fn progress_counts_finished_steps_and_never_passes_the_total() {
+        let mut seen = Vec::new();
+        let mut hear = |p: Progress| seen.push((p.done, p.total, p.what));
+        let mut steps = Steps::new(3, &mut hear);
+        steps.show("a".into());
+        steps.finish(1);
+        steps.show("b".into());
+        steps.show("b, round 2".into());
+        steps.finish(5);
+        steps.show("c".into());
+        steps.done();
+        let want = [
+            (0, "a"),
+            (1, "b"),
+            (1, "b, round 2"),
+            (3, "c"),
+            (3, "done"),
+        ];
+        assert_eq!(seen.len(), want.len());
+        for ((done, total, what), (d, w)) in seen.iter().zip(want) {
+            assert_eq!((*done, *total, what.as_str()), (d, 3, w));
+        }
     }
 
     #[test]
