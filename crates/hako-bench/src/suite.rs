@@ -610,13 +610,7 @@ mod tests {
         steps.finish(5);
         steps.show("c".into());
         steps.done();
-        let want = [
-            (0, "a"),
-            (1, "b"),
-            (1, "b, round 2"),
-            (3, "c"),
-            (3, "done"),
-        ];
+        let want = [(0, "a"), (1, "b"), (1, "b, round 2"), (3, "c"), (3, "done")];
         assert_eq!(seen.len(), want.len());
         for ((done, total, what), (d, w)) in seen.iter().zip(want) {
             assert_eq!((*done, *total, what.as_str()), (d, 3, w));
