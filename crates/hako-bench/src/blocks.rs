@@ -164,7 +164,9 @@ pub fn floors_agree(a: f64, b: f64) -> bool {
     (a - b).abs() <= 0.25 * a.min(b)
 }
 
-fn median(xs: &mut [f64]) -> f64 {
+/// The median of `xs` (sorted in place; the mean of the middle two for an
+/// even count; NaN if empty).
+pub(crate) fn median(xs: &mut [f64]) -> f64 {
     xs.sort_by(f64::total_cmp);
     match xs.len() {
         0 => f64::NAN,

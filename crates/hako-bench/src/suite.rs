@@ -554,13 +554,7 @@ pub fn paired_rate_ratio(a: &OneWayRow, b: &OneWayRow) -> Option<f64> {
     if ratios.is_empty() {
         return None;
     }
-    ratios.sort_by(f64::total_cmp);
-    let n = ratios.len();
-    Some(if n % 2 == 1 {
-        ratios[n / 2]
-    } else {
-        (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
-    })
+    Some(crate::blocks::median(&mut ratios))
 }
 
 /// The CPUs to pin to by default: the first two this process may use (the
