@@ -8,12 +8,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hako::core::pool::{ChunkBook, Outstanding};
-use hako::core::ring::{Pop, Producer, Push, Returns, Submission};
+use hako::unstable::pool::{ChunkBook, Outstanding};
+use hako::unstable::ring::{Pop, Producer, Push, Returns, Submission};
 use libfuzzer_sys::fuzz_target;
 
 const SLOTS: usize = 4;
-const WORDS: usize = SLOTS * hako::core::ring::SLOT_WORDS;
+const WORDS: usize = SLOTS * hako::unstable::ring::SLOT_WORDS;
 const CHUNKS: u32 = 8;
 
 fuzz_target!(|data: &[u8]| {

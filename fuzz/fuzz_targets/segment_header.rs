@@ -3,7 +3,7 @@
 //! segment whose parts fit, in order, inside the file.
 #![no_main]
 
-use hako::core::layout::{SegmentHeader, SegmentParams, LINE, PAGE};
+use hako::unstable::layout::{SegmentHeader, SegmentParams, LINE, PAGE};
 use libfuzzer_sys::fuzz_target;
 
 fn u64_at(b: &[u8], i: usize) -> u64 {

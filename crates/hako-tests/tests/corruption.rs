@@ -11,7 +11,7 @@
 //!   These run in the test process (a publisher and a subscriber with the
 //!   public API, plus writes into the publisher's segment file
 //!   `<root>/svc_<hash>/pub_<port id>`, located with the public layout in
-//!   `hako::core::layout`); one variant runs the subscriber in a helper
+//!   `hako::unstable::layout`); one variant runs the subscriber in a helper
 //!   process, which must exit with the CorruptedPublisher code, not panic.
 //! * a garbage publisher segment header (bad magic, inconsistent chunk
 //!   count, parameters out of range): the subscriber reports
@@ -35,7 +35,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hako::core::layout::{SegmentGeometry, SegmentParams, LAYOUT_VERSION, LINE, SEGMENT_MAGIC};
+use hako::unstable::layout::{SegmentGeometry, SegmentParams, LAYOUT_VERSION, LINE, SEGMENT_MAGIC};
 use hako::{Config, Node, NodeBuilder, PubSubService, ReceiveError, ServiceError};
 use hako_tests::harness::{Domain, WATCHDOG};
 use hako_tests::{exit, fnv1a, TestMsg, FNV_OFFSET};
@@ -712,7 +712,7 @@ fn garbage_in_the_port_tables() {
     // and whose limits are absurd, a subscriber that never reads. Nobody
     // panics, the real ports keep talking, and since no live node owns the
     // entries, the ports that follow the change reclaim them.
-    use hako::core::layout::{DynGeometry, PORT_SLOT_SIZE, SUB_COUNTERS_SIZE};
+    use hako::unstable::layout::{DynGeometry, PORT_SLOT_SIZE, SUB_COUNTERS_SIZE};
     use std::os::unix::fs::FileExt;
     let d = Domain::new("garbage-tables", HELPER);
     let name = "it/tables";

@@ -10,15 +10,16 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use crate::cleanup::{parse_node_file, read_node_info};
-use crate::config::Config;
 use crate::core::layout::{PubCounters, COUNTERS_OFFSET, DROPPED_OFFSET, PORT_RETIRED};
-use crate::node::node_is_alive;
+use crate::describe::{Pattern, StaticDescription};
+use crate::domain::config::Config;
+use crate::domain::name::ServiceName;
+use crate::domain::nodefile::{node_is_alive, parse_node_file, read_node_info};
+use crate::domain::service::error::ServiceError;
+use crate::domain::service::files::read_description;
+use crate::domain::service::tables::{DynSegment, PortKind};
 use crate::os::shm::Mapping;
-use crate::segment::{open_segment_with, OpenSegment};
-use crate::service::{
-    read_description, DynSegment, Pattern, PortKind, ServiceError, StaticDescription,
-};
+use crate::port::segment::{open_segment_with, OpenSegment};
 
 /// A node of the domain.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -147,7 +148,7 @@ pub fn services(config: &Config) -> io::Result<Vec<Result<ServiceInfo, ServiceEr
 }
 
 /// The service `name` of the domain of `config`.
-pub fn service(config: &Config, name: &crate::ServiceName) -> Result<ServiceInfo, ServiceError> {
+pub fn service(config: &Config, name: &ServiceName) -> Result<ServiceInfo, ServiceError> {
     let dir = config.root.join(format!("svc_{}", name.file_key()));
     service_in(&config.root, &dir, Some(name.as_str()))
 }
@@ -160,7 +161,8 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
     };
-    let desc = read_description(dir, &label)?;
+    let raw = read_description(dir, &label)?;
+    let desc = StaticDescription::from_raw_of(&raw, &label, dir)?;
     if name.is_some_and(|n| n != desc.name) {
         return Err(ServiceError::Corrupted {
             service: label,
@@ -168,7 +170,7 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
             path: dir.to_path_buf(),
         });
     }
-    let seg = DynSegment::open_with(dir, &desc.name, &desc, false)?;
+    let seg = DynSegment::open_with(dir, &desc.name, Some(desc.pattern.tables()), false)?;
     // Relaxed (all table loads): a snapshot for display.
     let nodes = (0..seg.node_count())
         .map(|i| seg.node_slot(i).node_id.load(Ordering::Relaxed))

@@ -114,10 +114,14 @@
 //!
 //! ## Layers
 //!
-//! * [`core`] — rings, chunk bookkeeping and segment layouts; no system calls.
-//! * [`os`] — shared-memory files, mappings and `flock`, through `rustix`.
-//! * the API: [`Node`], [`PubSubService`], [`Publisher`], [`Subscriber`],
-//!   [`EventService`], [`Notifier`], [`Listener`], [`WaitSet`].
+//! The lock-free core (rings, chunk bookkeeping, layouts), the OS layer
+//! (shared memory, locks, futexes), the domain (config, nodes, services,
+//! cleanup), the port machinery every pattern shares (data segments,
+//! loans, connections, waiting), the patterns (publish/subscribe, events),
+//! and above them the [`WaitSet`] and [`inspect`]. The public API is what
+//! this page re-exports: [`Node`], [`PubSubService`], [`Publisher`],
+//! [`Subscriber`], [`EventService`], [`Notifier`], [`Listener`], [`WaitSet`].
+//! `docs/ARCHITECTURE.md` in the repository draws the tree.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -125,70 +129,58 @@
 
 extern crate self as hako;
 
-pub mod core;
+// The lock-free core is all that builds under loom (`RUSTFLAGS="--cfg
+// loom"`), where its models run; everything above it needs the kernel.
+mod core;
 
-#[cfg(not(loom))]
-mod cleanup;
-#[cfg(not(loom))]
-pub mod config;
-#[cfg(not(loom))]
-mod event;
-#[cfg(not(loom))]
-pub mod inspect;
-#[cfg(not(loom))]
-mod name;
-#[cfg(not(loom))]
-mod node;
-#[cfg(not(loom))]
-pub mod os;
-#[cfg(not(loom))]
-mod payload;
-#[cfg(not(loom))]
-mod portlock;
-#[cfg(not(loom))]
-mod publisher;
-#[cfg(not(loom))]
-mod pubsub;
-#[cfg(not(loom))]
-mod segment;
-#[cfg(not(loom))]
-mod service;
-#[cfg(not(loom))]
-mod subscriber;
-#[cfg(not(loom))]
-mod wait;
-#[cfg(not(loom))]
-mod waitset;
+/// Applies `#[cfg(not(loom))]` to every item given: the one place that
+/// says what the loom build leaves out.
+macro_rules! not_under_loom {
+    ($($item:item)*) => { $( #[cfg(not(loom))] $item )* };
+}
 
-#[cfg(not(loom))]
-pub use cleanup::{reclaim_dead_nodes, DeadNode, Reclaimed};
-#[cfg(not(loom))]
-pub use config::Config;
-#[cfg(not(loom))]
-pub use event::{
-    EventBuilder, EventId, EventPortCreateError, EventQos, EventService, Listener, ListenerBuilder,
-    ListenerError, Notifier, NotifierBuilder, NotifyError,
-};
-#[cfg(not(loom))]
-pub use hako_derive::ShmSafe;
-#[cfg(not(loom))]
-pub use name::{NameError, NodeName, ServiceName};
-#[cfg(not(loom))]
-pub use node::{node_is_alive, Node, NodeBuilder, NodeCreateError, NodeWaitError};
-#[cfg(not(loom))]
-pub use payload::{Payload, ShmSafe, TypeDetails};
-#[cfg(not(loom))]
-pub use publisher::{
-    LoanError, Publisher, PublisherBuilder, PublisherCreateError, SampleMut, SampleMutUninit,
-    SendError,
-};
-#[cfg(not(loom))]
-pub use pubsub::{BackpressureStrategy, OverflowPolicy, PubSubBuilder, PubSubQos, PubSubService};
-#[cfg(not(loom))]
-pub use service::{Pattern, PayloadDescription, ServiceBuilder, ServiceError, StaticDescription};
-#[cfg(not(loom))]
-pub use subscriber::{ReceiveError, Sample, Subscriber, SubscriberBuilder, SubscriberCreateError};
-#[cfg(not(loom))]
-pub use wait::WaitStrategy;
-#[cfg(not(loom))]
-pub use waitset::{AttachmentId, WaitEvent, WaitOutcome, WaitSet, WaitSetError};
+not_under_loom! {
+    mod describe;
+    mod domain;
+    mod event;
+    pub mod inspect;
+    mod os;
+    mod port;
+    mod pubsub;
+    mod waitset;
+
+    pub use describe::{Pattern, StaticDescription};
+    pub use domain::cleanup::reclaim_dead_nodes;
+    pub use domain::config::{self, Config, ConfigError, Defaults, OverflowPolicy};
+    pub use domain::name::{NameError, NodeName, ServiceName};
+    pub use domain::node::{Node, NodeBuilder, NodeCreateError, NodeWaitError};
+    pub use domain::nodefile::node_is_alive;
+    pub use domain::service::builder::ServiceBuilder;
+    pub use domain::service::error::ServiceError;
+    pub use domain::service::reclaim::{DeadNode, Reclaimed};
+    pub use event::listener::{Listener, ListenerBuilder, ListenerError};
+    pub use event::notifier::{Notifier, NotifierBuilder, NotifyError};
+    pub use event::service::{EventBuilder, EventService};
+    pub use event::settings::{EventId, EventPortCreateError, EventQos};
+    pub use hako_derive::ShmSafe;
+    pub use port::payload::{Payload, PayloadDescription, ShmSafe, TypeDetails};
+    pub use port::receiver::settings::ReceiveError;
+    pub use port::sender::settings::{BackpressureStrategy, LoanError};
+    pub use port::wait::WaitStrategy;
+    pub use pubsub::publisher::{Publisher, PublisherBuilder, PublisherCreateError, SendError};
+    pub use pubsub::sample::Sample;
+    pub use pubsub::sample_mut::{SampleMut, SampleMutUninit};
+    pub use pubsub::service::{PubSubBuilder, PubSubService};
+    pub use pubsub::settings::PubSubQos;
+    pub use pubsub::subscriber::{Subscriber, SubscriberBuilder, SubscriberCreateError};
+    pub use waitset::{AttachmentId, WaitEvent, WaitOutcome, WaitSet, WaitSetError};
+
+    /// Not part of hako's API: the insides that hako's own benchmarks,
+    /// tests and fuzz targets reach into (shared-memory layouts, rings, the
+    /// chunk book). Anything here may change in any release, without
+    /// notice; programs using hako must not name it.
+    #[doc(hidden)]
+    pub mod unstable {
+        pub use crate::core::{layout, pool, ring};
+    }
+}

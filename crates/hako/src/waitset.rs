@@ -40,10 +40,10 @@ use std::time::{Duration, Instant};
 
 use rustix::event::epoll;
 
-use crate::event::Listener;
+use crate::event::listener::Listener;
 use crate::os::signal;
-use crate::payload::Payload;
-use crate::subscriber::Subscriber;
+use crate::port::payload::Payload;
+use crate::pubsub::subscriber::Subscriber;
 
 /// Identifies an attachment of a [`WaitSet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -116,10 +116,10 @@ impl Port for Listener {
 
 impl<T: Payload + ?Sized> Port for Subscriber<T> {
     fn arm(&self) -> bool {
-        Subscriber::arm(self)
+        self.rx.arm()
     }
     fn disarm(&self) {
-        Subscriber::disarm(self)
+        self.rx.disarm()
     }
     fn ready(&self) -> bool {
         self.has_samples()

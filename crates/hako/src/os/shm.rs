@@ -159,11 +159,6 @@ impl Mapping {
         self.len
     }
 
-    /// Whether the mapping is empty (never true: empty mappings are refused).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// A reference to the `AtomicU64` at `offset`.
     ///
     /// # Panics

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::pubsub::OverflowPolicy;
+use crate::os::shm::Access;
 
 /// Default domain root.
 pub const DEFAULT_ROOT: &str = "/dev/shm/hako";
@@ -26,6 +26,23 @@ pub const DEFAULT_ROOT: &str = "/dev/shm/hako";
 pub const ROOT_ENV: &str = "HAKO_ROOT";
 /// Environment variable naming a config file.
 pub const CONFIG_ENV: &str = "HAKO_CONFIG";
+
+/// What a sending port does when a receiver's queue is full.
+///
+/// Defined here, with the config, because the config's defaults name it;
+/// every pattern that queues messages (publish/subscribe, and
+/// request/response to come) takes it as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverflowPolicy {
+    /// The publisher takes the oldest queued sample back; the subscriber
+    /// always sees the newest data.
+    DropOldest,
+    /// Nothing queued is ever dropped; the publisher waits, retries or
+    /// discards the new sample as its
+    /// [`BackpressureStrategy`](crate::BackpressureStrategy) says.
+    Backpressure,
+}
 
 /// Defaults for the quality of service of new services and ports.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,9 +181,9 @@ impl Config {
     }
 
     /// Who may use the domain's files, with `group` resolved to its id.
-    pub fn access(&self) -> Result<crate::os::shm::Access, ConfigError> {
+    pub fn access(&self) -> Result<Access, ConfigError> {
         let Some(g) = &self.group else {
-            return Ok(crate::os::shm::Access::default());
+            return Ok(Access::default());
         };
         let gid = match g.parse::<u32>() {
             Ok(n) if n != u32::MAX => Some(n),
@@ -180,7 +197,7 @@ impl Config {
                 })
             }),
         };
-        gid.map(|gid| crate::os::shm::Access { group: Some(gid) })
+        gid.map(|gid| Access { group: Some(gid) })
             .ok_or_else(|| ConfigError::UnknownGroup(g.clone()))
     }
 

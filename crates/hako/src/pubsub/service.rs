@@ -1,68 +1,29 @@
-//! The publish/subscribe pattern: its settings, builder and service handle.
+//! Opening a publish/subscribe service: its builder, the checks of its
+//! settings against an existing service, and the service handle.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use super::publisher::PublisherBuilder;
+use super::settings::{validate_qos, PubSubQos, PubSubSettings};
+use super::subscriber::SubscriberBuilder;
+use crate::core::layout::MAX_ALIGN;
+use crate::domain::config::{Defaults, OverflowPolicy};
+use crate::domain::name::ServiceName;
+use crate::domain::nodefile::NodeInner;
+use crate::domain::service::builder::ServiceBuilder;
+use crate::domain::service::error::{at_least, ServiceError};
+use crate::domain::service::inner::ServiceInner;
+use crate::domain::service::open::{acquire, Mode, PatternRequest};
+use crate::port::payload::{Payload, PayloadDescription, TypeDetails};
 
-use crate::config::Defaults;
-use crate::name::ServiceName;
-use crate::node::NodeInner;
-use crate::payload::{Payload, TypeDetails};
-use crate::publisher::PublisherBuilder;
-use crate::service::{
-    acquire, at_least, check_range, Mode, Pattern, PatternRequest, PayloadDescription,
-    ServiceError, ServiceInner, StaticDescription,
-};
-use crate::subscriber::SubscriberBuilder;
-
-/// What a publisher does when a subscriber's queue is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OverflowPolicy {
-    /// The publisher takes the oldest queued sample back; the subscriber
-    /// always sees the newest data.
-    DropOldest,
-    /// Nothing queued is ever dropped; the publisher waits, retries or
-    /// discards the new sample as its [`BackpressureStrategy`] says.
-    Backpressure,
+impl ServiceBuilder {
+    /// A publish/subscribe service carrying `T` (a [`ShmSafe`](crate::ShmSafe)
+    /// type, or a slice `[T]`).
+    pub fn publish_subscribe<T: Payload + ?Sized>(self) -> PubSubBuilder<T> {
+        PubSubBuilder::new(self.node, self.name)
+    }
 }
-
-/// What a publisher does, under [`OverflowPolicy::Backpressure`], when a
-/// subscriber's queue is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackpressureStrategy {
-    /// Wait until the subscriber makes room (or goes away, or its process
-    /// dies).
-    Block,
-    /// Try again up to this many times, yielding the CPU in between, then
-    /// skip this subscriber for this sample.
-    Retry(u32),
-    /// Skip this subscriber for this sample at once.
-    Discard,
-}
-
-/// Quality of service of a publish/subscribe service, fixed at creation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PubSubQos {
-    /// Publishers the service admits.
-    pub max_publishers: u32,
-    /// Subscribers the service admits.
-    pub max_subscribers: u32,
-    /// Nodes that may hold the service open at once.
-    pub max_nodes: u32,
-    /// Samples a subscriber's queue holds per publisher.
-    pub subscriber_max_buffer_size: u32,
-    /// Samples a subscriber may hold at once.
-    pub subscriber_max_borrowed_samples: u32,
-    /// Samples delivered to a late-joining subscriber.
-    pub history_size: u32,
-    /// What happens when a subscriber's queue is full.
-    pub overflow: OverflowPolicy,
-}
-
-/// The static description of a service, as stored in `static.toml`.
 
 #[derive(Debug, Default, Clone)]
 struct QosRequest {
@@ -142,9 +103,10 @@ impl<T: Payload + ?Sized> PubSubBuilder<T> {
     }
 
     fn finish(self, mode: Mode) -> Result<PubSubService<T>, ServiceError> {
-        let inner = acquire(&self.node, &self.name, &self, mode)?;
+        let (inner, settings) = acquire(&self.node, &self.name, &self, mode)?;
         Ok(PubSubService {
             inner: Arc::new(inner),
+            settings: Arc::new(settings),
             _t: PhantomData,
         })
     }
@@ -167,9 +129,9 @@ impl<T: Payload + ?Sized> PubSubBuilder<T> {
 }
 
 impl<T: Payload + ?Sized> PatternRequest for PubSubBuilder<T> {
-    const NAME: &'static str = "publish_subscribe";
+    type Settings = PubSubSettings;
 
-    fn for_create(&self, d: &Defaults) -> Result<Pattern, ServiceError> {
+    fn for_create(&self, d: &Defaults) -> Result<PubSubSettings, ServiceError> {
         let qos = PubSubQos {
             max_publishers: self.req.max_publishers.unwrap_or(d.max_publishers),
             max_subscribers: self.req.max_subscribers.unwrap_or(d.max_subscribers),
@@ -184,32 +146,21 @@ impl<T: Payload + ?Sized> PatternRequest for PubSubBuilder<T> {
         };
         validate_qos(&qos)?;
         let t: TypeDetails = T::details();
-        if t.align > crate::core::layout::MAX_ALIGN {
+        if t.align > MAX_ALIGN {
             return Err(ServiceError::InvalidSetting {
                 field: "payload alignment",
                 value: t.align,
                 rule: "at most 4096",
             });
         }
-        Ok(Pattern::PublishSubscribe {
-            payload: PayloadDescription {
-                type_name: t.type_name,
-                size: t.size,
-                align: t.align,
-                slice: t.slice,
-            },
+        Ok(PubSubSettings {
+            payload: t.into(),
             qos,
         })
     }
 
-    fn check(&self, svc: &str, existing: &Pattern) -> Result<(), ServiceError> {
-        let Pattern::PublishSubscribe { payload, qos: q } = existing else {
-            return Err(ServiceError::IncompatiblePattern {
-                service: svc.into(),
-                requested: Self::NAME.into(),
-                actual: existing.name().into(),
-            });
-        };
+    fn check(&self, svc: &str, existing: &PubSubSettings) -> Result<(), ServiceError> {
+        let PubSubSettings { payload, qos: q } = existing;
         let t = T::details();
         let ty = |field, requested: String, actual: String| ServiceError::IncompatibleType {
             service: svc.into(),
@@ -269,46 +220,6 @@ impl<T: Payload + ?Sized> PatternRequest for PubSubBuilder<T> {
     }
 }
 
-/// Checks the ranges of publish/subscribe settings.
-pub(crate) fn validate_qos(q: &PubSubQos) -> Result<(), ServiceError> {
-    check_range(
-        "max_publishers",
-        q.max_publishers,
-        1,
-        4096,
-        "between 1 and 4096",
-    )?;
-    check_range(
-        "max_subscribers",
-        q.max_subscribers,
-        1,
-        4096,
-        "between 1 and 4096",
-    )?;
-    check_range("max_nodes", q.max_nodes, 1, 65536, "between 1 and 65536")?;
-    check_range(
-        "subscriber_max_buffer_size",
-        q.subscriber_max_buffer_size,
-        1,
-        1 << 20,
-        "between 1 and 1048576",
-    )?;
-    check_range(
-        "subscriber_max_borrowed_samples",
-        q.subscriber_max_borrowed_samples,
-        1,
-        1 << 20,
-        "between 1 and 1048576",
-    )?;
-    check_range(
-        "history_size",
-        q.history_size,
-        0,
-        1 << 20,
-        "at most 1048576",
-    )
-}
-
 /// An open publish/subscribe service carrying `T`.
 ///
 /// `Send` and `Sync`; cheap to clone. Create ports with
@@ -317,6 +228,7 @@ pub(crate) fn validate_qos(q: &PubSubQos) -> Result<(), ServiceError> {
 /// removed when the last handle and port in the domain are dropped.
 pub struct PubSubService<T: Payload + ?Sized> {
     pub(crate) inner: Arc<ServiceInner>,
+    pub(crate) settings: Arc<PubSubSettings>,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
@@ -324,6 +236,7 @@ impl<T: Payload + ?Sized> Clone for PubSubService<T> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
+            settings: self.settings.clone(),
             _t: PhantomData,
         }
     }
@@ -333,7 +246,8 @@ impl<T: Payload + ?Sized> std::fmt::Debug for PubSubService<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PubSubService")
             .field("name", &self.inner.name)
-            .field("description", &self.inner.desc)
+            .field("payload", &self.settings.payload)
+            .field("qos", &self.settings.qos)
             .finish()
     }
 }
@@ -344,28 +258,23 @@ impl<T: Payload + ?Sized> PubSubService<T> {
         &self.inner.name
     }
 
-    /// The service's static description (type and quality of service).
-    pub fn description(&self) -> &StaticDescription {
-        &self.inner.desc
-    }
-
     /// The payload type recorded in the service.
     pub fn payload(&self) -> &PayloadDescription {
-        self.inner.pubsub().0
+        &self.settings.payload
     }
 
     /// The service's quality of service.
     pub fn qos(&self) -> &PubSubQos {
-        self.inner.pubsub().1
+        &self.settings.qos
     }
 
     /// Starts building a publisher.
     pub fn publisher_builder(&self) -> PublisherBuilder<T> {
-        PublisherBuilder::new(self.inner.clone())
+        PublisherBuilder::new(self.inner.clone(), self.settings.clone())
     }
 
     /// Starts building a subscriber.
     pub fn subscriber_builder(&self) -> SubscriberBuilder<T> {
-        SubscriberBuilder::new(self.inner.clone())
+        SubscriberBuilder::new(self.inner.clone(), self.settings.clone())
     }
 }

@@ -2,6 +2,8 @@
 
 use std::marker::PhantomData;
 
+use serde::{Deserialize, Serialize};
+
 /// Marker for types that may live in shared memory and be read in place by
 /// another process.
 ///
@@ -111,5 +113,31 @@ impl<T: ShmSafe> Payload for [T] {
 
     fn make_ptr(ptr: *mut u8, len: usize) -> *mut Self {
         std::ptr::slice_from_raw_parts_mut(ptr.cast::<T>(), len)
+    }
+}
+
+/// A payload type as a service records it in its static description, for
+/// every process to check its own type against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PayloadDescription {
+    /// Payload type name.
+    pub type_name: String,
+    /// Size of one payload element.
+    pub size: u64,
+    /// Payload alignment.
+    pub align: u64,
+    /// Whether the payload is a slice.
+    pub slice: bool,
+}
+
+impl From<TypeDetails> for PayloadDescription {
+    fn from(t: TypeDetails) -> Self {
+        Self {
+            type_name: t.type_name,
+            size: t.size,
+            align: t.align,
+            slice: t.slice,
+        }
     }
 }

@@ -18,7 +18,8 @@ use crate::core::layout::{
 use crate::core::ring::Submission;
 use crate::os::lock::DomainLock;
 use crate::os::shm::{self, Mapping};
-use crate::service::{PortKind, ServiceInner};
+use crate::domain::service::inner::ServiceInner;
+use crate::domain::service::tables::PortKind;
 
 /// An opened, validated segment file.
 pub(crate) struct OpenSegment {
@@ -107,15 +108,10 @@ pub(crate) fn reap_retired(svc: &ServiceInner) {
     reap_retired_locked(svc);
 }
 
-/// [`reap_retired`] with the domain lock already held.
+/// [`reap_retired`] with the domain lock already held. Only for services
+/// whose first table holds publishers of data segments.
 pub(crate) fn reap_retired_locked(svc: &ServiceInner) {
     let n = svc.table_len(PortKind::Publisher);
-    if !matches!(
-        svc.desc.pattern,
-        crate::service::Pattern::PublishSubscribe { .. }
-    ) {
-        return;
-    }
     for i in 0..n {
         let slot = svc.port_slot(PortKind::Publisher, i);
         // Relaxed (both): writers of the table are serialised by the lock we hold.

@@ -1,0 +1,96 @@
+//! Reclaiming the ports of dead nodes from one service's tables, and the
+//! report of what a reclaim removed. The whole-domain sweep that calls it
+//! for every service is `domain/cleanup.rs`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use super::tables::{DynSegment, PortKind};
+use crate::core::layout::PORT_RETIRED;
+use crate::domain::nodefile::Liveness;
+
+/// A node found dead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadNode {
+    /// Its id.
+    pub id: u64,
+    /// The process id it recorded (informational only; never used to decide).
+    pub pid: Option<u32>,
+    /// Its name ("" if it had none).
+    pub name: String,
+}
+
+/// What a reclaim removed (or, for a dry run, would remove).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reclaimed {
+    /// Dead nodes.
+    pub dead_nodes: Vec<DeadNode>,
+    /// Ports of dead nodes taken out of service tables.
+    pub ports: usize,
+    /// Services removed because nobody used them any more.
+    pub services: Vec<String>,
+    /// Files removed.
+    pub files: Vec<PathBuf>,
+}
+
+impl Reclaimed {
+    /// Whether there was nothing to reclaim.
+    pub fn is_empty(&self) -> bool {
+        self.dead_nodes.is_empty() && self.ports == 0 && self.services.is_empty()
+    }
+}
+
+/// One service's tables; domain lock held. Used on open, too.
+pub(crate) fn reclaim_service_locked(
+    dir: &Path,
+    seg: &DynSegment,
+    live: &mut Liveness<'_>,
+    dry_run: bool,
+    out: &mut Reclaimed,
+) {
+    for kind in [PortKind::Publisher, PortKind::Subscriber] {
+        for i in 0..seg.table_len(kind) {
+            let s = seg.port_slot(kind, i);
+            // Relaxed (all three): writers are serialised by the domain lock.
+            let port = s.port_id.load(Ordering::Relaxed);
+            if port == 0 || s.flags.load(Ordering::Relaxed) == PORT_RETIRED {
+                // Free, or a publisher that left cleanly with samples still
+                // queued (port/segment.rs collects those).
+                continue;
+            }
+            if live.alive(s.node_id.load(Ordering::Relaxed)) {
+                continue;
+            }
+            out.ports += 1;
+            if dry_run {
+                continue;
+            }
+            if seg.remove_port(kind, i, port) {
+                for f in [format!("pub_{port:016x}"), format!("wake_{port:016x}")] {
+                    let path = dir.join(f);
+                    if path.exists() {
+                        remove(out, path, false);
+                    }
+                }
+            }
+        }
+    }
+    if dry_run {
+        return;
+    }
+    for i in 0..seg.node_count() {
+        let n = seg.node_slot(i);
+        // Relaxed (all): writers are serialised by the domain lock.
+        let id = n.node_id.load(Ordering::Relaxed);
+        if id != 0 && !live.alive(id) {
+            n.refs.store(0, Ordering::Relaxed);
+            n.node_id.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+pub(crate) fn remove(out: &mut Reclaimed, path: PathBuf, dry_run: bool) {
+    if dry_run || std::fs::remove_file(&path).is_ok() {
+        out.files.push(path);
+    }
+}

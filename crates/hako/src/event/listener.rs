@@ -1,0 +1,266 @@
+//! Listeners: wait for events, learn which ids fired and how often.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::counters::counters;
+use super::settings::{EventId, EventPortCreateError, EventQos};
+use crate::domain::nodefile::{new_id, node_is_alive};
+use crate::domain::service::error::io_err;
+use crate::domain::service::inner::{NewPort, ServiceInner};
+use crate::domain::service::tables::PortKind;
+use crate::os::fifo;
+use crate::port::wait::{Adaptive, WaitStrategy, Waiter};
+
+/// Why waiting failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListenerError {
+    /// Every notifier that was there during a blocking wait has left or died;
+    /// waiting on could only hang.
+    #[error("every notifier of service {0:?} is gone; nothing can wake this listener")]
+    NotifiersGone(String),
+}
+
+/// Builds a [`Listener`].
+#[derive(Debug)]
+pub struct ListenerBuilder {
+    pub(super) service: Arc<ServiceInner>,
+    pub(super) qos: Arc<EventQos>,
+    pub(super) strategy: WaitStrategy,
+}
+
+impl ListenerBuilder {
+    /// How the blocking waits wait (default: spin, then park).
+    pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Creates the listener: its counters and its wake-up FIFO.
+    pub fn create(self) -> Result<Listener, EventPortCreateError> {
+        let svc = self.service;
+        let q = self.qos;
+        let port_id = new_id();
+        let fifo_path = svc.fifo_path(port_id);
+        let fifo =
+            fifo::create(&fifo_path, svc.node.access).map_err(io_err("create FIFO", &fifo_path))?;
+        let entry = NewPort {
+            kind: PortKind::Subscriber,
+            port_id,
+            max_len: 0,
+            chunk_count: 0,
+            limit: q.max_listeners as usize,
+        };
+        let index = match svc.register(entry, |_| {}, |j| {
+            let (summary, counter) = counters(&svc, j);
+            // Relaxed (all): published by the Release store of the port id.
+            summary.store(0, Ordering::Relaxed);
+            for id in 0..=q.event_id_max {
+                counter(id).store(0, Ordering::Relaxed);
+            }
+        }) {
+            Ok(Some(i)) => i,
+            Ok(None) => {
+                let _ = std::fs::remove_file(&fifo_path);
+                return Err(EventPortCreateError::TooMany {
+                    service: svc.name.to_string(),
+                    kind: "listeners",
+                    max: q.max_listeners,
+                });
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&fifo_path);
+                return Err(e.into());
+            }
+        };
+        Ok(Listener {
+            service: svc,
+            port_id,
+            index,
+            fifo,
+            fifo_path,
+            strategy: self.strategy,
+            adaptive: Adaptive::default(),
+            saw_notifier: AtomicBool::new(false),
+            max_id: q.event_id_max,
+        })
+    }
+}
+
+/// Waits for events. `Send` and `Sync`; also a file descriptor (its wake-up
+/// FIFO) that a [`WaitSet`](crate::WaitSet) can wait on.
+pub struct Listener {
+    service: Arc<ServiceInner>,
+    port_id: u64,
+    index: usize,
+    fifo: OwnedFd,
+    fifo_path: PathBuf,
+    strategy: WaitStrategy,
+    adaptive: Adaptive,
+    saw_notifier: AtomicBool,
+    max_id: u64,
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("service", &self.service.name)
+            .field("port_id", &format_args!("{:016x}", self.port_id))
+            .finish()
+    }
+}
+
+impl Listener {
+    /// The listener's unique port id.
+    pub fn id(&self) -> u64 {
+        self.port_id
+    }
+
+    /// Whether events are waiting (without taking them).
+    pub fn has_events(&self) -> bool {
+        self.pending()
+    }
+
+    fn pending(&self) -> bool {
+        let (summary, _) = counters(&self.service, self.index);
+        // Relaxed: a hint; take() does the synchronising swap.
+        summary.load(Ordering::Relaxed) != 0
+    }
+
+    fn take(&self) -> Vec<(EventId, u64)> {
+        let (summary, counter) = counters(&self.service, self.index);
+        if summary.load(Ordering::Relaxed) == 0 {
+            return Vec::new();
+        }
+        // ORDERING: Acquire; pairs with the notifiers' Release fetch_or: the
+        // counter increments before it are visible.
+        let groups = summary.swap(0, Ordering::Acquire);
+        let mut out = Vec::new();
+        let mut g = groups;
+        while g != 0 {
+            let group = u64::from(g.trailing_zeros());
+            g &= g - 1;
+            for id in group * 64..((group + 1) * 64).min(self.max_id + 1) {
+                let c = counter(id);
+                // Relaxed (both): ordered after the Acquire swap above; a count
+                // that arrives later sets the summary bit again.
+                if c.load(Ordering::Relaxed) != 0 {
+                    let n = c.swap(0, Ordering::Relaxed);
+                    if n != 0 {
+                        out.push((EventId(id), n));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The events that fired since the last wait, with how often; empty if
+    /// none. Never blocks.
+    pub fn try_wait(&self) -> Vec<(EventId, u64)> {
+        self.take()
+    }
+
+    /// Waits up to `timeout` for events; empty on timeout. A zero timeout
+    /// is the same as [`try_wait`](Self::try_wait).
+    pub fn timed_wait(&self, timeout: Duration) -> Result<Vec<(EventId, u64)>, ListenerError> {
+        self.wait(Some(Instant::now() + timeout))
+    }
+
+    /// Waits until events fire. Returns
+    /// [`ListenerError::NotifiersGone`] if every notifier seen during the
+    /// wait leaves or dies (a listener started before any notifier waits for
+    /// one to come).
+    pub fn blocking_wait(&self) -> Result<Vec<(EventId, u64)>, ListenerError> {
+        self.wait(None)
+    }
+
+    fn wait(&self, deadline: Option<Instant>) -> Result<Vec<(EventId, u64)>, ListenerError> {
+        let waiter = Waiter {
+            strategy: self.strategy,
+            adaptive: &self.adaptive,
+            block: self.service.wake_block(PortKind::Subscriber, self.index),
+        };
+        // A cheap look at the table (no system call); liveness is checked
+        // only when a sleep times out. Relaxed: used by this thread only.
+        self.saw_notifier
+            .store(self.notifiers_registered(), Ordering::Relaxed);
+        let r = waiter.wait(
+            deadline,
+            || {
+                let ev = self.take();
+                Ok(if ev.is_empty() { None } else { Some(ev) })
+            },
+            || self.pending(),
+            || {
+                let alive = self.notifiers_alive();
+                // Relaxed: used by this thread only.
+                if alive {
+                    self.saw_notifier.store(true, Ordering::Relaxed);
+                    Ok(())
+                } else if self.saw_notifier.load(Ordering::Relaxed) && !self.pending() {
+                    Err(ListenerError::NotifiersGone(self.service.name.to_string()))
+                } else {
+                    Ok(())
+                }
+            },
+        )?;
+        Ok(r.unwrap_or_default())
+    }
+
+    fn notifiers_registered(&self) -> bool {
+        let svc = &self.service;
+        (0..svc.table_len(PortKind::Publisher)).any(|i| {
+            // Relaxed: a hint; notifiers_alive() does the real check.
+            svc.port_slot(PortKind::Publisher, i)
+                .port_id
+                .load(Ordering::Relaxed)
+                != 0
+        })
+    }
+
+    fn notifiers_alive(&self) -> bool {
+        let svc = &self.service;
+        (0..svc.table_len(PortKind::Publisher)).any(|i| {
+            let slot = svc.port_slot(PortKind::Publisher, i);
+            // ORDERING: Acquire; pairs with the Release store in register().
+            slot.port_id.load(Ordering::Acquire) != 0
+                // Relaxed: published with the port id.
+                && node_is_alive(&svc.node.config.root, slot.node_id.load(Ordering::Relaxed))
+        })
+    }
+
+    /// Registers interest before a waitset sleeps; true if events are
+    /// already pending.
+    pub(crate) fn arm(&self) -> bool {
+        self.service
+            .wake_block(PortKind::Subscriber, self.index)
+            .register_fd(|| self.pending())
+    }
+
+    /// Withdraws the interest taken by [`arm`](Self::arm) and empties the FIFO.
+    pub(crate) fn disarm(&self) {
+        self.service
+            .wake_block(PortKind::Subscriber, self.index)
+            .unregister_fd();
+        fifo::drain(&self.fifo);
+    }
+}
+
+impl AsFd for Listener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fifo.as_fd()
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.service
+            .unregister(PortKind::Subscriber, self.index, self.port_id);
+        let _ = std::fs::remove_file(&self.fifo_path);
+    }
+}

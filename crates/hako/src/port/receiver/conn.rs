@@ -1,0 +1,250 @@
+//! A receiver's registration in its service and its view of one sender's
+//! data segment (a connection), with the hand-over that frees a connection
+//! after the last sample taken from it.
+
+use std::ops::Deref;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::settings::ReceiverSettings;
+use crate::core::bias::SampleCount;
+use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
+use crate::core::ring::{Returns, Submission};
+use crate::domain::service::inner::ServiceInner;
+use crate::domain::service::tables::PortKind;
+use crate::os::shm::Mapping;
+use crate::port::lock::{biasable, process_barrier};
+use crate::port::segment::{open_segment, reap_retired, OpenSegment};
+
+/// The subscriber's entry in the service; removed when the subscriber and
+/// every sample it handed out are gone.
+pub(crate) struct Registration {
+    pub(crate) service: Arc<ServiceInner>,
+    pub(crate) port_id: u64,
+    pub(crate) index: usize,
+    /// Read end of the wake-up FIFO a waitset polls.
+    pub(crate) fifo: OwnedFd,
+    pub(crate) fifo_path: PathBuf,
+    /// Samples received in all, for inspectors: in the service's extra area
+    /// for this subscriber (kept mapped by `service`).
+    pub(crate) received_total: &'static AtomicU64,
+    /// The port's settings.
+    pub(crate) settings: ReceiverSettings,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.service
+            .unregister(PortKind::Subscriber, self.index, self.port_id);
+        reap_retired(&self.service);
+        let _ = std::fs::remove_file(&self.fifo_path);
+    }
+}
+
+/// This subscriber's view of one publisher's segment.
+pub(crate) struct SubConn {
+    pub(super) reg: Arc<Registration>,
+    pub(super) publisher: u64,
+    /// Header and connection blocks, read-write; kept mapped for the views.
+    pub(super) _rw: Mapping,
+    /// The chunk pool, read-only; kept mapped for the views.
+    pub(super) _pool: Mapping,
+    pub(super) geo: SegmentGeometry,
+    pub(super) chunk_count: u32,
+    pub(super) max_len: u64,
+    /// Bytes per payload element.
+    pub(super) elem_size: u64,
+    /// Whether the payload is a slice (else the length must be 1).
+    pub(super) slice: bool,
+    /// Samples of this connection received and dropped; decides who frees
+    /// it (see [`ConnHandle`]). Its bias is claimed at the first receive (a
+    /// subscriber may be created on one thread and used on another) and
+    /// revoked when the handle goes, both on the subscriber's thread.
+    pub(super) count: SampleCount,
+    // Views into `rw` and `pool`, computed once. The 'static lifetimes are
+    // sound because the mappings live in this same struct, are never
+    // replaced, and the views are only handed out borrowed from `&self`.
+    pub(super) sub: Submission<'static>,
+    pub(super) returns: Returns<'static>,
+    pub(super) connected: &'static AtomicU64,
+    pub(super) pool_base: usize,
+}
+
+impl SubConn {
+    pub(super) fn open(reg: &Arc<Registration>, slot: usize, pid: u64) -> Result<Option<Self>, &'static str> {
+        let svc = &reg.service;
+        let Some(OpenSegment { fd, header: h, geo }) = open_segment(&svc.publisher_path(pid))?
+        else {
+            return Ok(None);
+        };
+        let s = &reg.settings;
+        let p = &h.params;
+        let ps = svc.port_slot(PortKind::Publisher, slot);
+        // Relaxed (both): published by the Acquire load of port_id that found it.
+        let (slot_len, slot_chunks) = (
+            ps.max_len.load(Ordering::Relaxed),
+            ps.chunk_count.load(Ordering::Relaxed),
+        );
+        if h.port_id != pid
+            || p.elem_size != s.elem_size
+            || p.align != s.align
+            || (!s.slice && p.max_len != 1)
+            || p.max_subscribers != u64::from(s.max_receivers)
+            || p.buffer != s.buffer
+            || p.borrowed != s.borrowed
+            || p.max_len != slot_len
+            || p.chunk_count != slot_chunks
+        {
+            return Err("segment header disagrees with the service");
+        }
+        let rw = Mapping::new(&fd, 0, geo.pool_offset, true)
+            .map_err(|_| "cannot map the connection blocks")?;
+        let pool = Mapping::new(
+            &fd,
+            geo.pool_offset,
+            geo.total_size - geo.pool_offset,
+            false,
+        )
+        .map_err(|_| "cannot map the pool")?;
+        let base = geo.conns_offset + reg.index as u64 * geo.conn_stride;
+        // ORDERING: Release; pairs with the Acquire load in
+        // port/segment.rs (still_needed): once seen, the file may be removed.
+        rw.atomic(base + ATTACHED_OFFSET)
+            .store(reg.port_id, Ordering::Release);
+        // SAFETY: the four views below point into `rw`, which moves
+        // into the returned struct with them and stays mapped until it is
+        // dropped; they are only used through it (see the field comment).
+        let (slots, head, returns, connected) = unsafe {
+            (
+                rw.atomics_detached(base + geo.sub_offset, 2 << geo.sub_log2),
+                rw.atomic_detached(base + LINE),
+                rw.atomics_detached(base + geo.returns_offset, u64::from(h.chunk_count)),
+                rw.atomic_detached(base),
+            )
+        };
+        Ok(Some(Self {
+            reg: reg.clone(),
+            publisher: pid,
+            pool_base: pool.ptr() as usize,
+            _rw: rw,
+            _pool: pool,
+            geo,
+            chunk_count: h.chunk_count,
+            max_len: p.max_len,
+            elem_size: p.elem_size,
+            slice: s.slice,
+            count: SampleCount::new(biasable()),
+            sub: if s.backpressure {
+                Submission::new(slots, head, p.buffer).sole_consumer()
+            } else {
+                Submission::new(slots, head, p.buffer)
+            },
+            returns: Returns::new(returns),
+            connected,
+        }))
+    }
+
+    /// Samples of this connection currently held.
+    #[inline]
+    pub(super) fn held(&self) -> usize {
+        // A drop racing with this check at worst refuses one receive that
+        // would just have fitted.
+        self.count.held() as usize
+    }
+
+    #[inline]
+    pub(super) fn connected(&self) -> bool {
+        // ORDERING: Acquire; pairs with the publisher's Release store in
+        // connect(): the reset rings are visible once we see our id.
+        self.connected.load(Ordering::Acquire) == self.reg.port_id
+    }
+
+    #[inline]
+    pub(super) fn submission(&self) -> Submission<'_> {
+        self.sub
+    }
+
+    fn chunk_offset(&self, idx: u32) -> u64 {
+        u64::from(idx) * self.geo.chunk_size
+    }
+
+    /// Address of chunk `idx`'s payload; `idx` must be below `chunk_count`.
+    #[inline]
+    pub(super) fn payload_addr(&self, idx: u32) -> usize {
+        self.pool_base + self.chunk_offset(idx) as usize
+    }
+
+    /// What to prefetch while waiting for the message after one of `len`
+    /// elements (validated) in chunk `idx` (validated), which announced
+    /// `next` (unvalidated): the first and last byte of `next`'s payload,
+    /// guessing the same length, and `next`'s return word; or, if `next` is
+    /// missing or out of range, `idx`'s payload, which is in our cache
+    /// already, and its return word.
+    #[inline]
+    pub(super) fn ahead(&self, idx: u32, len: u64, next: Option<u32>) -> [usize; 3] {
+        match next {
+            Some(n) if n < self.chunk_count => {
+                let first = self.payload_addr(n);
+                [
+                    first,
+                    first + (len * self.elem_size).saturating_sub(1) as usize,
+                    self.returns.word_addr(n),
+                ]
+            }
+            _ => {
+                let first = self.payload_addr(idx);
+                [first, first, self.returns.word_addr(idx)]
+            }
+        }
+    }
+}
+
+/// The subscriber's hold on a connection. Samples point at the same
+/// `SubConn` without a reference count: the connection's [`SampleCount`]
+/// tells who is last. When the handle goes, it frees the connection if
+/// every sample received is dropped by then, else the last sample to drop
+/// does. A sample stores its return word before it counts itself, so the
+/// one that frees comes after every other sample's last access.
+pub(crate) struct ConnHandle(pub(super) NonNull<SubConn>);
+
+// SAFETY: SubConn is Send and Sync (mappings, atomics and an Arc); the handle
+// is its owner until the hand-over described above.
+unsafe impl Send for ConnHandle {}
+
+impl ConnHandle {
+    pub(super) fn new(conn: SubConn) -> Self {
+        Self(NonNull::from(Box::leak(Box::new(conn))))
+    }
+}
+
+impl Deref for ConnHandle {
+    type Target = SubConn;
+    fn deref(&self) -> &SubConn {
+        // SAFETY: freed only after the handle is gone (see the type's docs).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Drop for ConnHandle {
+    fn drop(&mut self) {
+        // On the subscriber's thread (it is not Sync). If the process-wide
+        // barrier fails, the connection is kept (with its mapping) rather
+        // than risk freeing it under a sample; nothing else is lost.
+        if self.count.let_go(process_barrier) {
+            // SAFETY: every sample of the connection is gone and so are we.
+            unsafe { free_conn(self.0) };
+        }
+    }
+}
+
+/// Frees a connection.
+///
+/// # Safety
+/// Only by the last of the handle and the samples (see [`ConnHandle`]).
+pub(super) unsafe fn free_conn(conn: NonNull<SubConn>) {
+    // SAFETY: allocated by Box in ConnHandle::new; the caller is the last user.
+    drop(unsafe { Box::from_raw(conn.as_ptr()) });
+}

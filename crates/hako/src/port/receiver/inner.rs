@@ -1,0 +1,247 @@
+//! A receiving port: its registration, its connections behind a
+//! single-threaded cell, and its waiting. The typed faces (a subscriber,
+//! and the receivers of other patterns) own one; receiving itself is in
+//! `receive.rs`.
+
+use std::cell::{RefCell, RefMut};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::conn::Registration;
+use super::sample::RawSample;
+use super::settings::{ReceiveError, ReceiverSettings};
+use super::state::SubState;
+use crate::domain::nodefile::{new_id, node_is_alive};
+use crate::domain::service::error::{io_err, ServiceError};
+use crate::domain::service::inner::{NewPort, ServiceInner};
+use crate::domain::service::tables::PortKind;
+use crate::os::fifo;
+use crate::port::wait::{Adaptive, Waiter};
+
+/// A receiving port. `Send` but not `Sync`: one thread at a time uses it,
+/// so receiving needs no lock.
+pub(crate) struct Receiver {
+    pub(super) reg: Arc<Registration>,
+    /// The service's generation word, in its mapping (kept alive by `reg`):
+    /// loaded by every receive, so one load away.
+    pub(super) generation: &'static AtomicU64,
+    pub(super) max_borrowed: usize,
+    adaptive: Adaptive,
+    pub(super) state: RefCell<SubState>,
+}
+
+/// Why a receiving port could not be made.
+#[derive(Debug)]
+pub(crate) enum ReceiverCreateError {
+    /// The service's second table is full.
+    TooMany,
+    /// The service's files could not be used.
+    Service(ServiceError),
+}
+
+impl Receiver {
+    /// Makes a receiving port of `service`: its wake-up FIFO and its entry
+    /// in the service's second table; connects the senders there now.
+    pub(crate) fn create(
+        service: Arc<ServiceInner>,
+        settings: ReceiverSettings,
+    ) -> Result<Self, ReceiverCreateError> {
+        // Registers membarrier now (it can take a while in a process with
+        // many threads), not in the middle of a receive.
+        crate::port::lock::prepare();
+        let svc = service;
+        let port_id = new_id();
+        let fifo_path = svc.fifo_path(port_id);
+        let fifo = fifo::create(&fifo_path, svc.node.access)
+            .map_err(|e| ReceiverCreateError::Service(io_err("create FIFO", &fifo_path)(e)))?;
+        let entry = NewPort {
+            kind: PortKind::Subscriber,
+            port_id,
+            max_len: 0,
+            chunk_count: 0,
+            limit: settings.max_receivers as usize,
+        };
+        let index = match svc.register(entry, |_| {}, |_| {}) {
+            Ok(Some(i)) => i,
+            other => {
+                let _ = std::fs::remove_file(&fifo_path);
+                return Err(match other {
+                    Err(e) => ReceiverCreateError::Service(e),
+                    _ => ReceiverCreateError::TooMany,
+                });
+            }
+        };
+        let (extra, off) = svc.extra(index);
+        // SAFETY: the service's mapping outlives the Registration, which
+        // holds the service.
+        let received_total = unsafe { extra.atomic_detached(off) };
+        // Relaxed: a counter for inspectors; ours starts from zero.
+        received_total.store(0, Ordering::Relaxed);
+        let reg = Arc::new(Registration {
+            service: svc,
+            port_id,
+            index,
+            fifo,
+            fifo_path,
+            received_total,
+            settings,
+        });
+        // SAFETY: the generation word lives in the service's mapping, which
+        // the registration keeps alive, and the receiver holds that.
+        let generation = unsafe { &*std::ptr::from_ref(reg.service.generation_word()) };
+        let rx = Self {
+            reg,
+            generation,
+            max_borrowed: settings.borrowed as usize,
+            adaptive: Adaptive::default(),
+            state: RefCell::new(SubState {
+                seen_generation: u64::MAX,
+                conns: Vec::new(),
+                bad: Vec::new(),
+                next: 0,
+            }),
+        };
+        rx.lock().update(&rx.reg);
+        Ok(rx)
+    }
+
+    /// The service's name.
+    pub(crate) fn service_name(&self) -> &crate::domain::name::ServiceName {
+        &self.reg.service.name
+    }
+
+    pub(super) fn lock(&self) -> RefMut<'_, SubState> {
+        // No method of the subscriber calls another while holding the state,
+        // and the subscriber is not Sync, so this never finds it borrowed.
+        self.state.borrow_mut()
+    }
+
+    /// The subscriber's unique port id.
+    pub(crate) fn id(&self) -> u64 {
+        self.reg.port_id
+    }
+
+    /// Waits up to `timeout` for a sample; `Ok(None)` on timeout. A zero
+    /// timeout is the same as [`receive`](Self::receive).
+    pub(crate) fn receive_timeout(&self, timeout: Duration) -> Result<Option<RawSample>, ReceiveError> {
+        self.wait(Some(Instant::now() + timeout))
+    }
+
+    /// Waits until a sample arrives. Returns
+    /// [`ReceiveError::PublishersGone`] when every publisher seen during the
+    /// wait has left or died and nothing is queued (a subscriber started
+    /// before any publisher waits for one to come).
+    pub(crate) fn blocking_receive(&self) -> Result<RawSample, ReceiveError> {
+        loop {
+            if let Some(s) = self.wait(None)? {
+                return Ok(s);
+            }
+        }
+    }
+
+    fn wait(&self, deadline: Option<Instant>) -> Result<Option<RawSample>, ReceiveError> {
+        let waiter = Waiter {
+            strategy: self.reg.settings.strategy,
+            adaptive: &self.adaptive,
+            block: self
+                .reg
+                .service
+                .wake_block(PortKind::Subscriber, self.reg.index),
+        };
+        // A cheap look at the table (no system call); liveness is checked
+        // only when a sleep times out.
+        let mut saw_publisher = self.publishers_registered();
+        waiter.wait(
+            deadline,
+            || self.receive(),
+            || self.ready(),
+            || {
+                if self.publishers_alive() {
+                    saw_publisher = true;
+                    Ok(())
+                } else if saw_publisher && !self.ready() {
+                    Err(ReceiveError::PublishersGone(
+                        self.reg.service.name.to_string(),
+                    ))
+                } else {
+                    Ok(())
+                }
+            },
+        )
+    }
+
+    /// Whether a receive would find something (without taking it).
+    fn ready(&self) -> bool {
+        let mut st = self.lock();
+        st.update(&self.reg);
+        st.conns
+            .iter()
+            .any(|e| e.conn.connected() && e.conn.submission().has_item())
+    }
+
+    fn publishers_registered(&self) -> bool {
+        let svc = &self.reg.service;
+        (0..svc.table_len(PortKind::Publisher)).any(|i| {
+            let slot = svc.port_slot(PortKind::Publisher, i);
+            // Relaxed (both): a hint; publishers_alive() does the real check.
+            slot.port_id.load(Ordering::Relaxed) != 0 && slot.flags.load(Ordering::Relaxed) == 0
+        })
+    }
+
+    fn publishers_alive(&self) -> bool {
+        let svc = &self.reg.service;
+        (0..svc.table_len(PortKind::Publisher)).any(|i| {
+            let slot = svc.port_slot(PortKind::Publisher, i);
+            // ORDERING: Acquire; pairs with the Release store in register().
+            slot.port_id.load(Ordering::Acquire) != 0
+                // Relaxed (both): published with the port id.
+                && slot.flags.load(Ordering::Relaxed) == 0
+                && node_is_alive(&svc.node.config.root, slot.node_id.load(Ordering::Relaxed))
+        })
+    }
+
+    /// Registers interest before a waitset sleeps; true if samples wait.
+    pub(crate) fn arm(&self) -> bool {
+        self.reg
+            .service
+            .wake_block(PortKind::Subscriber, self.reg.index)
+            .register_fd(|| self.ready())
+    }
+
+    /// Withdraws the interest taken by [`arm`](Self::arm); empties the FIFO.
+    pub(crate) fn disarm(&self) {
+        self.reg
+            .service
+            .wake_block(PortKind::Subscriber, self.reg.index)
+            .unregister_fd();
+        fifo::drain(&self.reg.fifo);
+    }
+
+    /// Whether a sample is waiting (a hint: another thread may take it).
+    pub(crate) fn has_samples(&self) -> bool {
+        let mut st = self.lock();
+        st.update(&self.reg);
+        st.conns
+            .iter()
+            .any(|e| e.conn.connected() && e.conn.submission().has_item())
+    }
+
+    /// Number of publishers this subscriber is connected to.
+    pub(crate) fn publisher_count(&self) -> usize {
+        let mut st = self.lock();
+        st.update(&self.reg);
+        st.conns
+            .iter()
+            .filter(|e| !e.draining && e.conn.connected())
+            .count()
+    }
+}
+
+impl AsFd for Receiver {
+    /// The wake-up FIFO, readable after a send while a waitset waits on it.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.reg.fifo.as_fd()
+    }
+}

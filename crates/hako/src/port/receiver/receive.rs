@@ -1,0 +1,182 @@
+//! Receiving: taking the next descriptor from a connection's queue,
+//! validating it and handing out the sample, with the prefetches that let a
+//! payload travel with its descriptor.
+
+use std::cell::RefMut;
+use std::sync::atomic::Ordering;
+
+use super::conn::ConnHandle;
+use super::inner::Receiver;
+use super::sample::RawSample;
+use super::settings::{ReceiveError, GARBAGE_IN_QUEUE};
+use super::state::{ConnEntry, SubState, Taken};
+use crate::core::ring::{Corrupted, Pop};
+use crate::core::sync::{prefetch_read, prefetch_write};
+
+impl Receiver {
+    /// Takes the next sample, if any; never blocks. Samples of one sender
+    /// arrive in the order sent; senders are served round-robin.
+    #[inline]
+    pub(crate) fn receive(&self) -> Result<Option<RawSample>, ReceiveError> {
+        let mut st = self.lock();
+        // ORDERING: Acquire; pairs with the Release bump of the generation
+        // (DynSegment::bump): table changes before it are visible.
+        if self.generation.load(Ordering::Acquire) != st.seen_generation {
+            if let Some(e) = st.update(&self.reg) {
+                return Err(e);
+            }
+        }
+        // The common case, one publisher: no round-robin, and only the
+        // loads needed to find a sample or learn there is none (an empty
+        // receive is the body of every busy-poll loop).
+        if let [entry] = &st.conns[..] {
+            let conn = &entry.conn;
+            if !entry.draining && conn.connected() {
+                if conn.held() >= self.max_borrowed {
+                    return Err(ReceiveError::ExceedsMaxBorrowed(self.max_borrowed));
+                }
+                return match self.take(entry) {
+                    Taken::Sample(sample, lines) => {
+                        st.conns[0].ahead = lines;
+                        Ok(Some(sample))
+                    }
+                    Taken::Nothing => Ok(None),
+                    Taken::Broken(e) => {
+                        let gone = st.conns.swap_remove(0);
+                        st.bad.push(gone.conn.publisher);
+                        Err(e)
+                    }
+                };
+            }
+        }
+        self.receive_from_any(st)
+    }
+
+    /// [`receive`](Self::receive) with several publishers, or one that
+    /// left or broke.
+    #[cold]
+    fn receive_from_any(
+        &self,
+        mut st: RefMut<'_, SubState>,
+    ) -> Result<Option<RawSample>, ReceiveError> {
+        if st.borrowed() >= self.max_borrowed {
+            return Err(ReceiveError::ExceedsMaxBorrowed(self.max_borrowed));
+        }
+        let n = st.conns.len();
+        let mut i = if st.next < n { st.next } else { 0 };
+        let mut result = Ok(None);
+        let mut remove = None;
+        let mut ahead = None;
+        for _ in 0..n {
+            let entry = &st.conns[i];
+            let conn = &entry.conn;
+            if !conn.connected() {
+                if entry.draining && conn.held() == 0 {
+                    remove = Some(i);
+                }
+            } else {
+                match self.take(entry) {
+                    Taken::Sample(sample, lines) => {
+                        result = Ok(Some(sample));
+                        ahead = Some((i, lines));
+                        st.next = i + 1;
+                        break;
+                    }
+                    Taken::Nothing => {
+                        if entry.draining && conn.held() == 0 {
+                            remove = Some(i);
+                        }
+                    }
+                    Taken::Broken(e) => {
+                        result = Err(e);
+                        remove = Some(i);
+                        break;
+                    }
+                }
+            }
+            i += 1;
+            if i == n {
+                i = 0;
+            }
+        }
+        if let Some((i, lines)) = ahead {
+            st.conns[i].ahead = lines;
+        }
+        if let Some(i) = remove {
+            let gone = st.conns.swap_remove(i);
+            if result.is_err() {
+                st.bad.push(gone.conn.publisher);
+            }
+        }
+        result
+    }
+
+    /// Takes the next sample of one connection, if any, prefetching the
+    /// chunk its publisher announced with the load of the slot, so that
+    /// both travel at once when the publisher has written them (see
+    /// core::ring).
+    #[inline(always)]
+    fn take(&self, entry: &ConnEntry) -> Taken {
+        let conn = &entry.conn;
+        prefetch_read(entry.ahead[0] as *const u8);
+        prefetch_read(entry.ahead[1] as *const u8);
+        prefetch_write(entry.ahead[2] as *const u8);
+        match conn.sub.pop() {
+            Ok(Pop::Item {
+                index,
+                pos,
+                len,
+                next,
+            }) => {
+                // When the announcement was wrong, the line the sample's
+                // drop will write has not been asked for yet.
+                conn.returns.prepare_release(index);
+                match self.accept(conn, index, pos.wrapping_add(1), len) {
+                    Ok(sample) => Taken::Sample(sample, conn.ahead(index, len, next)),
+                    Err(e) => Taken::Broken(e),
+                }
+            }
+            Ok(Pop::Empty) => Taken::Nothing,
+            Err(Corrupted) => Taken::Broken(ReceiveError::CorruptedPublisher {
+                publisher: conn.publisher,
+                what: GARBAGE_IN_QUEUE,
+            }),
+        }
+    }
+
+    #[inline]
+    fn accept(
+        &self,
+        conn: &ConnHandle,
+        idx: u32,
+        stamp: u64,
+        len: u64,
+    ) -> Result<RawSample, ReceiveError> {
+        let bad = |what| ReceiveError::CorruptedPublisher {
+            publisher: conn.publisher,
+            what,
+        };
+        if idx >= conn.chunk_count {
+            return Err(bad("chunk index out of range"));
+        }
+        // The length came with the descriptor (same cache line), so the
+        // payload's lines can be fetched without reading the chunk first.
+        if len > conn.max_len || (!conn.slice && len != 1) {
+            // Give the chunk back so the publisher does not lose it.
+            conn.returns.release(idx, stamp);
+            return Err(bad("payload length out of range"));
+        }
+        conn.count.received_one();
+        // Relaxed (both): only this thread writes the total (a counter for
+        // inspectors, on a line of this subscriber's own).
+        let total = self.reg.received_total;
+        total.store(total.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        Ok(RawSample {
+            conn: conn.0,
+            payload: conn.payload_addr(idx) as *const u8,
+            idx,
+            stamp,
+            len: len as usize,
+        })
+    }
+}

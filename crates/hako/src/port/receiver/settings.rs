@@ -1,0 +1,51 @@
+//! What a receiving port is made of, and why receiving can fail.
+
+use crate::port::wait::WaitStrategy;
+
+/// What [`ReceiveError::CorruptedPublisher`] says of a bad descriptor.
+pub(super) const GARBAGE_IN_QUEUE: &str = "garbage in the submission queue";
+
+/// Why `receive` failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReceiveError {
+    /// Every publisher seen during a blocking receive has left or died and
+    /// nothing is queued; waiting on could only hang.
+    #[error("every publisher of service {0:?} is gone and nothing is queued")]
+    PublishersGone(String),
+    /// The subscriber already holds `subscriber_max_borrowed_samples` samples.
+    #[error("{0} samples are held already (subscriber_max_borrowed_samples); drop one before receiving more")]
+    ExceedsMaxBorrowed(usize),
+    /// A publisher wrote something the protocol cannot produce (a bad
+    /// descriptor or segment header). Its connection is closed;
+    /// other publishers are unaffected and `receive` may be called again.
+    #[error("publisher {publisher:016x} sent corrupted data ({what}); its connection is closed")]
+    CorruptedPublisher {
+        /// The publisher's port id.
+        publisher: u64,
+        /// What was wrong.
+        what: &'static str,
+    },
+}
+
+/// The settings of a receiving port, from its pattern's service settings
+/// and its builder.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReceiverSettings {
+    /// Bytes of one payload element.
+    pub elem_size: u64,
+    /// Alignment of the payload.
+    pub align: u64,
+    /// Whether the payload is a slice (else its length must be 1).
+    pub slice: bool,
+    /// Receivers of the service (entries of its second table).
+    pub max_receivers: u32,
+    /// Samples a queue holds.
+    pub buffer: u64,
+    /// Samples this port may hold at once.
+    pub borrowed: u64,
+    /// The queues are under backpressure: this port is their only consumer.
+    pub backpressure: bool,
+    /// How the blocking calls wait.
+    pub strategy: WaitStrategy,
+}

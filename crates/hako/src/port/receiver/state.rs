@@ -1,0 +1,133 @@
+//! A receiver's private state: its connections, one per sender it has
+//! found in the service's table, and how it follows the table.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::conn::{ConnHandle, Registration, SubConn};
+use super::sample::RawSample;
+use super::settings::ReceiveError;
+use crate::domain::service::tables::PortKind;
+use crate::port::lock::process_barrier;
+use crate::port::segment::reap_retired;
+
+/// What [`Subscriber::take`] found on one connection.
+pub(super) enum Taken {
+    /// A sample, and the payload lines to prefetch next on this connection.
+    Sample(RawSample, [usize; 3]),
+    /// Nothing queued.
+    Nothing,
+    /// The publisher wrote garbage; the connection must go.
+    Broken(ReceiveError),
+}
+
+pub(super) struct ConnEntry {
+    pub(super) conn: ConnHandle,
+    /// The publisher left the table: drain what it queued, then drop.
+    pub(super) draining: bool,
+    /// Addresses of the first and last payload byte of the chunk the
+    /// publisher announced for its next message (or of one in our cache),
+    /// and of that chunk's return word: prefetched whenever the queue is
+    /// polled, the payload for reading, so that when the message comes its
+    /// payload and its descriptor arrive together, the return word for
+    /// writing, so that dropping the sample does not wait for the
+    /// publisher's CPU to give the line up (it reads it in every
+    /// take-back).
+    pub(super) ahead: [usize; 3],
+}
+
+pub(super) struct SubState {
+    pub(super) seen_generation: u64,
+    pub(super) conns: Vec<ConnEntry>,
+    /// Publishers whose segments failed validation.
+    pub(super) bad: Vec<u64>,
+    pub(super) next: usize,
+}
+
+impl Drop for SubState {
+    fn drop(&mut self) {
+        // Revoke the biases of every connection with one process-wide
+        // barrier rather than one each (the handles' own revokes then find
+        // nothing to do). If the barrier fails, each handle tries again.
+        let mut needed = false;
+        for entry in &self.conns {
+            needed |= entry.conn.count.bias.raise();
+        }
+        if !needed || process_barrier() {
+            for entry in &self.conns {
+                entry.conn.count.bias.finish();
+            }
+        }
+    }
+}
+
+impl SubState {
+    /// Samples handed out and not yet dropped, over every connection. A
+    /// connection stays in the list while any of its samples is held.
+    pub(super) fn borrowed(&self) -> usize {
+        self.conns.iter().map(|e| e.conn.held()).sum()
+    }
+
+    pub(super) fn update(&mut self, reg: &Arc<Registration>) -> Option<ReceiveError> {
+        let svc = &reg.service;
+        if svc.generation() == self.seen_generation {
+            return None;
+        }
+        svc.reclaim_dead_ports();
+        let gen = svc.generation();
+        self.seen_generation = gen;
+        let mut err = None;
+        let n = svc.table_len(PortKind::Publisher);
+        let mut present = Vec::with_capacity(n);
+        for i in 0..n {
+            // ORDERING: Acquire; pairs with the Release store in register().
+            let pid = svc
+                .port_slot(PortKind::Publisher, i)
+                .port_id
+                .load(Ordering::Acquire);
+            if pid == 0 {
+                continue;
+            }
+            present.push(pid);
+            if self.bad.contains(&pid)
+                || self
+                    .conns
+                    .iter()
+                    .any(|e| e.conn.publisher == pid && !e.draining)
+            {
+                continue;
+            }
+            match SubConn::open(reg, i, pid) {
+                Ok(Some(c)) => {
+                    let ahead = [c.payload_addr(0), c.payload_addr(0), c.returns.word_addr(0)];
+                    self.conns.push(ConnEntry {
+                        conn: ConnHandle::new(c),
+                        draining: false,
+                        ahead,
+                    })
+                }
+                Ok(None) => {}
+                Err(what) => {
+                    tracing::warn!(
+                        publisher = pid,
+                        what,
+                        "ignoring a publisher with a corrupted segment"
+                    );
+                    self.bad.push(pid);
+                    err = Some(ReceiveError::CorruptedPublisher {
+                        publisher: pid,
+                        what,
+                    });
+                }
+            }
+        }
+        for e in &mut self.conns {
+            if !present.contains(&e.conn.publisher) {
+                e.draining = true;
+            }
+        }
+        self.bad.retain(|b| present.contains(b));
+        reap_retired(svc);
+        err
+    }
+}

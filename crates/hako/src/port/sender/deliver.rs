@@ -1,0 +1,317 @@
+//! Delivery: queuing a sent chunk for every connected receiver, waking
+//! those that sleep, and what happens when a queue is full.
+
+use std::sync::atomic::Ordering;
+
+use super::params::SenderParams;
+use super::settings::BackpressureStrategy;
+use super::state::SenderState;
+use crate::core::park::{full_barrier, Kernel, Wake};
+use crate::core::ring::{Corrupted, Push};
+use crate::domain::config::OverflowPolicy;
+use crate::domain::nodefile::node_is_alive;
+use crate::domain::service::tables::PortKind;
+use crate::os::fifo;
+use crate::os::futex::OsKernel;
+
+impl SenderState {
+    /// Delivers chunk `idx` to every connected subscriber, wakes those that
+    /// sleep and takes back what they returned; returns how many got it.
+    #[inline]
+    pub(super) fn deliver(&mut self, p: &SenderParams, idx: u32, len: u64) -> usize {
+        if let &[j] = &self.active[..] {
+            // One subscriber, the common case: no flags, no second pass.
+            let next = self.upcoming(p, j);
+            if !self.push_to(p, j, idx, len, next) {
+                return 0;
+            }
+            // ORDERING: full barrier; as below.
+            full_barrier();
+            self.after_publish(p, j);
+            return 1;
+        }
+        let mut delivered = 0;
+        let next = match self.active.first() {
+            Some(&j) => self.upcoming(p, j),
+            None => None,
+        };
+        for k in 0..self.active.len() {
+            let j = self.active[k];
+            let got = self.push_to(p, j, idx, len, next);
+            self.conns[j].delivered = got;
+            delivered += usize::from(got);
+        }
+        if delivered == 0 {
+            return 0;
+        }
+        // ORDERING: full barrier (a SeqCst fence); pairs with the fences of
+        // sleeping subscribers (see core::park): after our descriptor
+        // stores, before reading their registrations. One for all.
+        full_barrier();
+        for k in 0..self.active.len() {
+            let j = self.active[k];
+            if self.conns[j].delivered {
+                self.after_publish(p, j);
+            }
+        }
+        delivered
+    }
+
+    /// The chunk to announce with a send to subscriber `j` (and the others)
+    /// as the one the next loan gets, for subscribers to prefetch while they
+    /// wait (see core::ring). The pool loans the chunk freed last: without
+    /// history, when a take-back follows this send (see after_publish), that
+    /// is the chunk sent before this one, which a subscriber keeping pace
+    /// has returned by then; with a full history, the sample it evicts;
+    /// otherwise the top of the free list. Right every time for subscribers
+    /// that keep pace with a publisher loaning one sample at a time, except
+    /// while a publisher of large chunks fills slowly and loans the chunk
+    /// sent last again (see `FillClock`): with a queue of two the guess is
+    /// right there too (the chunk sent before this one is this one), with a
+    /// deeper queue it is not; either way two prefetched lines are nothing
+    /// beside megabytes of payload. A wrong guess costs a subscriber a
+    /// wasted prefetch.
+    #[inline]
+    pub(super) fn upcoming(&self, p: &SenderParams, j: usize) -> Option<u32> {
+        let takes_back = self.conns[j].outstanding.count() as u64 + 2 >= p.buffer;
+        if p.history_size == 0 {
+            return match self.last_sent {
+                Some(prev) if takes_back => Some(prev),
+                _ => self.book.top(),
+            };
+        }
+        // The history holds the chunk sent before this one; once full, this
+        // send evicts its oldest, after the take-back, and that chunk is
+        // freed last if only the history still holds it (or the take-back
+        // is about to let go of it).
+        if self.history.len() >= p.history_size {
+            if let Some(&(old, _)) = self.history.front() {
+                let refs = self.book.refs(old);
+                if refs == 1 || (refs == 2 && takes_back && self.last_sent == Some(old)) {
+                    return Some(old);
+                }
+            }
+        }
+        self.book.top()
+    }
+
+    /// Queues chunk `idx` for subscriber `j`, announcing `next`; false if
+    /// it did not get it.
+    #[inline]
+    pub(super) fn push_to(
+        &mut self,
+        p: &SenderParams,
+        j: usize,
+        idx: u32,
+        len: u64,
+        next: Option<u32>,
+    ) -> bool {
+        let conn = &self.conns[j];
+        if conn.sub_port == 0 || conn.broken {
+            return false;
+        }
+        self.push_if_room(p, j, idx, len, next) || self.deliver_one(p, j, idx, len, next)
+    }
+
+    /// Queues chunk `idx` for subscriber `j` if fewer chunks are outstanding
+    /// on the connection than its queue holds, so the queue has room: no
+    /// need to look at the subscriber's position (a cache line it writes).
+    #[inline]
+    pub(super) fn push_if_room(
+        &mut self,
+        p: &SenderParams,
+        j: usize,
+        idx: u32,
+        len: u64,
+        next: Option<u32>,
+    ) -> bool {
+        let conn = &mut self.conns[j];
+        if conn.outstanding.count() as u64 >= p.buffer {
+            return false;
+        }
+        let stamp = conn.producer.tail + 1;
+        conn.sub.push_known_room(&mut conn.producer, idx, len, next);
+        conn.outstanding.insert(idx, stamp);
+        self.book.add_ref(idx);
+        true
+    }
+
+    /// After the full barrier that followed a publish to subscriber `j`:
+    /// wakes it if it sleeps, and takes back what it returned.
+    #[inline]
+    pub(super) fn after_publish(&mut self, p: &SenderParams, j: usize) {
+        let w = self.conns[j].wake.sleepers_after_fence();
+        if w.futex || w.fd {
+            self.wake(p, j, w);
+        }
+        // Housekeeping after the sample is visible, off the critical
+        // path: take back what the subscriber returned, so the next send
+        // finds room without reading its queue position. Only once the
+        // queue is one short of full: reading the return words costs a
+        // cache miss (the subscriber writes them), so a stream takes many
+        // back per miss instead of one per send.
+        if self.conns[j].outstanding.count() as u64 + 1 >= p.buffer {
+            self.take_back_returned(j);
+        }
+    }
+
+    /// Wakes subscriber `j`, which sleeps (`w`, from its wake block after
+    /// the full barrier that followed the publish).
+    #[cold]
+    pub(super) fn wake(&mut self, p: &SenderParams, j: usize, w: Wake) {
+        if w.futex {
+            OsKernel.futex_wake(&self.conns[j].wake.epoch);
+        }
+        if w.fd {
+            let conn = &mut self.conns[j];
+            if conn.fifo.is_none() {
+                conn.fifo = fifo::open_writer(&p.service.fifo_path(conn.sub_port)).ok();
+            }
+            if let Some(fd) = &conn.fifo {
+                fifo::poke(fd);
+            }
+        }
+    }
+
+    /// Wakes subscriber `j` if it sleeps; the caller has issued a full
+    /// barrier after publishing. No system call unless it sleeps.
+    pub(super) fn wake_one(&mut self, p: &SenderParams, j: usize) {
+        let w = self.conns[j].wake.sleepers_after_fence();
+        if w.futex || w.fd {
+            self.wake(p, j, w);
+        }
+    }
+
+    pub(super) fn deliver_one(
+        &mut self,
+        p: &SenderParams,
+        j: usize,
+        idx: u32,
+        len: u64,
+        next: Option<u32>,
+    ) -> bool {
+        let sub = self.conns[j].sub;
+        let mut attempts: u32 = 0;
+        let mut spins: u32 = 0;
+        let mut drained = false;
+        loop {
+            if self.push_if_room(p, j, idx, len, next) {
+                return true;
+            }
+            if !drained {
+                drained = true;
+                self.take_back_returned(j);
+                if self.conns[j].broken {
+                    return false;
+                }
+                continue;
+            }
+            if self.conns[j].outstanding.count() >= p.per_conn_limit {
+                self.take_back_returned(j);
+                if self.conns[j].broken {
+                    return false;
+                }
+            }
+            if self.conns[j].outstanding.count() < p.per_conn_limit {
+                let stamp = self.conns[j].producer.tail + 1;
+                match sub.try_push(&mut self.conns[j].producer, idx, len, next) {
+                    Ok(Push::Done) => {
+                        self.conns[j].outstanding.insert(idx, stamp);
+                        self.book.add_ref(idx);
+                        return true;
+                    }
+                    Ok(Push::Full) => {}
+                    Err(Corrupted) => {
+                        tracing::warn!(
+                            slot = j,
+                            "subscriber corrupted its queue index; disconnecting it"
+                        );
+                        self.disconnect(j, true);
+                        return false;
+                    }
+                }
+            }
+            // No room for this subscriber.
+            match p.overflow {
+                OverflowPolicy::DropOldest => match sub.reclaim_oldest(&mut self.conns[j].producer)
+                {
+                    Ok(Some(old)) => {
+                        if self.conns[j].outstanding.remove(old) {
+                            self.book.release(old);
+                            self.count_drop(j);
+                        } else {
+                            // Only a subscriber rewriting its queue can put a
+                            // chunk there that is not outstanding.
+                            tracing::warn!(
+                                slot = j,
+                                "subscriber corrupted its queue; disconnecting it"
+                            );
+                            self.disconnect(j, true);
+                            return false;
+                        }
+                    }
+                    Ok(None) => {
+                        // Queue empty: the subscriber holds everything.
+                        if self.conns[j].outstanding.count() >= p.per_conn_limit {
+                            self.count_drop(j);
+                            return false;
+                        }
+                    }
+                    Err(Corrupted) => {
+                        self.disconnect(j, true);
+                        return false;
+                    }
+                },
+                OverflowPolicy::Backpressure => {
+                    match p.strategy {
+                        BackpressureStrategy::Discard => {
+                            self.count_drop(j);
+                            return false;
+                        }
+                        BackpressureStrategy::Retry(max) => {
+                            attempts += 1;
+                            if attempts > max {
+                                self.count_drop(j);
+                                return false;
+                            }
+                        }
+                        BackpressureStrategy::Block => {}
+                    }
+                    spins = spins.wrapping_add(1);
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                        if spins % 1024 == 0 && !self.subscriber_still_there(p, j) {
+                            self.disconnect(j, false);
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A delivery to `j` lost to overflow: counted for inspectors.
+    #[cold]
+    pub(super) fn count_drop(&mut self, j: usize) {
+        self.dropped += 1;
+        let conn = &mut self.conns[j];
+        conn.dropped += 1;
+        // Relaxed (both): counters for inspectors, nothing depends on them.
+        conn.dropped_word.store(conn.dropped, Ordering::Relaxed);
+        self.counters.dropped.store(self.dropped, Ordering::Relaxed);
+    }
+
+    /// While blocked: is the subscriber on `j` still registered and alive?
+    pub(super) fn subscriber_still_there(&self, p: &SenderParams, j: usize) -> bool {
+        let slot = p.service.port_slot(PortKind::Subscriber, j);
+        // ORDERING: Acquire; pairs with the Release store in unregister().
+        if slot.port_id.load(Ordering::Acquire) != self.conns[j].sub_port {
+            return false;
+        }
+        // Relaxed: node_id is stable while port_id is (published by it).
+        let node = slot.node_id.load(Ordering::Relaxed);
+        node_is_alive(&p.service.node.config.root, node)
+    }
+}

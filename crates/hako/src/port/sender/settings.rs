@@ -1,0 +1,82 @@
+//! What a sending port is made of: the settings its pattern gives it, what
+//! it does when a receiver's queue is full, and why a loan can fail.
+
+use crate::domain::config::OverflowPolicy;
+
+/// What a publisher does, under [`OverflowPolicy::Backpressure`], when a
+/// subscriber's queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackpressureStrategy {
+    /// Wait until the subscriber makes room (or goes away, or its process
+    /// dies).
+    Block,
+    /// Try again up to this many times, yielding the CPU in between, then
+    /// skip this subscriber for this sample.
+    Retry(u32),
+    /// Skip this subscriber for this sample at once.
+    Discard,
+}
+
+/// Why a sample could not be loaned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoanError {
+    /// The publisher already has `max_loaned_samples` samples loaned out.
+    #[error("{0} samples are loaned already (max_loaned_samples); send or drop one first")]
+    ExceedsMaxLoans(usize),
+    /// Every chunk of the pool is in use by subscribers, history and loans.
+    #[error("the publisher's pool is exhausted: all {0} chunks are in use; subscribers must release samples")]
+    OutOfMemory(u32),
+    /// The requested slice length exceeds the publisher's maximum.
+    #[error("slice of {requested} elements requested; this publisher allows at most {max} (max_slice_len)")]
+    SliceTooLong {
+        /// Requested length.
+        requested: usize,
+        /// The maximum.
+        max: usize,
+    },
+}
+
+/// The settings of a sending port, from its pattern's service settings and
+/// its builder; checked by the pattern before the port is made.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SenderSettings {
+    /// What happens when a receiver's queue is full.
+    pub overflow: OverflowPolicy,
+    /// Under backpressure: block, retry or discard.
+    pub strategy: BackpressureStrategy,
+    /// Samples kept for receivers that connect later.
+    pub history_size: u32,
+    /// Samples a receiver's queue holds.
+    pub buffer: u64,
+    /// Samples a receiver may hold at once.
+    pub borrowed: u64,
+    /// Receivers (entries of the service's second table).
+    pub max_receivers: u32,
+    /// Senders of this kind the service admits.
+    pub max_senders: u32,
+    /// Samples loaned at once.
+    pub max_loans: u32,
+    /// Elements of the largest slice (1 for a single value).
+    pub max_len: u64,
+    /// Bytes and alignment of one payload element.
+    pub elem_size: u64,
+    /// Alignment of the payload.
+    pub align: u64,
+    /// Chunks of the pool.
+    pub chunk_count: u64,
+}
+
+/// Why a sending port could not be made.
+#[derive(Debug)]
+pub(crate) enum SenderCreateError {
+    /// The service admits no more senders.
+    TooMany,
+    /// The segment would be too large.
+    Geometry,
+    /// The data segment (`size` bytes) could not be created or registered.
+    Segment {
+        size: u64,
+        source: crate::domain::service::error::ServiceError,
+    },
+}

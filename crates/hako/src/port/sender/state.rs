@@ -1,0 +1,310 @@
+//! A sender's mutable state, kept behind its port lock: the chunk book,
+//! the connections, the history; loaning, sending and following the
+//! receivers that come and go. Delivery itself is in `deliver.rs`.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+
+use super::conn::{ConnState, FillClock};
+use super::params::SenderParams;
+use super::settings::LoanError;
+use crate::core::layout::PubCounters;
+use crate::core::park::full_barrier;
+use crate::core::pool::ChunkBook;
+use crate::core::ring::Push;
+use crate::core::sync::prefetch_write;
+use crate::domain::service::tables::PortKind;
+
+pub(crate) struct SenderState {
+    pub(super) book: ChunkBook,
+    /// The chunk of the last sample delivered to anyone (see `upcoming`).
+    pub(super) last_sent: Option<u32>,
+    /// Times the filling of samples, for publishers of large chunks.
+    pub(super) fill: FillClock,
+    pub(super) conns: Vec<ConnState>,
+    /// The last `history_size` samples sent (chunk, length), oldest first.
+    pub(super) history: VecDeque<(u32, u64)>,
+    pub(super) loaned: usize,
+    /// The `Publisher` was dropped while samples were loaned: the last loan
+    /// to go releases the `SenderInner` (see `RawLoan`).
+    pub(super) orphaned: bool,
+    pub(super) seen_generation: u64,
+    /// Indices of the connections served (connected, not broken).
+    pub(super) active: Vec<usize>,
+    /// The segment's counters (for inspectors) and the values behind them.
+    pub(super) counters: &'static PubCounters,
+    pub(super) sent: u64,
+    pub(super) deliveries: u64,
+    pub(super) dropped: u64,
+    /// `active` must be rebuilt.
+    pub(super) active_dirty: bool,
+}
+
+impl SenderState {
+    /// Takes back every chunk the subscriber on `j` returned.
+    pub(super) fn take_back_returned(&mut self, j: usize) {
+        let conn = &mut self.conns[j];
+        let returns = conn.returns;
+        let book = &mut self.book;
+        let before = book.free_count();
+        conn.outstanding.take_returned(
+            |idx, stamp| returns.returned(idx, stamp),
+            |idx| {
+                book.release(idx);
+            },
+        );
+        // The chunks come back in index order; the one sent last among them
+        // goes on top, as upcoming() announced (and as its lines are the
+        // likeliest to be in cache).
+        if let Some(prev) = self.last_sent {
+            self.book.lift(prev, before);
+        }
+    }
+
+    pub(super) fn drain_all(&mut self) {
+        // A send leaves the list as it found it (a connection that broke
+        // during the send is dropped from it here, or at the next send).
+        self.refresh_active();
+        for k in 0..self.active.len() {
+            let j = self.active[k];
+            if self.conns[j].sub_port != 0 && !self.conns[j].broken {
+                self.take_back_returned(j);
+            }
+        }
+        self.refresh_active();
+    }
+
+    /// Rebuilds the list of connections that are served, if it changed.
+    #[inline]
+    pub(super) fn refresh_active(&mut self) {
+        if self.active_dirty {
+            self.rebuild_active();
+        }
+    }
+
+    #[cold]
+    pub(super) fn rebuild_active(&mut self) {
+        self.active.clear();
+        let conns = &self.conns;
+        self.active
+            .extend((0..conns.len()).filter(|&j| conns[j].sub_port != 0 && !conns[j].broken));
+        self.active_dirty = false;
+    }
+
+    /// Releases everything outstanding on `j`. `broken`: keep the slot
+    /// marked so the same subscriber is not served again.
+    pub(super) fn disconnect(&mut self, j: usize, broken: bool) {
+        let conn = &mut self.conns[j];
+        let book = &mut self.book;
+        conn.outstanding.drain(|idx| {
+            book.release(idx);
+        });
+        conn.broken = broken;
+        if !broken {
+            conn.sub_port = 0;
+        }
+        self.active_dirty = true;
+        // ORDERING: Release; pairs with the subscriber's Acquire load of the
+        // connected word; it stops using the rings once it sees the change.
+        conn.connected.store(0, Ordering::Release);
+    }
+
+    /// Follows changes of the subscriber table.
+    pub(super) fn update_connections(&mut self, p: &SenderParams) {
+        let svc = &p.service;
+        if svc.generation() == self.seen_generation {
+            return;
+        }
+        svc.reclaim_dead_ports();
+        let gen = svc.generation();
+        self.seen_generation = gen;
+        for j in 0..self.conns.len() {
+            // ORDERING: Acquire; pairs with the Release store in register().
+            let pid = svc
+                .port_slot(PortKind::Subscriber, j)
+                .port_id
+                .load(Ordering::Acquire);
+            if pid == self.conns[j].sub_port {
+                continue;
+            }
+            if self.conns[j].sub_port != 0 {
+                self.disconnect(j, false);
+            }
+            if pid != 0 {
+                self.connect(p, j, pid);
+            }
+        }
+    }
+
+    pub(super) fn connect(&mut self, p: &SenderParams, j: usize, pid: u64) {
+        let conn = &mut self.conns[j];
+        let sub = conn.sub;
+        sub.reset(&mut conn.producer);
+        conn.returns.reset();
+        conn.sub_port = pid;
+        conn.broken = false;
+        conn.fifo = None;
+        conn.dropped = 0;
+        // Relaxed: a counter for inspectors, published with the connection.
+        conn.dropped_word.store(0, Ordering::Relaxed);
+        self.active_dirty = true;
+        // History, newest last, as much as the queue holds.
+        let skip = self.history.len().saturating_sub(p.buffer as usize);
+        for &(idx, len) in self.history.iter().skip(skip) {
+            let stamp = conn.producer.tail + 1;
+            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, len, None) {
+                conn.outstanding.insert(idx, stamp);
+                self.book.add_ref(idx);
+            }
+        }
+        // ORDERING: Release; pairs with the subscriber's Acquire load of the
+        // connected word: the reset rings and history are visible before it
+        // starts consuming.
+        conn.connected.store(pid, Ordering::Release);
+        // A subscriber may already sleep waiting for its first sample.
+        // ORDERING: full barrier; as in deliver().
+        full_barrier();
+        self.wake_one(p, j);
+    }
+
+    /// Takes the chunk sent last back from every subscriber that has
+    /// returned it; once all have (and no history holds it), it is on top
+    /// of the free stack, and the next loan gets it (see [`FillClock`]).
+    #[cold]
+    pub(super) fn reclaim_last_sent(&mut self) {
+        let Some(prev) = self.last_sent else { return };
+        if self.book.refs(prev) == 0 {
+            return;
+        }
+        self.refresh_active();
+        for k in 0..self.active.len() {
+            let conn = &mut self.conns[self.active[k]];
+            let Some(stamp) = conn.outstanding.stamp(prev) else {
+                continue;
+            };
+            if !conn.broken && conn.returns.returned(prev, stamp) {
+                conn.outstanding.remove(prev);
+                self.book.release(prev);
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn alloc(&mut self, p: &SenderParams) -> Result<u32, LoanError> {
+        if self.loaned >= p.max_loans {
+            return Err(LoanError::ExceedsMaxLoans(p.max_loans));
+        }
+        if p.large_chunks {
+            // With a history the chunk sent last stays held by it: nothing
+            // to gain from looking at its return.
+            if self.fill.slow && p.history_size == 0 {
+                self.reclaim_last_sent();
+            }
+            self.fill.on_loan();
+        }
+        let idx = match self.book.alloc() {
+            Some(i) => i,
+            None => {
+                self.drain_all();
+                self.book
+                    .alloc()
+                    .ok_or(LoanError::OutOfMemory(self.book.len()))?
+            }
+        };
+        self.loaned += 1;
+        // Relaxed: a counter for inspectors.
+        self.counters
+            .loans
+            .store(self.loaned as u64, Ordering::Relaxed);
+        Ok(idx)
+    }
+
+    #[inline]
+    pub(super) fn send(&mut self, p: &SenderParams, idx: u32, len: u64) -> usize {
+        // ORDERING: Acquire; pairs with the Release bump of the generation
+        // (DynSegment::bump): table changes before it are visible.
+        if p.generation.load(Ordering::Acquire) != self.seen_generation {
+            self.update_connections(p);
+        }
+        self.refresh_active();
+        if p.large_chunks {
+            self.fill.on_send();
+        }
+        let n = self.deliver(p, idx, len);
+        self.last_sent = (n > 0).then_some(idx);
+        if p.history_size > 0 {
+            self.book.add_ref(idx);
+            self.history.push_back((idx, len));
+            if self.history.len() > p.history_size {
+                if let Some((old, _)) = self.history.pop_front() {
+                    self.book.release(old);
+                }
+            }
+        }
+        self.loaned -= 1;
+        self.book.release(idx);
+        self.sent += 1;
+        self.deliveries += n as u64;
+        // Relaxed (all): counters for inspectors; plain stores on a line only
+        // we write.
+        let c = self.counters;
+        c.sent.store(self.sent, Ordering::Relaxed);
+        c.deliveries.store(self.deliveries, Ordering::Relaxed);
+        c.loans.store(self.loaned as u64, Ordering::Relaxed);
+        c.free_chunks
+            .store(self.book.free_count() as u64, Ordering::Relaxed);
+        self.prepare_next(p, len);
+        n
+    }
+
+    /// With two or more samples outstanding on the first connection (a
+    /// stream running ahead of its subscriber, or an exchange in step with
+    /// a queue deeper than two, as take-backs are lazy), starts taking
+    /// ownership of the lines the next loan will most likely write: the
+    /// first and last line of a payload as long as this one, in the chunk
+    /// on top of the free stack. The subscriber read them when that chunk
+    /// last went round, so each store would otherwise wait for its CPU to
+    /// give the line up, one after the other. With at most one outstanding
+    /// (in step with a queue of two) it is left out: the subscriber
+    /// prefetches that very chunk for reading while it waits, and the two
+    /// would fight over its lines. In step with a queue of 16, ping-pong
+    /// measured within noise of without. A hint only.
+    #[inline]
+    pub(super) fn prepare_next(&self, p: &SenderParams, len: u64) {
+        let Some(&j) = self.active.first() else {
+            return;
+        };
+        if self.conns[j].outstanding.count() < 2 {
+            return;
+        }
+        if let Some(next) = self.book.top() {
+            let first = p.payload_ptr(next);
+            let last = (len.saturating_mul(p.elem_size))
+                .clamp(1, p.geo.chunk_size)
+                .saturating_sub(1);
+            prefetch_write(first);
+            // wrapping_add: only an address for the prefetch, never
+            // dereferenced; `last` is below the chunk's size in any case.
+            prefetch_write(first.wrapping_add(last as usize));
+        }
+    }
+
+    pub(super) fn give_back(&mut self, idx: u32) {
+        // A sample dropped unsent tells nothing of how long filling takes.
+        self.fill.started = None;
+        self.loaned -= 1;
+        self.book.release(idx);
+        // Relaxed: a counter for inspectors.
+        self.counters
+            .loans
+            .store(self.loaned as u64, Ordering::Relaxed);
+    }
+
+    /// Connections served now (connected, not broken).
+    pub(super) fn connected_count(&self) -> usize {
+        self.conns
+            .iter()
+            .filter(|c| c.sub_port != 0 && !c.broken)
+            .count()
+    }
+}

@@ -1,0 +1,322 @@
+//! Publishers: loan a chunk, write in place, send a descriptor. The typed
+//! face of the port layer's sender (`port/sender/`).
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::sample_mut::{SampleMut, SampleMutUninit};
+use super::settings::PubSubSettings;
+use crate::domain::service::error::ServiceError;
+use crate::domain::service::inner::ServiceInner;
+use crate::port::payload::{Payload, ShmSafe};
+use crate::port::sender::inner::SenderInner;
+use crate::port::sender::loan::RawLoan;
+use crate::port::sender::settings::{
+    BackpressureStrategy, LoanError, SenderCreateError, SenderSettings,
+};
+
+/// Why a publisher could not be created.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublisherCreateError {
+    /// The service admits no more publishers.
+    #[error("service {service:?} already has {max} publishers (max_publishers); raise it when creating the service")]
+    TooManyPublishers {
+        /// The service.
+        service: String,
+        /// The limit.
+        max: u32,
+    },
+    /// A setting is out of range.
+    #[error("invalid publisher setting {field} = {value}: {rule}")]
+    InvalidSetting {
+        /// The setting.
+        field: &'static str,
+        /// The value given.
+        value: u64,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
+    /// The data segment could not be created (e.g. the tmpfs is full).
+    #[error("cannot create the publisher's data segment of {size} bytes: {source}")]
+    Segment {
+        /// Requested size.
+        size: u64,
+        /// Why (for a full tmpfs: "No space left on device"; free space or
+        /// lower the service's limits).
+        source: ServiceError,
+    },
+}
+
+/// Why a sample could not be sent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// `send_copy` could not loan a sample.
+    #[error(transparent)]
+    Loan(#[from] LoanError),
+}
+
+/// Builds a [`Publisher`]; returned by
+/// [`PubSubService::publisher_builder`](crate::PubSubService::publisher_builder).
+pub struct PublisherBuilder<T: Payload + ?Sized> {
+    service: Arc<ServiceInner>,
+    settings: Arc<PubSubSettings>,
+    max_loans: Option<u32>,
+    max_slice_len: u64,
+    strategy: BackpressureStrategy,
+    pool_size: Option<u32>,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> std::fmt::Debug for PublisherBuilder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PublisherBuilder")
+            .field("service", &self.service.name)
+            .field("max_loans", &self.max_loans)
+            .field("max_slice_len", &self.max_slice_len)
+            .field("strategy", &self.strategy)
+            .field("pool_size", &self.pool_size)
+            .finish()
+    }
+}
+
+impl<T: Payload + ?Sized> PublisherBuilder<T> {
+    pub(crate) fn new(service: Arc<ServiceInner>, settings: Arc<PubSubSettings>) -> Self {
+        Self {
+            service,
+            settings,
+            max_loans: None,
+            max_slice_len: 1,
+            strategy: BackpressureStrategy::Block,
+            pool_size: None,
+            _t: PhantomData,
+        }
+    }
+
+    /// Samples that may be loaned (not yet sent or dropped) at once.
+    /// Default: the config's `publisher_max_loaned_samples`.
+    pub fn max_loaned_samples(mut self, n: u32) -> Self {
+        self.max_loans = Some(n);
+        self
+    }
+
+    /// Chunks in the publisher's pool. The default covers the worst case:
+    /// every subscriber's queue full and its borrow limit reached, plus the
+    /// history and the loans, so a loan never finds the pool empty. A
+    /// smaller pool saves shared memory (large payloads, many subscribers);
+    /// a loan then fails with [`LoanError::OutOfMemory`] while subscribers
+    /// hold every chunk. At least `max_loaned_samples`.
+    pub fn pool_size(mut self, chunks: u32) -> Self {
+        self.pool_size = Some(chunks);
+        self
+    }
+
+    /// What to do when a subscriber's queue is full on a service with
+    /// [`OverflowPolicy::Backpressure`] (default: block). Ignored under
+    /// drop-oldest.
+    pub fn backpressure(mut self, strategy: BackpressureStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Creates the publisher: its data segment and its entry in the service.
+    ///
+    /// The segment's memory is allocated here, all of it, and mapped with
+    /// its page tables set up (subscribers do the same when they connect),
+    /// so no send or receive takes a page fault later; in exchange creation
+    /// takes time in proportion to the pool (chunks × chunk size).
+    pub fn create(self) -> Result<Publisher<T>, PublisherCreateError> {
+        let svc = self.service;
+        let PubSubSettings { payload, qos: q } = &*self.settings;
+        let max_loans = self
+            .max_loans
+            .unwrap_or(svc.node.config.defaults.publisher_max_loaned_samples);
+        if max_loans == 0 || max_loans > 1 << 20 {
+            return Err(PublisherCreateError::InvalidSetting {
+                field: "max_loaned_samples",
+                value: max_loans.into(),
+                rule: "between 1 and 1048576",
+            });
+        }
+        if self.max_slice_len == 0 {
+            return Err(PublisherCreateError::InvalidSetting {
+                field: "max_slice_len",
+                value: 0,
+                rule: "at least 1",
+            });
+        }
+        let buffer = u64::from(q.subscriber_max_buffer_size);
+        let borrowed = u64::from(q.subscriber_max_borrowed_samples);
+        let worst_case = u64::from(q.max_subscribers) * (buffer + borrowed)
+            + u64::from(q.history_size)
+            + u64::from(max_loans);
+        let chunk_count = match self.pool_size {
+            None => worst_case,
+            Some(n) if n >= max_loans => u64::from(n).min(worst_case),
+            Some(n) => {
+                return Err(PublisherCreateError::InvalidSetting {
+                    field: "pool_size",
+                    value: n.into(),
+                    rule: "at least max_loaned_samples",
+                })
+            }
+        };
+        let settings = SenderSettings {
+            overflow: q.overflow,
+            strategy: self.strategy,
+            history_size: q.history_size,
+            buffer,
+            borrowed,
+            max_receivers: q.max_subscribers,
+            max_senders: q.max_publishers,
+            max_loans,
+            max_len: self.max_slice_len,
+            elem_size: payload.size,
+            align: payload.align,
+            chunk_count,
+        };
+        let name = svc.name.to_string();
+        let inner = SenderInner::create(svc, settings).map_err(|e| match e {
+            SenderCreateError::TooMany => PublisherCreateError::TooManyPublishers {
+                service: name,
+                max: q.max_publishers,
+            },
+            SenderCreateError::Geometry => PublisherCreateError::InvalidSetting {
+                field: "max_slice_len",
+                value: self.max_slice_len,
+                rule: "the data segment would exceed 64 TiB or the pool 2^32 chunks",
+            },
+            SenderCreateError::Segment { size, source } => {
+                PublisherCreateError::Segment { size, source }
+            }
+        })?;
+        Ok(Publisher {
+            inner,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<T: ShmSafe> PublisherBuilder<[T]> {
+    /// Largest slice (in elements) this publisher can send. Default 1.
+    pub fn max_slice_len(mut self, n: usize) -> Self {
+        self.max_slice_len = n as u64;
+        self
+    }
+}
+
+/// Sends samples of `T` to every subscriber of a service.
+///
+/// `Send` and `Sync`: a publisher can be moved to, or shared with, other
+/// threads, and so can the samples it loans. Its bookkeeping sits behind a
+/// process-local mutex that is uncontended unless several threads use the
+/// same publisher at once; nothing in shared memory is ever locked.
+pub struct Publisher<T: Payload + ?Sized> {
+    inner: Arc<SenderInner>,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> std::fmt::Debug for Publisher<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("service", self.inner.service_name())
+            .field("port_id", &format_args!("{:016x}", self.inner.id()))
+            .finish()
+    }
+}
+
+impl<T: Payload + ?Sized> Publisher<T> {
+    /// Connects subscribers that arrived since the last send (and hands them
+    /// the history). `send` does this by itself; call it when a publisher is
+    /// idle but late joiners should get the history now.
+    pub fn update_connections(&self) {
+        self.inner.update_connections();
+    }
+
+    /// Number of subscribers currently connected.
+    pub fn subscriber_count(&self) -> usize {
+        self.inner.receiver_count()
+    }
+
+    /// The publisher's unique port id.
+    pub fn id(&self) -> u64 {
+        self.inner.id()
+    }
+
+    /// Number of chunks in the publisher's pool.
+    pub fn pool_size(&self) -> u32 {
+        self.inner.pool_size()
+    }
+
+    /// Number of chunks currently free (after taking back what subscribers
+    /// returned). Useful to check that nothing leaks.
+    pub fn free_chunks(&self) -> usize {
+        self.inner.free_chunks()
+    }
+}
+
+impl<T: Payload + ?Sized> Drop for Publisher<T> {
+    fn drop(&mut self) {
+        SenderInner::face_dropped(&self.inner);
+    }
+}
+
+impl<T: ShmSafe> Publisher<T> {
+    /// Loans an uninitialised sample from the shared pool.
+    pub fn loan_uninit(&self) -> Result<SampleMutUninit<T>, LoanError> {
+        let raw = RawLoan::new(&self.inner, 1)?;
+        Ok(SampleMutUninit {
+            raw,
+            _t: PhantomData,
+        })
+    }
+
+    /// Copies `value` into a loaned sample and sends it; returns how many
+    /// subscribers received it.
+    pub fn send_copy(&self, value: T) -> Result<usize, SendError> {
+        Ok(self.loan_uninit()?.write_payload(value).send())
+    }
+}
+
+impl<T: ShmSafe + Default> Publisher<T> {
+    /// Loans a sample initialised with `T::default()`.
+    pub fn loan(&self) -> Result<SampleMut<T>, LoanError> {
+        Ok(self.loan_uninit()?.write_payload(T::default()))
+    }
+}
+
+impl<T: ShmSafe> Publisher<[T]> {
+    /// Loans an uninitialised slice of `len` elements.
+    pub fn loan_slice_uninit(&self, len: usize) -> Result<SampleMutUninit<[T]>, LoanError> {
+        let raw = RawLoan::new(&self.inner, len)?;
+        Ok(SampleMutUninit {
+            raw,
+            _t: PhantomData,
+        })
+    }
+
+    /// Loans a slice of `len` elements, each `T::default()`.
+    pub fn loan_slice(&self, len: usize) -> Result<SampleMut<[T]>, LoanError>
+    where
+        T: Default,
+    {
+        Ok(self.loan_slice_uninit(len)?.write_from_fn(|_| T::default()))
+    }
+
+    /// Copies `data` into a loaned slice and sends it.
+    pub fn send_slice_copy(&self, data: &[T]) -> Result<usize, SendError>
+    where
+        T: Copy,
+    {
+        Ok(self
+            .loan_slice_uninit(data.len())?
+            .write_from_slice(data)
+            .send())
+    }
+
+    /// Largest slice this publisher can loan.
+    pub fn max_slice_len(&self) -> usize {
+        self.inner.max_len()
+    }
+}

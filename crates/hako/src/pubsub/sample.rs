@@ -1,0 +1,54 @@
+//! Received samples: the payload in shared memory, where the publisher
+//! wrote it.
+
+use std::marker::PhantomData;
+use std::ops::Deref;
+
+use crate::port::payload::Payload;
+use crate::port::receiver::sample::RawSample;
+
+/// A received sample: dereferences to the payload in shared memory, where the
+/// publisher wrote it. Dropping it hands the chunk back to the publisher.
+///
+/// `Send` and `Sync`. Dropping one on the thread that receives is cheapest
+/// (plain stores); on another thread it costs an atomic increment. Do not
+/// drop samples in a signal handler: that is not async-signal-safe.
+pub struct Sample<T: Payload + ?Sized> {
+    raw: RawSample,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> Sample<T> {
+    #[inline]
+    pub(crate) fn new(raw: RawSample) -> Self {
+        Self {
+            raw,
+            _t: PhantomData,
+        }
+    }
+
+    /// The id of the publisher that sent it.
+    pub fn publisher_id(&self) -> u64 {
+        self.raw.sender_id()
+    }
+}
+
+impl<T: Payload + ?Sized> Deref for Sample<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: the raw sample's payload holds `len` elements of the
+        // service's payload type, validated at receive, mapped and left
+        // alone by the publisher while the sample lives (see
+        // RawSample::payload); T is that type (checked when the service was
+        // opened) and ShmSafe, so any bytes a misbehaving publisher might
+        // write are still a valid T.
+        unsafe { &*T::make_ptr(self.raw.payload().cast_mut(), self.raw.len()) }
+    }
+}
+
+impl<T: Payload + ?Sized + std::fmt::Debug> std::fmt::Debug for Sample<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Sample").field(&&**self).finish()
+    }
+}

@@ -1,0 +1,165 @@
+//! Subscribers: take descriptors, read payloads in place. The typed face
+//! of the port layer's receiver (`port/receiver/`).
+
+use std::marker::PhantomData;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::sample::Sample;
+use super::settings::PubSubSettings;
+use crate::domain::config::OverflowPolicy;
+use crate::domain::service::error::ServiceError;
+use crate::domain::service::inner::ServiceInner;
+use crate::port::payload::Payload;
+use crate::port::receiver::inner::{Receiver, ReceiverCreateError};
+use crate::port::receiver::settings::{ReceiveError, ReceiverSettings};
+use crate::port::wait::WaitStrategy;
+
+/// Why a subscriber could not be created.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubscriberCreateError {
+    /// The service admits no more subscribers.
+    #[error("service {service:?} already has {max} subscribers (max_subscribers); raise it when creating the service")]
+    TooManySubscribers {
+        /// The service.
+        service: String,
+        /// The limit.
+        max: u32,
+    },
+    /// The service's files could not be used.
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+}
+
+/// Builds a [`Subscriber`]; returned by
+/// [`PubSubService::subscriber_builder`](crate::PubSubService::subscriber_builder).
+pub struct SubscriberBuilder<T: Payload + ?Sized> {
+    service: Arc<ServiceInner>,
+    settings: Arc<PubSubSettings>,
+    strategy: WaitStrategy,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> std::fmt::Debug for SubscriberBuilder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubscriberBuilder")
+            .field("service", &self.service.name)
+            .finish()
+    }
+}
+
+impl<T: Payload + ?Sized> SubscriberBuilder<T> {
+    pub(crate) fn new(service: Arc<ServiceInner>, settings: Arc<PubSubSettings>) -> Self {
+        Self {
+            service,
+            settings,
+            strategy: WaitStrategy::default(),
+            _t: PhantomData,
+        }
+    }
+
+    /// How [`receive_timeout`](Subscriber::receive_timeout) and
+    /// [`blocking_receive`](Subscriber::blocking_receive) wait (default:
+    /// spin, then park).
+    pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Creates the subscriber and registers it with the service. Publishers
+    /// connect it on their next send (and hand it their history then).
+    pub fn create(self) -> Result<Subscriber<T>, SubscriberCreateError> {
+        let PubSubSettings { payload, qos: q } = &*self.settings;
+        let settings = ReceiverSettings {
+            elem_size: payload.size,
+            align: payload.align,
+            slice: payload.slice,
+            max_receivers: q.max_subscribers,
+            buffer: u64::from(q.subscriber_max_buffer_size),
+            borrowed: u64::from(q.subscriber_max_borrowed_samples),
+            backpressure: q.overflow == OverflowPolicy::Backpressure,
+            strategy: self.strategy,
+        };
+        let name = self.service.name.to_string();
+        let rx = Receiver::create(self.service, settings).map_err(|e| match e {
+            ReceiverCreateError::TooMany => SubscriberCreateError::TooManySubscribers {
+                service: name,
+                max: q.max_subscribers,
+            },
+            ReceiverCreateError::Service(e) => e.into(),
+        })?;
+        Ok(Subscriber {
+            rx,
+            _t: PhantomData,
+        })
+    }
+}
+
+/// Receives samples of `T` from every publisher of a service.
+///
+/// `Send` but not `Sync`: one thread at a time uses it, so receiving needs no
+/// lock. Samples it hands out are `Send` too and keep the
+/// publisher's memory mapped, so they stay readable even if the publisher
+/// exits; the subscriber stays registered until it and all its samples are
+/// dropped.
+pub struct Subscriber<T: Payload + ?Sized> {
+    pub(crate) rx: Receiver,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> std::fmt::Debug for Subscriber<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("service", self.rx.service_name())
+            .field("port_id", &format_args!("{:016x}", self.rx.id()))
+            .finish()
+    }
+}
+
+impl<T: Payload + ?Sized> Subscriber<T> {
+    /// The subscriber's unique port id.
+    pub fn id(&self) -> u64 {
+        self.rx.id()
+    }
+
+    /// Takes the next sample, if any; never blocks. Samples of one publisher
+    /// arrive in the order sent; publishers are served round-robin.
+    #[inline]
+    pub fn receive(&self) -> Result<Option<Sample<T>>, ReceiveError> {
+        Ok(self.rx.receive()?.map(Sample::new))
+    }
+
+    /// Waits up to `timeout` for a sample; `Ok(None)` on timeout. A zero
+    /// timeout is the same as [`receive`](Self::receive).
+    pub fn receive_timeout(&self, timeout: Duration) -> Result<Option<Sample<T>>, ReceiveError> {
+        Ok(self.rx.receive_timeout(timeout)?.map(Sample::new))
+    }
+
+    /// Waits until a sample arrives. Returns
+    /// [`ReceiveError::PublishersGone`] when every publisher seen during the
+    /// wait has left or died and nothing is queued (a subscriber started
+    /// before any publisher waits for one to come).
+    pub fn blocking_receive(&self) -> Result<Sample<T>, ReceiveError> {
+        self.rx.blocking_receive().map(Sample::new)
+    }
+
+    /// Whether a sample is waiting (a hint: another thread may take it).
+    pub fn has_samples(&self) -> bool {
+        self.rx.has_samples()
+    }
+
+    /// Number of publishers this subscriber is connected to.
+    pub fn publisher_count(&self) -> usize {
+        self.rx.publisher_count()
+    }
+}
+
+impl<T: Payload + ?Sized> AsFd for Subscriber<T> {
+    /// The subscriber's wake-up FIFO, readable after a send while a waitset
+    /// waits on it.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.rx.as_fd()
+    }
+}
