@@ -128,13 +128,13 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// arrive in the order sent; publishers are served round-robin.
     #[inline]
     pub fn receive(&self) -> Result<Option<Sample<T>>, ReceiveError> {
-        Ok(self.rx.receive()?.map(Sample::new))
+        self.rx.receive(Sample::new)
     }
 
     /// Waits up to `timeout` for a sample; `Ok(None)` on timeout. A zero
     /// timeout is the same as [`receive`](Self::receive).
     pub fn receive_timeout(&self, timeout: Duration) -> Result<Option<Sample<T>>, ReceiveError> {
-        Ok(self.rx.receive_timeout(timeout)?.map(Sample::new))
+        self.rx.receive_timeout(timeout, Sample::new)
     }
 
     /// Waits until a sample arrives. Returns
@@ -142,7 +142,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// wait has left or died and nothing is queued (a subscriber started
     /// before any publisher waits for one to come).
     pub fn blocking_receive(&self) -> Result<Sample<T>, ReceiveError> {
-        self.rx.blocking_receive().map(Sample::new)
+        self.rx.blocking_receive(Sample::new)
     }
 
     /// Whether a sample is waiting (a hint: another thread may take it).

@@ -125,23 +125,31 @@ impl Receiver {
 
     /// Waits up to `timeout` for a sample; `Ok(None)` on timeout. A zero
     /// timeout is the same as [`receive`](Self::receive).
-    pub(crate) fn receive_timeout(&self, timeout: Duration) -> Result<Option<RawSample>, ReceiveError> {
-        self.wait(Some(Instant::now() + timeout))
+    pub(crate) fn receive_timeout<S>(
+        &self,
+        timeout: Duration,
+        wrap: fn(RawSample) -> S,
+    ) -> Result<Option<S>, ReceiveError> {
+        self.wait(Some(Instant::now() + timeout), wrap)
     }
 
     /// Waits until a sample arrives. Returns
     /// [`ReceiveError::PublishersGone`] when every publisher seen during the
     /// wait has left or died and nothing is queued (a subscriber started
     /// before any publisher waits for one to come).
-    pub(crate) fn blocking_receive(&self) -> Result<RawSample, ReceiveError> {
+    pub(crate) fn blocking_receive<S>(&self, wrap: fn(RawSample) -> S) -> Result<S, ReceiveError> {
         loop {
-            if let Some(s) = self.wait(None)? {
+            if let Some(s) = self.wait(None, wrap)? {
                 return Ok(s);
             }
         }
     }
 
-    fn wait(&self, deadline: Option<Instant>) -> Result<Option<RawSample>, ReceiveError> {
+    fn wait<S>(
+        &self,
+        deadline: Option<Instant>,
+        wrap: fn(RawSample) -> S,
+    ) -> Result<Option<S>, ReceiveError> {
         let waiter = Waiter {
             strategy: self.reg.settings.strategy,
             adaptive: &self.adaptive,
@@ -155,7 +163,7 @@ impl Receiver {
         let mut saw_publisher = self.publishers_registered();
         waiter.wait(
             deadline,
-            || self.receive(),
+            || self.receive(wrap),
             || self.ready(),
             || {
                 if self.publishers_alive() {
