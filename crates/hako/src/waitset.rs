@@ -163,7 +163,9 @@ impl std::fmt::Debug for WaitSet<'_> {
 
 impl<'a> WaitSet<'a> {
     /// An empty waitset. Installs the SIGINT/SIGTERM handlers (once per
-    /// process; see [`crate::os::signal`]).
+    /// process): the first signal ends every wait with
+    /// [`WaitOutcome::TerminationRequest`]; a second one, while the first is
+    /// unhandled, ends the process at once (exit status 130).
     pub fn new() -> Result<Self, WaitSetError> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         epoll::add(

@@ -113,7 +113,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
     }
 
     /// What to do when a subscriber's queue is full on a service with
-    /// [`OverflowPolicy::Backpressure`] (default: block). Ignored under
+    /// [`OverflowPolicy::Backpressure`](crate::OverflowPolicy::Backpressure) (default: block). Ignored under
     /// drop-oldest.
     pub fn backpressure(mut self, strategy: BackpressureStrategy) -> Self {
         self.strategy = strategy;
