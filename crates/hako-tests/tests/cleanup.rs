@@ -4,7 +4,7 @@
 //! A publisher process that exits while a subscriber has samples queued but
 //! has not mapped the publisher's segment yet *retires* its port entry
 //! instead of removing it, so the subscriber can still collect the samples
-//! (crates/hako/src/segment.rs). These tests check that
+//! (crates/hako/src/port/segment.rs). These tests check that
 //!
 //! * the queued samples do arrive after the publisher process is gone, and
 //!   the domain is clean afterwards;
@@ -76,12 +76,12 @@ fn queued_samples_survive_their_publisher() {
     d.finish();
 }
 
-/// Bug: crates/hako/src/segment.rs reaps retired publisher entries only from
-/// `SubState::update` (crates/hako/src/subscriber.rs, the `reap_retired`
+/// Bug: crates/hako/src/port/segment.rs reaps retired publisher entries only from
+/// `SubState::update` (crates/hako/src/port/receiver/state.rs, the `reap_retired`
 /// call at the end of `update`). When the subscriber that still needed the
 /// segment leaves without calling `receive` again, nobody reaps: the entry
 /// stays in the publisher table, `Drop for ServiceInner`
-/// (crates/hako/src/service.rs, `ports_left`) then sees a port left and keeps
+/// (crates/hako/src/domain/service/inner.rs, `in_use`) then sees a port left and keeps
 /// the service, and `svc_<hash>/{static.toml,dynamic,pub_<id>}` stay in the
 /// domain root forever after every process exited.
 #[test]
@@ -96,7 +96,7 @@ fn retired_publisher_is_reaped_when_its_subscriber_leaves_unread() {
 }
 
 /// Bug: a retired entry keeps its slot in the publisher table, and
-/// `ServiceInner::register` (crates/hako/src/service.rs) only takes slots
+/// `ServiceInner::register` (crates/hako/src/domain/service/inner.rs) only takes slots
 /// whose port id is 0, so with `max_publishers = 1` a new publisher gets
 /// `TooManyPublishers` ("already has 1 publishers") although no publisher
 /// is alive, until some subscriber happens to call `receive`. Seen in

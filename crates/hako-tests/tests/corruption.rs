@@ -57,7 +57,7 @@ fn service(node: &Node, name: &str) -> PubSubService<TestMsg> {
         .unwrap()
 }
 
-/// `<root>/svc_<FNV-1a of the name>`, as documented in service.rs.
+/// `<root>/svc_<FNV-1a of the name>`, as documented in crates/hako/src/domain/service/mod.rs.
 fn service_dir(root: &Path, name: &str) -> PathBuf {
     root.join(format!("svc_{:016x}", fnv1a(FNV_OFFSET, name.as_bytes())))
 }

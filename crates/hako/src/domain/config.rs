@@ -181,7 +181,7 @@ impl Config {
     }
 
     /// Who may use the domain's files, with `group` resolved to its id.
-    pub fn access(&self) -> Result<Access, ConfigError> {
+    pub(crate) fn access(&self) -> Result<Access, ConfigError> {
         let Some(g) = &self.group else {
             return Ok(Access::default());
         };

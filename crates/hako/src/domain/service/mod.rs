@@ -20,9 +20,11 @@
 //! died halfway and is cleaned by the next creator.
 //!
 //! Nothing here knows a pattern: each one (in its own folder) describes
-//! itself through [`PatternRequest`] and [`PatternSettings`] (`open.rs`),
-//! and gets back the open service ([`ServiceInner`], `inner.rs`) with its
-//! settings parsed.
+//! itself through `PatternRequest` and `PatternSettings` (`open.rs`), and
+//! gets back the open service (`ServiceInner`, `inner.rs`) with its
+//! settings parsed. Of the data path the domain knows only that a sending
+//! port may own a segment file (`pub_<id>`) that can outlive it while its
+//! entry is marked retired, so that registering and cleaning can free both.
 
 pub(crate) mod builder;
 pub(crate) mod error;

@@ -16,12 +16,12 @@ use crate::core::sync::{prefetch_read, prefetch_write};
 impl Receiver {
     /// Takes the next sample, if any; never blocks. Samples of one sender
     /// arrive in the order sent; senders are served round-robin.
-    #[inline]
     ///
     /// Generic over the typed face's sample (`wrap` makes it), so that the
     /// whole receive is compiled into the caller and the sample is built in
     /// place: a non-generic version returned through a temporary, which
     /// measured several ns slower per busy-polled round trip.
+    #[inline]
     pub(crate) fn receive<S>(&self, wrap: fn(RawSample) -> S) -> Result<Option<S>, ReceiveError> {
         let mut st = self.lock();
         // ORDERING: Acquire; pairs with the Release bump of the generation

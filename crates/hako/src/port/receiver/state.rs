@@ -11,7 +11,7 @@ use crate::domain::service::tables::PortKind;
 use crate::port::lock::process_barrier;
 use crate::port::segment::reap_retired;
 
-/// What [`Subscriber::take`] found on one connection.
+/// What `Receiver::take` found on one connection.
 pub(super) enum Taken {
     /// A sample, and the payload lines to prefetch next on this connection.
     Sample(RawSample, [usize; 3]),
