@@ -18,6 +18,8 @@ use crate::event::settings::{EventQos, EventSettings};
 use crate::port::payload::{Payload, PayloadDescription};
 use crate::pubsub::service::PubSubService;
 use crate::pubsub::settings::{PubSubQos, PubSubSettings};
+use crate::reqres::service::ReqResService;
+use crate::reqres::settings::{ReqResQos, ReqResSettings};
 
 /// The static description of a service, as stored in `static.toml`:
 ///
@@ -64,6 +66,15 @@ pub enum Pattern {
         /// Quality of service.
         qos: EventQos,
     },
+    /// Request/response (client/server).
+    RequestResponse {
+        /// The request type.
+        request: PayloadDescription,
+        /// The response type.
+        response: PayloadDescription,
+        /// Quality of service.
+        qos: ReqResQos,
+    },
 }
 
 impl Pattern {
@@ -72,6 +83,7 @@ impl Pattern {
         match self {
             Pattern::PublishSubscribe { .. } => PubSubSettings::NAME,
             Pattern::Event { .. } => EventSettings::NAME,
+            Pattern::RequestResponse { .. } => ReqResSettings::NAME,
         }
     }
 
@@ -84,6 +96,16 @@ impl Pattern {
             }
             .tables(),
             Pattern::Event { qos } => EventSettings { qos: qos.clone() }.tables(),
+            Pattern::RequestResponse {
+                request,
+                response,
+                qos,
+            } => ReqResSettings {
+                request: request.clone(),
+                response: response.clone(),
+                qos: qos.clone(),
+            }
+            .tables(),
         }
     }
 
@@ -104,6 +126,18 @@ impl Pattern {
             EventSettings::NAME => {
                 let EventSettings { qos } = parsed(raw)?;
                 Ok(Pattern::Event { qos })
+            }
+            ReqResSettings::NAME => {
+                let ReqResSettings {
+                    request,
+                    response,
+                    qos,
+                } = parsed(raw)?;
+                Ok(Pattern::RequestResponse {
+                    request,
+                    response,
+                    qos,
+                })
             }
             other => Err(format!("does not parse: unknown pattern {other:?}")),
         }
@@ -172,6 +206,21 @@ impl EventService {
             name: self.inner.name.to_string(),
             pattern: Pattern::Event {
                 qos: (*self.qos).clone(),
+            },
+        }
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ReqResService<Req, Resp> {
+    /// The service's static description (types and quality of service).
+    pub fn description(&self) -> StaticDescription {
+        StaticDescription {
+            version: crate::core::layout::LAYOUT_VERSION,
+            name: self.inner.name.to_string(),
+            pattern: Pattern::RequestResponse {
+                request: self.settings.request.clone(),
+                response: self.settings.response.clone(),
+                qos: self.settings.qos.clone(),
             },
         }
     }

@@ -147,6 +147,7 @@ not_under_loom! {
     mod os;
     mod port;
     mod pubsub;
+    mod reqres;
     mod waitset;
 
     pub use describe::{Pattern, StaticDescription};
@@ -173,6 +174,16 @@ not_under_loom! {
     pub use pubsub::service::{PubSubBuilder, PubSubService};
     pub use pubsub::settings::PubSubQos;
     pub use pubsub::subscriber::{Subscriber, SubscriberBuilder, SubscriberCreateError};
+    pub use reqres::client::{Client, ClientBuilder, RequestMut, RequestMutUninit, ToServer};
+    pub use reqres::errors::{
+        PortCreateError as ReqResPortCreateError, ReqResReceiveError, RequestSendError,
+        ResponseSendError,
+    };
+    pub use reqres::message::{Destination, MessageMut, MessageMutUninit};
+    pub use reqres::pending::{PendingResponse, Response};
+    pub use reqres::server::{ActiveRequest, ResponseMut, ResponseMutUninit, Server, ServerBuilder, ToClient};
+    pub use reqres::service::{ReqResBuilder, ReqResService};
+    pub use reqres::settings::ReqResQos;
     pub use waitset::{AttachmentId, WaitEvent, WaitOutcome, WaitSet, WaitSetError};
 
     /// Not part of hako's API: the insides that hako's own benchmarks,

@@ -23,12 +23,12 @@ const LAYERS: &[&[&str]] = &[
     &["os"],
     &["domain"],
     &["port"],
-    &["pubsub", "event"],
+    &["pubsub", "event", "reqres"],
     &["describe", "waitset", "inspect"],
     &["lib"],
 ];
 /// Folders of the pattern layer: none imports another.
-const PATTERNS: &[&str] = &["pubsub", "event"];
+const PATTERNS: &[&str] = &["pubsub", "event", "reqres"];
 
 /// A module path, e.g. `["domain", "service", "inner"]`; `[]` is the crate.
 type ModPath = Vec<String>;

@@ -70,6 +70,14 @@ pub struct Defaults {
     pub max_listeners: u32,
     /// Largest event id of an event service.
     pub event_id_max: u64,
+    /// Clients a request/response service admits.
+    pub max_clients: u32,
+    /// Servers a request/response service admits.
+    pub max_servers: u32,
+    /// Requests a client may have in flight at once.
+    pub max_requests_in_flight: u32,
+    /// Responses a client may hold or have queued per request in flight.
+    pub max_response_buffer: u32,
 }
 
 impl Default for Defaults {
@@ -86,6 +94,10 @@ impl Default for Defaults {
             max_notifiers: 16,
             max_listeners: 16,
             event_id_max: 255,
+            max_clients: 8,
+            max_servers: 2,
+            max_requests_in_flight: 4,
+            max_response_buffer: 4,
         }
     }
 }

@@ -4,6 +4,8 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::service::error::ServiceError;
+
 /// Marker for types that may live in shared memory and be read in place by
 /// another process.
 ///
@@ -140,4 +142,38 @@ impl From<TypeDetails> for PayloadDescription {
             slice: t.slice,
         }
     }
+}
+
+/// The names of a payload's fields in [`ServiceError::IncompatibleType`]:
+/// type name, slice, size, alignment.
+pub(crate) const PAYLOAD_FIELDS: [&str; 4] = ["type_name", "slice", "size", "align"];
+
+/// Checks this process's payload type `t` against the one a service
+/// records; the error names the first field that differs (as `fields`
+/// spell them).
+pub(crate) fn check_payload(
+    service: &str,
+    fields: [&'static str; 4],
+    t: TypeDetails,
+    recorded: &PayloadDescription,
+) -> Result<(), ServiceError> {
+    let ty = |field, requested: String, actual: String| ServiceError::IncompatibleType {
+        service: service.into(),
+        field,
+        requested,
+        actual,
+    };
+    if t.type_name != recorded.type_name {
+        return Err(ty(fields[0], t.type_name, recorded.type_name.clone()));
+    }
+    if t.slice != recorded.slice {
+        return Err(ty(fields[1], t.slice.to_string(), recorded.slice.to_string()));
+    }
+    if t.size != recorded.size {
+        return Err(ty(fields[2], t.size.to_string(), recorded.size.to_string()));
+    }
+    if t.align != recorded.align {
+        return Err(ty(fields[3], t.align.to_string(), recorded.align.to_string()));
+    }
+    Ok(())
 }

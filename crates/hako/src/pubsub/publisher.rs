@@ -8,6 +8,7 @@ use super::sample_mut::{SampleMut, SampleMutUninit};
 use super::settings::PubSubSettings;
 use crate::domain::service::error::ServiceError;
 use crate::domain::service::inner::ServiceInner;
+use crate::domain::service::tables::PortKind;
 use crate::port::payload::{Payload, ShmSafe};
 use crate::port::sender::inner::SenderInner;
 use crate::port::sender::loan::RawLoan;
@@ -175,6 +176,9 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             elem_size: payload.size,
             align: payload.align,
             chunk_count,
+            own: PortKind::Publisher,
+            peers: PortKind::Subscriber,
+            shared_id: None,
         };
         let name = svc.name.to_string();
         let inner = SenderInner::create(svc, settings).map_err(|e| match e {

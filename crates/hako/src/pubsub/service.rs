@@ -11,11 +11,11 @@ use crate::core::layout::MAX_ALIGN;
 use crate::domain::config::{Defaults, OverflowPolicy};
 use crate::domain::name::ServiceName;
 use crate::domain::nodefile::NodeInner;
-use crate::domain::service::builder::ServiceBuilder;
+use crate::domain::service::builder::{qos_setter, ServiceBuilder};
 use crate::domain::service::error::{at_least, ServiceError};
 use crate::domain::service::inner::ServiceInner;
 use crate::domain::service::open::{acquire, Mode, PatternRequest};
-use crate::port::payload::{Payload, PayloadDescription, TypeDetails};
+use crate::port::payload::{check_payload, Payload, PayloadDescription, TypeDetails, PAYLOAD_FIELDS};
 
 impl ServiceBuilder {
     /// A publish/subscribe service carrying `T` (a [`ShmSafe`](crate::ShmSafe)
@@ -54,16 +54,6 @@ impl<T: Payload + ?Sized> std::fmt::Debug for PubSubBuilder<T> {
             .field("qos", &self.req)
             .finish()
     }
-}
-
-macro_rules! qos_setter {
-    ($(#[$doc:meta])* $fn:ident, $field:ident) => {
-        $(#[$doc])*
-        pub fn $fn(mut self, value: u32) -> Self {
-            self.req.$field = Some(value);
-            self
-        }
-    };
 }
 
 impl<T: Payload + ?Sized> PubSubBuilder<T> {
@@ -161,25 +151,7 @@ impl<T: Payload + ?Sized> PatternRequest for PubSubBuilder<T> {
 
     fn check(&self, svc: &str, existing: &PubSubSettings) -> Result<(), ServiceError> {
         let PubSubSettings { payload, qos: q } = existing;
-        let t = T::details();
-        let ty = |field, requested: String, actual: String| ServiceError::IncompatibleType {
-            service: svc.into(),
-            field,
-            requested,
-            actual,
-        };
-        if t.type_name != payload.type_name {
-            return Err(ty("type_name", t.type_name, payload.type_name.clone()));
-        }
-        if t.slice != payload.slice {
-            return Err(ty("slice", t.slice.to_string(), payload.slice.to_string()));
-        }
-        if t.size != payload.size {
-            return Err(ty("size", t.size.to_string(), payload.size.to_string()));
-        }
-        if t.align != payload.align {
-            return Err(ty("align", t.align.to_string(), payload.align.to_string()));
-        }
+        check_payload(svc, PAYLOAD_FIELDS, T::details(), payload)?;
         at_least(
             svc,
             "max_publishers",

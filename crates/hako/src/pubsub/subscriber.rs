@@ -11,6 +11,7 @@ use super::settings::PubSubSettings;
 use crate::domain::config::OverflowPolicy;
 use crate::domain::service::error::ServiceError;
 use crate::domain::service::inner::ServiceInner;
+use crate::domain::service::tables::PortKind;
 use crate::port::payload::Payload;
 use crate::port::receiver::inner::{Receiver, ReceiverCreateError};
 use crate::port::receiver::settings::{ReceiveError, ReceiverSettings};
@@ -79,8 +80,12 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             max_receivers: q.max_subscribers,
             buffer: u64::from(q.subscriber_max_buffer_size),
             borrowed: u64::from(q.subscriber_max_borrowed_samples),
+            max_held: q.subscriber_max_borrowed_samples as usize,
             backpressure: q.overflow == OverflowPolicy::Backpressure,
             strategy: self.strategy,
+            own: PortKind::Subscriber,
+            peers: PortKind::Publisher,
+            shared: None,
         };
         let name = self.service.name.to_string();
         let rx = Receiver::create(self.service, settings).map_err(|e| match e {

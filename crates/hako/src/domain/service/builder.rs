@@ -28,3 +28,16 @@ impl ServiceBuilder {
         Self { node, name }
     }
 }
+
+/// A setter of a pattern builder's quality of service: stores `Some(value)`
+/// in the builder's `req.$field`.
+macro_rules! qos_setter {
+    ($(#[$doc:meta])* $fn:ident, $field:ident) => {
+        $(#[$doc])*
+        pub fn $fn(mut self, value: u32) -> Self {
+            self.req.$field = Some(value);
+            self
+        }
+    };
+}
+pub(crate) use qos_setter;

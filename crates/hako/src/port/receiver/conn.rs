@@ -14,7 +14,6 @@ use crate::core::bias::SampleCount;
 use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
 use crate::core::ring::{Returns, Submission};
 use crate::domain::service::inner::ServiceInner;
-use crate::domain::service::tables::PortKind;
 use crate::os::shm::Mapping;
 use crate::port::lock::{biasable, process_barrier};
 use crate::port::segment::{open_segment, reap_retired, OpenSegment};
@@ -33,13 +32,18 @@ pub(crate) struct Registration {
     pub(crate) received_total: &'static AtomicU64,
     /// The port's settings.
     pub(crate) settings: ReceiverSettings,
+    /// Where `received_total` points for an entry of the first table,
+    /// which has no extra area.
+    pub(crate) _own_total: Option<Box<AtomicU64>>,
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.service
-            .unregister(PortKind::Subscriber, self.index, self.port_id);
-        reap_retired(&self.service);
+        if self.settings.shared.is_none() {
+            self.service
+                .unregister(self.settings.own, self.index, self.port_id);
+            reap_retired(&self.service);
+        }
         let _ = std::fs::remove_file(&self.fifo_path);
     }
 }
@@ -48,6 +52,8 @@ impl Drop for Registration {
 pub(crate) struct SubConn {
     pub(super) reg: Arc<Registration>,
     pub(super) publisher: u64,
+    /// The sender's entry in the peers' table.
+    pub(super) slot: usize,
     /// Header and connection blocks, read-write; kept mapped for the views.
     pub(super) _rw: Mapping,
     /// The chunk pool, read-only; kept mapped for the views.
@@ -82,7 +88,7 @@ impl SubConn {
         };
         let s = &reg.settings;
         let p = &h.params;
-        let ps = svc.port_slot(PortKind::Publisher, slot);
+        let ps = svc.port_slot(s.peers, slot);
         // Relaxed (both): published by the Acquire load of port_id that found it.
         let (slot_len, slot_chunks) = (
             ps.max_len.load(Ordering::Relaxed),
@@ -128,6 +134,7 @@ impl SubConn {
         Ok(Some(Self {
             reg: reg.clone(),
             publisher: pid,
+            slot,
             pool_base: pool.ptr() as usize,
             _rw: rw,
             _pool: pool,

@@ -52,31 +52,54 @@ impl Receiver {
         // many threads), not in the middle of a receive.
         crate::port::lock::prepare();
         let svc = service;
-        let port_id = new_id();
+        let port_id = match settings.shared {
+            Some((id, _)) => id,
+            None => new_id(),
+        };
         let fifo_path = svc.fifo_path(port_id);
         let fifo = fifo::create(&fifo_path, svc.node.access)
             .map_err(|e| ReceiverCreateError::Service(io_err("create FIFO", &fifo_path)(e)))?;
-        let entry = NewPort {
-            kind: PortKind::Subscriber,
-            port_id,
-            max_len: 0,
-            chunk_count: 0,
-            limit: settings.max_receivers as usize,
-        };
-        let index = match svc.register(entry, |_| {}, |_| {}) {
-            Ok(Some(i)) => i,
-            other => {
-                let _ = std::fs::remove_file(&fifo_path);
-                return Err(match other {
-                    Err(e) => ReceiverCreateError::Service(e),
-                    _ => ReceiverCreateError::TooMany,
-                });
+        let index = match settings.shared {
+            Some((_, index)) => index,
+            None => {
+                let entry = NewPort {
+                    kind: settings.own,
+                    port_id,
+                    max_len: 0,
+                    chunk_count: 0,
+                    limit: settings.max_receivers as usize,
+                };
+                match svc.register(entry, |_| {}, |_| {}) {
+                    Ok(Some(i)) => i,
+                    other => {
+                        let _ = std::fs::remove_file(&fifo_path);
+                        return Err(match other {
+                            Err(e) => ReceiverCreateError::Service(e),
+                            _ => ReceiverCreateError::TooMany,
+                        });
+                    }
+                }
             }
         };
-        let (extra, off) = svc.extra(index);
-        // SAFETY: the service's mapping outlives the Registration, which
-        // holds the service.
-        let received_total = unsafe { extra.atomic_detached(off) };
+        // The count of samples received, for inspectors: in the service's
+        // extra area for entries of the second table, else in memory of
+        // our own (an entry of the first table has no extra area).
+        let mut own_total = None;
+        let received_total: &'static AtomicU64 = match settings.own {
+            PortKind::Subscriber => {
+                let (extra, off) = svc.extra(index);
+                // SAFETY: the service's mapping outlives the Registration,
+                // which holds the service.
+                unsafe { extra.atomic_detached(off) }
+            }
+            PortKind::Publisher => {
+                let b = own_total.insert(Box::new(AtomicU64::new(0)));
+                // SAFETY: the box moves into the Registration below, which
+                // keeps it (and so its heap address) as long as it lives,
+                // and the reference is only used through it.
+                unsafe { &*std::ptr::from_ref::<AtomicU64>(b) }
+            }
+        };
         // Relaxed: a counter for inspectors; ours starts from zero.
         received_total.store(0, Ordering::Relaxed);
         let reg = Arc::new(Registration {
@@ -87,6 +110,7 @@ impl Receiver {
             fifo_path,
             received_total,
             settings,
+            _own_total: own_total,
         });
         // SAFETY: the generation word lives in the service's mapping, which
         // the registration keeps alive, and the receiver holds that.
@@ -94,7 +118,7 @@ impl Receiver {
         let rx = Self {
             reg,
             generation,
-            max_borrowed: settings.borrowed as usize,
+            max_borrowed: settings.max_held,
             adaptive: Adaptive::default(),
             state: RefCell::new(SubState {
                 seen_generation: u64::MAX,
@@ -156,7 +180,7 @@ impl Receiver {
             block: self
                 .reg
                 .service
-                .wake_block(PortKind::Subscriber, self.reg.index),
+                .wake_block(self.reg.settings.own, self.reg.index),
         };
         // A cheap look at the table (no system call); liveness is checked
         // only when a sleep times out.
@@ -180,6 +204,29 @@ impl Receiver {
         )
     }
 
+    /// Waits as the port's strategy says (spin, then park on its wake
+    /// block) until `poll` yields, the deadline passes (`Ok(None)`) or
+    /// `abort` fails; `ready` tells, without taking anything, whether
+    /// `poll` would yield. For patterns that take more than one sample per
+    /// answer (a client routing responses to its pending requests).
+    pub(crate) fn wait_for<R, E>(
+        &self,
+        deadline: Option<Instant>,
+        poll: impl FnMut() -> Result<Option<R>, E>,
+        ready: impl Fn() -> bool,
+        abort: impl FnMut() -> Result<(), E>,
+    ) -> Result<Option<R>, E> {
+        let waiter = Waiter {
+            strategy: self.reg.settings.strategy,
+            adaptive: &self.adaptive,
+            block: self
+                .reg
+                .service
+                .wake_block(self.reg.settings.own, self.reg.index),
+        };
+        waiter.wait(deadline, poll, ready, abort)
+    }
+
     /// Whether a receive would find something (without taking it).
     fn ready(&self) -> bool {
         let mut st = self.lock();
@@ -191,8 +238,8 @@ impl Receiver {
 
     fn publishers_registered(&self) -> bool {
         let svc = &self.reg.service;
-        (0..svc.table_len(PortKind::Publisher)).any(|i| {
-            let slot = svc.port_slot(PortKind::Publisher, i);
+        (0..svc.table_len(self.reg.settings.peers)).any(|i| {
+            let slot = svc.port_slot(self.reg.settings.peers, i);
             // Relaxed (both): a hint; publishers_alive() does the real check.
             slot.port_id.load(Ordering::Relaxed) != 0 && slot.flags.load(Ordering::Relaxed) == 0
         })
@@ -200,8 +247,8 @@ impl Receiver {
 
     fn publishers_alive(&self) -> bool {
         let svc = &self.reg.service;
-        (0..svc.table_len(PortKind::Publisher)).any(|i| {
-            let slot = svc.port_slot(PortKind::Publisher, i);
+        (0..svc.table_len(self.reg.settings.peers)).any(|i| {
+            let slot = svc.port_slot(self.reg.settings.peers, i);
             // ORDERING: Acquire; pairs with the Release store in register().
             slot.port_id.load(Ordering::Acquire) != 0
                 // Relaxed (both): published with the port id.
@@ -214,7 +261,7 @@ impl Receiver {
     pub(crate) fn arm(&self) -> bool {
         self.reg
             .service
-            .wake_block(PortKind::Subscriber, self.reg.index)
+            .wake_block(self.reg.settings.own, self.reg.index)
             .register_fd(|| self.ready())
     }
 
@@ -222,7 +269,7 @@ impl Receiver {
     pub(crate) fn disarm(&self) {
         self.reg
             .service
-            .wake_block(PortKind::Subscriber, self.reg.index)
+            .wake_block(self.reg.settings.own, self.reg.index)
             .unregister_fd();
         fifo::drain(&self.reg.fifo);
     }

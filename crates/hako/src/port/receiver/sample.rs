@@ -38,6 +38,11 @@ impl RawSample {
         self.conn().publisher
     }
 
+    /// The sender's entry in its table.
+    pub(crate) fn sender_slot(&self) -> usize {
+        self.conn().slot
+    }
+
     /// The payload's first byte. Its chunk index and length were validated
     /// at receive: `len` elements of the payload type lie inside the pool
     /// mapping, which stays mapped while the sample lives, aligned for the

@@ -1,5 +1,6 @@
 //! What a receiving port is made of, and why receiving can fail.
 
+use crate::domain::service::tables::PortKind;
 use crate::port::wait::WaitStrategy;
 
 /// What [`ReceiveError::CorruptedPublisher`] says of a bad descriptor.
@@ -42,10 +43,22 @@ pub(crate) struct ReceiverSettings {
     pub max_receivers: u32,
     /// Samples a queue holds.
     pub buffer: u64,
-    /// Samples this port may hold at once.
+    /// Samples this port may hold at once per sender (as the senders'
+    /// segments record it).
     pub borrowed: u64,
+    /// Samples this port may hold at once over all senders.
+    pub max_held: usize,
     /// The queues are under backpressure: this port is their only consumer.
     pub backpressure: bool,
     /// How the blocking calls wait.
     pub strategy: WaitStrategy,
+    /// The table of the receiver's own entry, and the table whose entries
+    /// send to it (subscribers: the second, publishers: the first).
+    pub own: PortKind,
+    pub peers: PortKind,
+    /// `None`: the receiver registers an entry of its own and removes it
+    /// when it goes (publish/subscribe). `Some((port id, index))`: its
+    /// pattern registered the entry (shared with a sender of the same
+    /// port) and removes it itself.
+    pub shared: Option<(u64, usize)>,
 }

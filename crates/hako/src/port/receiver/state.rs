@@ -7,7 +7,6 @@ use std::sync::Arc;
 use super::conn::{ConnHandle, Registration, SubConn};
 use super::sample::RawSample;
 use super::settings::ReceiveError;
-use crate::domain::service::tables::PortKind;
 use crate::port::lock::process_barrier;
 use crate::port::segment::reap_retired;
 
@@ -77,12 +76,13 @@ impl SubState {
         let gen = svc.generation();
         self.seen_generation = gen;
         let mut err = None;
-        let n = svc.table_len(PortKind::Publisher);
+        let peers = reg.settings.peers;
+        let n = svc.table_len(peers);
         let mut present = Vec::with_capacity(n);
         for i in 0..n {
             // ORDERING: Acquire; pairs with the Release store in register().
             let pid = svc
-                .port_slot(PortKind::Publisher, i)
+                .port_slot(peers, i)
                 .port_id
                 .load(Ordering::Acquire);
             if pid == 0 {

@@ -10,7 +10,6 @@ use crate::core::park::{full_barrier, Kernel, Wake};
 use crate::core::ring::{Corrupted, Push};
 use crate::domain::config::OverflowPolicy;
 use crate::domain::nodefile::node_is_alive;
-use crate::domain::service::tables::PortKind;
 use crate::os::fifo;
 use crate::os::futex::OsKernel;
 
@@ -305,7 +304,7 @@ impl SenderState {
 
     /// While blocked: is the subscriber on `j` still registered and alive?
     pub(super) fn subscriber_still_there(&self, p: &SenderParams, j: usize) -> bool {
-        let slot = p.service.port_slot(PortKind::Subscriber, j);
+        let slot = p.service.port_slot(p.peers, j);
         // ORDERING: Acquire; pairs with the Release store in unregister().
         if slot.port_id.load(Ordering::Acquire) != self.conns[j].sub_port {
             return false;

@@ -20,7 +20,6 @@ use crate::core::ring::{Producer, Returns, Submission};
 use crate::domain::nodefile::new_id;
 use crate::domain::service::error::io_err;
 use crate::domain::service::inner::{NewPort, ServiceInner};
-use crate::domain::service::tables::PortKind;
 use crate::os::lock::DomainLock;
 use crate::os::shm::{self, Mapping};
 use crate::port::lock::{PortGuard, PortLock};
@@ -54,7 +53,7 @@ impl SenderInner {
             borrowed: s.borrowed,
         };
         let geo = params.geometry().ok_or(SenderCreateError::Geometry)?;
-        let port_id = new_id();
+        let port_id = s.shared_id.unwrap_or_else(new_id);
         let path = svc.publisher_path(port_id);
         let seg_err = |source| SenderCreateError::Segment {
             size: geo.total_size,
@@ -81,22 +80,27 @@ impl SenderInner {
                 params,
             },
         );
-        let entry = NewPort {
-            kind: PortKind::Publisher,
-            port_id,
-            max_len: s.max_len,
-            chunk_count,
-            limit: s.max_senders as usize,
-        };
-        let index = match svc.register(entry, segment::reap_retired_locked, |_| {}) {
-            Ok(Some(i)) => i,
-            Ok(None) => {
-                let _ = std::fs::remove_file(&path);
-                return Err(SenderCreateError::TooMany);
-            }
-            Err(e) => {
-                let _ = std::fs::remove_file(&path);
-                return Err(seg_err(e));
+        let index = match s.shared_id {
+            Some(_) => None,
+            None => {
+                let entry = NewPort {
+                    kind: s.own,
+                    port_id,
+                    max_len: s.max_len,
+                    chunk_count,
+                    limit: s.max_senders as usize,
+                };
+                match svc.register(entry, segment::reap_retired_locked, |_| {}) {
+                    Ok(Some(i)) => Some(i),
+                    Ok(None) => {
+                        let _ = std::fs::remove_file(&path);
+                        return Err(SenderCreateError::TooMany);
+                    }
+                    Err(e) => {
+                        let _ = std::fs::remove_file(&path);
+                        return Err(seg_err(e));
+                    }
+                }
             }
         };
         let n = chunk_count as u32;
@@ -115,7 +119,7 @@ impl SenderInner {
                         map.atomic_detached(base + LINE),
                         map.atomics_detached(base + geo.returns_offset, chunk_count),
                         map.atomic_detached(base),
-                        &*std::ptr::from_ref(svc.wake_block(PortKind::Subscriber, j)),
+                        &*std::ptr::from_ref(svc.wake_block(s.peers, j)),
                         map.atomic_detached(base + DROPPED_OFFSET),
                     )
                 };
@@ -183,6 +187,8 @@ impl SenderInner {
                 geo,
                 port_id,
                 index,
+                own: s.own,
+                peers: s.peers,
                 path,
                 map,
                 service: svc,
@@ -239,6 +245,21 @@ impl SenderInner {
         }
     }
 
+    /// The first served connection at or after `from` (wrapping), with its
+    /// receiver's port id: where a request goes.
+    pub(crate) fn served_from(&self, from: usize) -> Option<(usize, u64)> {
+        self.lock_unclaimed().served_from(&self.params, from)
+    }
+
+    /// The receiver's port id on connection `j`, if that connection is
+    /// served now (after following the table).
+    pub(crate) fn served_port(&self, j: usize) -> Option<u64> {
+        let mut st = self.lock_unclaimed();
+        st.update_connections(&self.params);
+        st.refresh_active();
+        st.served_port(j)
+    }
+
     /// The port's id.
     pub(crate) fn id(&self) -> u64 {
         self.params.port_id
@@ -259,15 +280,22 @@ impl Drop for SenderInner {
     fn drop(&mut self) {
         let p = &self.params;
         let svc = &p.service;
+        let Some(index) = p.index else {
+            // The entry is its pattern's: receivers that mapped the segment
+            // keep their mappings, and what they had not mapped yet is lost
+            // with the file (see SenderSettings::shared_id).
+            let _ = std::fs::remove_file(&p.path);
+            return;
+        };
         let root = &svc.node.config.root;
         let _lock = DomainLock::acquire(root);
         // Receivers that mapped the segment keep their mappings: samples they
         // hold or have queued stay readable after the file is gone. One that
         // has samples queued but has not mapped it yet still needs the file.
         if segment::still_needed(svc, &p.map, &p.geo, p.buffer) {
-            svc.retire_locked(p.index, p.port_id);
+            svc.retire_locked(index, p.port_id);
         } else {
-            svc.remove_port_locked(PortKind::Publisher, p.index, p.port_id);
+            svc.remove_port_locked(p.own, index, p.port_id);
             let _ = std::fs::remove_file(&p.path);
         }
     }

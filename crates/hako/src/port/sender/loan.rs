@@ -81,6 +81,25 @@ impl RawLoan {
     }
 }
 
+impl RawLoan {
+    /// Sends the chunk to the receiver on connection `j` alone; false if it
+    /// did not get it (the chunk goes back to the pool either way).
+    #[inline]
+    pub(crate) fn send_to(self, j: usize) -> bool {
+        let me = std::mem::ManuallyDrop::new(self);
+        let p = me.inner();
+        let mut st = p.lock();
+        let got = st.send_to(&p.params, j, me.idx, me.len as u64);
+        let last = st.orphaned && st.loaned == 0;
+        drop(st);
+        if last {
+            // SAFETY: as in send().
+            unsafe { release_orphaned(me.publisher) };
+        }
+        got
+    }
+}
+
 impl Drop for RawLoan {
     fn drop(&mut self) {
         let mut st = self.inner().lock();

@@ -7,6 +7,7 @@ use super::settings::BackpressureStrategy;
 use crate::core::layout::SegmentGeometry;
 use crate::domain::config::OverflowPolicy;
 use crate::domain::service::inner::ServiceInner;
+use crate::domain::service::tables::PortKind;
 use crate::os::shm::Mapping;
 
 /// The sender's immutable part, beside its state (see `SenderInner`).
@@ -25,7 +26,11 @@ pub(crate) struct SenderParams {
     pub(super) elem_size: u64,
     pub(super) geo: SegmentGeometry,
     pub(super) port_id: u64,
-    pub(super) index: usize,
+    /// Index of the sender's own entry, when it registered one.
+    pub(super) index: Option<usize>,
+    /// The table of its own entry, and the one whose entries it serves.
+    pub(super) own: PortKind,
+    pub(super) peers: PortKind,
     pub(super) path: std::path::PathBuf,
     pub(super) map: Mapping,
     /// The service's generation word (in its mapping, kept alive by `service`).

@@ -2,6 +2,7 @@
 //! it does when a receiver's queue is full, and why a loan can fail.
 
 use crate::domain::config::OverflowPolicy;
+use crate::domain::service::tables::PortKind;
 
 /// What a publisher does, under [`OverflowPolicy::Backpressure`], when a
 /// subscriber's queue is full.
@@ -65,6 +66,16 @@ pub(crate) struct SenderSettings {
     pub align: u64,
     /// Chunks of the pool.
     pub chunk_count: u64,
+    /// The table of the sender's own entry, and the table whose entries it
+    /// sends to (publishers: the first, subscribers: the second).
+    pub own: PortKind,
+    pub peers: PortKind,
+    /// `None`: the sender registers an entry of its own and, when it goes,
+    /// removes it or leaves it retired (publish/subscribe). `Some(id)`: its
+    /// pattern registers the entry under this id after the sender's segment
+    /// exists and removes it itself; the sender only makes and removes its
+    /// segment file.
+    pub shared_id: Option<u64>,
 }
 
 /// Why a sending port could not be made.

@@ -13,7 +13,6 @@ use crate::core::park::full_barrier;
 use crate::core::pool::ChunkBook;
 use crate::core::ring::Push;
 use crate::core::sync::prefetch_write;
-use crate::domain::service::tables::PortKind;
 
 pub(crate) struct SenderState {
     pub(super) book: ChunkBook,
@@ -121,7 +120,7 @@ impl SenderState {
         for j in 0..self.conns.len() {
             // ORDERING: Acquire; pairs with the Release store in register().
             let pid = svc
-                .port_slot(PortKind::Subscriber, j)
+                .port_slot(p.peers, j)
                 .port_id
                 .load(Ordering::Acquire);
             if pid == self.conns[j].sub_port {
@@ -241,6 +240,39 @@ impl SenderState {
                 }
             }
         }
+        self.sent_to(idx, n);
+        self.prepare_next(p, len);
+        n
+    }
+
+    /// Sends chunk `idx` to the receiver on connection `j` alone (no
+    /// history): a request to one server, a response to the client that
+    /// asked. False if that connection is not served (its receiver left or
+    /// broke) or, under backpressure, its queue stayed full.
+    pub(super) fn send_to(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64) -> bool {
+        // ORDERING: Acquire; as in send().
+        if p.generation.load(Ordering::Acquire) != self.seen_generation {
+            self.update_connections(p);
+        }
+        self.refresh_active();
+        let got = self.active.contains(&j) && {
+            let next = self.upcoming(p, j);
+            self.push_to(p, j, idx, len, next)
+        };
+        if got {
+            // ORDERING: full barrier; as in deliver().
+            full_barrier();
+            self.after_publish(p, j);
+        }
+        self.last_sent = got.then_some(idx);
+        self.sent_to(idx, usize::from(got));
+        got
+    }
+
+    /// The bookkeeping after a sample went to `n` receivers: the loan ends,
+    /// and the counters for inspectors follow.
+    #[inline]
+    fn sent_to(&mut self, idx: u32, n: usize) {
         self.loaned -= 1;
         self.book.release(idx);
         self.sent += 1;
@@ -253,8 +285,24 @@ impl SenderState {
         c.loans.store(self.loaned as u64, Ordering::Relaxed);
         c.free_chunks
             .store(self.book.free_count() as u64, Ordering::Relaxed);
-        self.prepare_next(p, len);
-        n
+    }
+
+    /// The first served connection at or after `from` (wrapping), after
+    /// following the table; with it, the receiver's port id.
+    pub(super) fn served_from(&mut self, p: &SenderParams, from: usize) -> Option<(usize, u64)> {
+        self.update_connections(p);
+        self.refresh_active();
+        let n = self.conns.len();
+        (0..n)
+            .map(|k| (from + k) % n.max(1))
+            .find(|&j| self.active.contains(&j))
+            .map(|j| (j, self.conns[j].sub_port))
+    }
+
+    /// The receiver's port id on connection `j`, if it is served.
+    pub(super) fn served_port(&self, j: usize) -> Option<u64> {
+        let c = self.conns.get(j)?;
+        (c.sub_port != 0 && !c.broken).then_some(c.sub_port)
     }
 
     /// With two or more samples outstanding on the first connection (a

@@ -1,0 +1,370 @@
+//! Clients: loan a request, write it in place, send it to a server, and
+//! get back a [`PendingResponse`] that yields the server's responses.
+//!
+//! A client has a slot per request it may have in flight. A request's
+//! header names its slot and the slot's generation; the server copies it
+//! into every response. All responses reach the client through one
+//! receiver, so whichever pending response asks takes what came and
+//! routes it: to itself, to the slot's queue of another pending response
+//! (kept until that one asks), or, for a slot whose pending response was
+//! dropped (an older generation), back to the server at once.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::duplex::{Duplex, DuplexError};
+use super::envelope::{request_id, Envelope, NO_RESPONSE};
+use super::errors::{PortCreateError, RequestSendError};
+use super::inbox::{Inbox, Slot, Slots};
+use super::message::{stamp, Destination, MessageMut, MessageMutUninit, Sealed};
+use super::pending::PendingResponse;
+use super::settings::{ReqResSettings, Types};
+use crate::domain::config::OverflowPolicy;
+use crate::domain::service::inner::ServiceInner;
+use crate::domain::service::tables::PortKind;
+use crate::port::payload::{Payload, ShmSafe};
+use crate::port::receiver::settings::ReceiverSettings;
+use crate::port::sender::loan::RawLoan;
+use crate::port::sender::settings::{BackpressureStrategy, SenderSettings};
+use crate::port::wait::WaitStrategy;
+
+/// A request being loaned: where it goes when sent.
+pub struct ToServer<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> {
+    client: &'c Client<Req, Resp>,
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Sealed for ToServer<'_, Req, Resp> {}
+
+// The chunk type of `send` is crate-private (see Destination).
+#[allow(private_interfaces)]
+impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> Destination for ToServer<'c, Req, Resp> {
+    type Sent = Result<PendingResponse<'c, Req, Resp>, RequestSendError>;
+    fn send(self, raw: RawLoan) -> Self::Sent {
+        let slot = self.client.send(raw, false)?;
+        Ok(PendingResponse::new(&self.client.inbox, slot))
+    }
+}
+
+/// A loaned request whose payload is not yet written.
+pub type RequestMutUninit<'c, Req, Resp> = MessageMutUninit<Req, ToServer<'c, Req, Resp>>;
+/// A loaned request, written and ready to send.
+pub type RequestMut<'c, Req, Resp> = MessageMut<Req, ToServer<'c, Req, Resp>>;
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> MessageMut<Req, ToServer<'_, Req, Resp>> {
+    /// Sends the request fire-and-forget: the server answers nothing, and
+    /// no slot of the client stays in flight for it.
+    pub fn send_without_response(self) -> Result<(), RequestSendError> {
+        let (client, raw) = self.into_parts();
+        client.client.send(raw, true).map(|_| ())
+    }
+}
+
+/// Builds a [`Client`]; returned by
+/// [`ReqResService::client_builder`](crate::ReqResService::client_builder).
+pub struct ClientBuilder<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
+    service: Arc<ServiceInner>,
+    settings: Arc<ReqResSettings>,
+    max_loans: Option<u32>,
+    max_slice_len: usize,
+    strategy: BackpressureStrategy,
+    wait: WaitStrategy,
+    _t: Types<Req, Resp>,
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> std::fmt::Debug for ClientBuilder<Req, Resp> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("service", &self.service.name)
+            .field("max_loans", &self.max_loans)
+            .field("max_slice_len", &self.max_slice_len)
+            .finish()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
+    pub(crate) fn new(service: Arc<ServiceInner>, settings: Arc<ReqResSettings>) -> Self {
+        Self {
+            service,
+            settings,
+            max_loans: None,
+            max_slice_len: 1,
+            strategy: BackpressureStrategy::Block,
+            wait: WaitStrategy::default(),
+            _t: PhantomData,
+        }
+    }
+
+    /// Requests that may be loaned (not yet sent or dropped) at once.
+    /// Default: the service's `max_requests_in_flight`.
+    pub fn max_loaned_requests(mut self, n: u32) -> Self {
+        self.max_loans = Some(n);
+        self
+    }
+
+    /// What a send does while the chosen server's queue for this client is
+    /// full (default: wait until it makes room, or goes).
+    pub fn backpressure(mut self, strategy: BackpressureStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// How the blocking receives of pending responses wait (default: spin,
+    /// then park).
+    pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.wait = strategy;
+        self
+    }
+
+    /// Creates the client: its data segment for requests and its entry in
+    /// the service.
+    pub fn create(self) -> Result<Client<Req, Resp>, PortCreateError> {
+        let q = &self.settings.qos;
+        let in_flight = u64::from(q.max_requests_in_flight);
+        let max_loans = self.max_loans.unwrap_or(q.max_requests_in_flight);
+        if max_loans == 0 || max_loans > 1 << 20 {
+            return Err(PortCreateError::InvalidSetting {
+                field: "max_loaned_requests",
+                value: max_loans.into(),
+                rule: "between 1 and 1048576",
+            });
+        }
+        let req_env = Envelope::of::<Req>(self.max_slice_len);
+        let resp_env = Envelope::of::<Resp>(1);
+        // A request goes to one server; each server may queue and hold
+        // as many as the client has in flight.
+        let tx = SenderSettings {
+            overflow: OverflowPolicy::Backpressure,
+            strategy: self.strategy,
+            history_size: 0,
+            buffer: in_flight,
+            borrowed: in_flight,
+            max_receivers: q.max_servers,
+            max_senders: q.max_clients,
+            max_loans,
+            max_len: req_env.max_bytes(),
+            elem_size: 1,
+            align: req_env.align,
+            chunk_count: u64::from(q.max_servers) * 2 * in_flight + u64::from(max_loans),
+            own: PortKind::Publisher,
+            peers: PortKind::Subscriber,
+            shared_id: None,
+        };
+        let rx = response_queue(q, resp_env.align, self.wait);
+        let name = self.service.name.to_string();
+        let port = Duplex::create(self.service, tx, rx, q.max_clients as usize).map_err(|e| {
+            match e {
+                DuplexError::TooMany => PortCreateError::TooMany {
+                    service: name.clone(),
+                    kind: "clients",
+                    max: q.max_clients,
+                },
+                DuplexError::Geometry => PortCreateError::InvalidSetting {
+                    field: "max_slice_len",
+                    value: self.max_slice_len as u64,
+                    rule: "the data segment would exceed 64 TiB or the pool 2^32 chunks",
+                },
+                DuplexError::Service(e) => e.into(),
+            }
+        })?;
+        let n = q.max_requests_in_flight as usize;
+        let per = q.max_response_buffer as usize;
+        Ok(Client {
+            inbox: Inbox {
+                port,
+                resp_env,
+                slots: RefCell::new(Slots {
+                slot: (0..n)
+                    .map(|_| Slot {
+                        generation: 0,
+                        active: false,
+                        server: 0,
+                        conn: 0,
+                        ended: false,
+                        queue: VecDeque::with_capacity(per),
+                    })
+                    .collect(),
+                    free: (0..n as u32).rev().collect(),
+                }),
+                name,
+            },
+            req_env,
+            next_server: Cell::new(0),
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<Req: ShmSafe, Resp: Payload + ?Sized> ClientBuilder<[Req], Resp> {
+    /// Largest request slice (in elements) this client can send. Default 1.
+    pub fn max_slice_len(mut self, n: usize) -> Self {
+        self.max_slice_len = n;
+        self
+    }
+}
+
+/// What a client's responses queue in: per server, the responses and ends
+/// of every request in flight and of as many more that the client dropped
+/// while the server still held them (a server holds or has queued at most
+/// twice the requests in flight of a client); the client may hold a full
+/// buffer of each request in flight.
+fn response_queue(
+    q: &super::settings::ReqResQos,
+    align: u64,
+    wait: WaitStrategy,
+) -> ReceiverSettings {
+    let in_flight = u64::from(q.max_requests_in_flight);
+    let per = u64::from(q.max_response_buffer);
+    ReceiverSettings {
+        elem_size: 1,
+        align,
+        slice: true,
+        max_receivers: q.max_clients,
+        buffer: 2 * in_flight * (per + 1),
+        borrowed: in_flight * per,
+        max_held: (in_flight * per) as usize,
+        backpressure: true,
+        strategy: wait,
+        own: PortKind::Publisher,
+        peers: PortKind::Subscriber,
+        shared: None,
+    }
+}
+
+
+/// Sends requests of `Req` to the servers of a service and receives their
+/// responses of `Resp`.
+///
+/// `Send` but not `Sync`: one thread at a time uses it (and the pending
+/// responses it hands out borrow it). Requests go to the servers in turn.
+pub struct Client<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
+    inbox: Inbox,
+    req_env: Envelope,
+    next_server: Cell<usize>,
+    _t: Types<Req, Resp>,
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> std::fmt::Debug for Client<Req, Resp> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("service", &self.inbox.name)
+            .field("port_id", &format_args!("{:016x}", self.id()))
+            .finish()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for Client<Req, Resp> {
+    fn drop(&mut self) {
+        crate::port::sender::inner::SenderInner::face_dropped(&self.inbox.port.tx);
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
+    /// The client's unique port id.
+    pub fn id(&self) -> u64 {
+        self.inbox.port.entry.port_id
+    }
+
+    /// Number of servers the client can send to now.
+    pub fn server_count(&self) -> usize {
+        self.inbox.port.tx.receiver_count()
+    }
+
+    /// Requests in flight now (pending responses not yet dropped).
+    pub fn requests_in_flight(&self) -> usize {
+        let s = self.inbox.slots.borrow();
+        s.slot.len() - s.free.len()
+    }
+
+    fn loan_raw(&self, elems: usize) -> Result<RawLoan, RequestSendError> {
+        Ok(RawLoan::new(&self.inbox.port.tx, self.req_env.bytes(elems))?)
+    }
+
+    fn message(&self, raw: RawLoan, elems: usize) -> RequestMutUninit<'_, Req, Resp> {
+        MessageMutUninit::new(raw, &self.req_env, elems, ToServer { client: self })
+    }
+
+    /// Sends a loaned chunk (its payload written) to the next server;
+    /// returns the request's slot and generation.
+    fn send(&self, raw: RawLoan, no_response: bool) -> Result<(u32, u32), RequestSendError> {
+        let mut slots = self.inbox.slots.borrow_mut();
+        let (slot, generation) = if no_response {
+            (u32::MAX, 0)
+        } else {
+            let Some(i) = slots.free.pop() else {
+                return Err(RequestSendError::TooManyRequestsInFlight(slots.slot.len()));
+            };
+            (i, slots.slot[i as usize].generation)
+        };
+        let give_back = |slots: &mut Slots| {
+            if !no_response {
+                slots.free.push(slot);
+            }
+        };
+        let Some((conn, server)) = self.inbox.port.tx.served_from(self.next_server.get()) else {
+            give_back(&mut slots);
+            return Err(RequestSendError::NoServer(self.inbox.name.clone()));
+        };
+        self.next_server.set(conn + 1);
+        let flags = if no_response { NO_RESPONSE } else { 0 };
+        stamp(&raw, request_id(slot, generation), flags);
+        if !raw.send_to(conn) {
+            give_back(&mut slots);
+            return Err(RequestSendError::NotDelivered);
+        }
+        if !no_response {
+            let s = &mut slots.slot[slot as usize];
+            s.active = true;
+            s.server = server;
+            s.conn = conn;
+            s.ended = false;
+        }
+        Ok((slot, generation))
+    }
+
+}
+
+impl<Req: ShmSafe, Resp: Payload + ?Sized> Client<Req, Resp> {
+    /// Loans an uninitialised request from the client's shared pool.
+    pub fn loan_uninit(&self) -> Result<RequestMutUninit<'_, Req, Resp>, RequestSendError> {
+        let raw = self.loan_raw(1)?;
+        Ok(self.message(raw, 1))
+    }
+
+    /// Copies `value` into a loaned request and sends it.
+    pub fn send_copy(&self, value: Req) -> Result<PendingResponse<'_, Req, Resp>, RequestSendError> {
+        self.loan_uninit()?.write_payload(value).send()
+    }
+}
+
+impl<Req: ShmSafe, Resp: Payload + ?Sized> Client<[Req], Resp> {
+    /// Loans an uninitialised request slice of `len` elements.
+    pub fn loan_slice_uninit(
+        &self,
+        len: usize,
+    ) -> Result<RequestMutUninit<'_, [Req], Resp>, RequestSendError> {
+        if len > self.req_env.max_elems {
+            return Err(crate::port::sender::settings::LoanError::SliceTooLong {
+                requested: len,
+                max: self.req_env.max_elems,
+            }
+            .into());
+        }
+        let raw = self.loan_raw(len)?;
+        Ok(self.message(raw, len))
+    }
+
+    /// Copies `data` into a loaned request slice and sends it.
+    pub fn send_slice_copy(
+        &self,
+        data: &[Req],
+    ) -> Result<PendingResponse<'_, [Req], Resp>, RequestSendError>
+    where
+        Req: Copy,
+    {
+        self.loan_slice_uninit(data.len())?
+            .write_from_slice(data)
+            .send()
+    }
+}

@@ -1,0 +1,170 @@
+//! What a request or response chunk holds: a header that says which
+//! request it belongs to, then the payload.
+//!
+//! ```text
+//!  +0   id: u64       generation << 32 | the client's request slot
+//!  +8   flags: u64    END (a response: the stream is over, no payload),
+//!                     NO_RESPONSE (a request: fire and forget)
+//!  +hdr payload       hdr = 16, or the payload's alignment if larger
+//! ```
+//!
+//! The port layer moves the chunk as bytes (element size 1, the length in
+//! the descriptor counts the header too); this module turns a length into
+//! a count of payload elements, and refuses lengths no honest peer sends.
+//! The header is read once, as a copy, and checked before use: a peer
+//! may write anything there. A slot index plus a generation, never a bare
+//! index, names a request, so a response to a request whose pending
+//! response was dropped can never land on the slot's next request.
+
+use crate::port::payload::Payload;
+
+/// Bytes of the header.
+const HEADER: usize = 16;
+/// A response that ends its stream (it carries no payload).
+pub(crate) const END: u64 = 1;
+/// A request that expects no response.
+pub(crate) const NO_RESPONSE: u64 = 2;
+
+/// How one side's messages are laid out in its chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Envelope {
+    /// Offset of the payload: the header, padded to the payload's alignment.
+    pub hdr: usize,
+    /// Bytes of one payload element.
+    pub size: usize,
+    /// Whether the payload is a slice.
+    pub slice: bool,
+    /// Most payload elements of one message.
+    pub max_elems: usize,
+    /// Alignment of the chunk (at least the header's).
+    pub align: u64,
+}
+
+impl Envelope {
+    /// The envelope of payload `T` with at most `max_elems` elements (1 for
+    /// a value).
+    pub(crate) fn of<T: Payload + ?Sized>(max_elems: usize) -> Self {
+        let t = T::details();
+        let align = t.align.max(8);
+        Self {
+            hdr: HEADER.next_multiple_of(align as usize),
+            size: t.size as usize,
+            slice: t.slice,
+            max_elems: if t.slice { max_elems } else { 1 },
+            align,
+        }
+    }
+
+    /// Bytes of the largest message.
+    pub(crate) fn max_bytes(&self) -> u64 {
+        (self.hdr + self.size.saturating_mul(self.max_elems)) as u64
+    }
+
+    /// Bytes of a message of `elems` elements.
+    pub(crate) fn bytes(&self, elems: usize) -> usize {
+        self.hdr + self.size * elems
+    }
+
+    /// Payload elements of a message of `len` bytes (the port layer checked
+    /// it against the largest), or why no honest peer sends that length.
+    pub(crate) fn elems(&self, len: usize) -> Result<usize, &'static str> {
+        let body = len
+            .checked_sub(self.hdr)
+            .ok_or("message shorter than its header")?;
+        if !self.slice {
+            return if body == self.size {
+                Ok(1)
+            } else {
+                Err("payload length does not match its type")
+            };
+        }
+        if self.size == 0 {
+            return if body == 0 {
+                Ok(0)
+            } else {
+                Err("payload length does not match its type")
+            };
+        }
+        if body % self.size != 0 {
+            return Err("payload length is not a whole number of elements");
+        }
+        Ok(body / self.size)
+    }
+}
+
+/// A request's id: its client's slot and the slot's generation.
+pub(crate) fn request_id(slot: u32, generation: u32) -> u64 {
+    (u64::from(generation) << 32) | u64::from(slot)
+}
+
+/// The slot and generation of a request id.
+pub(crate) fn split_id(id: u64) -> (u32, u32) {
+    (id as u32, (id >> 32) as u32)
+}
+
+/// Writes the header at the start of a loaned chunk.
+///
+/// # Safety
+/// `chunk` is the first byte of a chunk loaned to the caller (16 bytes at
+/// least, aligned to 8).
+pub(crate) unsafe fn write_header(chunk: *mut u8, id: u64, flags: u64) {
+    // SAFETY: the caller's chunk holds the header's 16 bytes, aligned to 8,
+    // and nobody else writes it while it is loaned.
+    unsafe {
+        chunk.cast::<u64>().write(id);
+        chunk.cast::<u64>().add(1).write(flags);
+    }
+}
+
+/// Reads the header of a received chunk, as a copy: (id, flags).
+///
+/// # Safety
+/// `chunk` is the first byte of a received chunk of at least the header's
+/// length (the caller checked the length), aligned to 8 and mapped while
+/// the sample that holds it lives.
+pub(crate) unsafe fn read_header(chunk: *const u8) -> (u64, u64) {
+    // SAFETY: in range and aligned (see above); a volatile read takes one
+    // copy of words a misbehaving peer might still change, and any bits
+    // are a valid u64.
+    unsafe {
+        (
+            chunk.cast::<u64>().read_volatile(),
+            chunk.cast::<u64>().add(1).read_volatile(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_and_slices_are_laid_out_after_the_header() {
+        let e = Envelope::of::<u64>(1);
+        assert_eq!((e.hdr, e.size, e.max_elems), (16, 8, 1));
+        assert_eq!(e.elems(24), Ok(1));
+        assert!(e.elems(23).is_err() && e.elems(8).is_err() && e.elems(32).is_err());
+        let e = Envelope::of::<[u16]>(10);
+        assert_eq!(e.max_bytes(), 36);
+        assert_eq!(e.elems(16), Ok(0));
+        assert_eq!(e.elems(20), Ok(2));
+        assert!(e.elems(21).is_err());
+        #[derive(Clone, Copy)]
+        #[repr(C, align(64))]
+        struct Wide([u8; 64]);
+        // SAFETY: plain bytes, fixed layout.
+        unsafe impl crate::port::payload::ShmSafe for Wide {
+            const TYPE_NAME: &'static str = "Wide";
+        }
+        let e = Envelope::of::<Wide>(1);
+        assert_eq!((e.hdr, e.align), (64, 64));
+        let e = Envelope::of::<()>(1);
+        assert_eq!(e.elems(16), Ok(1));
+    }
+
+    #[test]
+    fn ids_carry_slot_and_generation() {
+        assert_eq!(split_id(request_id(7, 3)), (7, 3));
+        assert_eq!(split_id(request_id(u32::MAX, u32::MAX)), (u32::MAX, u32::MAX));
+    }
+}

@@ -1,0 +1,110 @@
+//! What can go wrong making a client or a server, sending a request or a
+//! response, and receiving either.
+
+use crate::domain::service::error::ServiceError;
+use crate::port::sender::settings::LoanError;
+
+/// Why a client or a server could not be created.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PortCreateError {
+    /// The service admits no more ports of this kind.
+    #[error("service {service:?} already has {max} {kind} (max_{kind}); raise it when creating the service")]
+    TooMany {
+        /// The service.
+        service: String,
+        /// "clients" or "servers".
+        kind: &'static str,
+        /// The limit.
+        max: u32,
+    },
+    /// A setting is out of range.
+    #[error("invalid setting {field} = {value}: {rule}")]
+    InvalidSetting {
+        /// The setting.
+        field: &'static str,
+        /// The value given.
+        value: u64,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
+    /// The port's data segment or FIFO could not be created (for a full
+    /// tmpfs: "No space left on device").
+    #[error("cannot create the port's files: {0}")]
+    Service(#[from] ServiceError),
+}
+
+/// Why a request could not be sent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestSendError {
+    /// No request could be loaned.
+    #[error(transparent)]
+    Loan(#[from] LoanError),
+    /// The client has `max_requests_in_flight` pending responses already.
+    #[error("{0} requests are in flight already (max_requests_in_flight); drop a pending response first")]
+    TooManyRequestsInFlight(usize),
+    /// No server is there to take it.
+    #[error("service {0:?} has no server; start one, or retry later")]
+    NoServer(String),
+    /// The server's queue for this client stayed full (under a backpressure
+    /// strategy that gives up), or the server left as the request went.
+    #[error("the server did not take the request (it left, or its queue stayed full)")]
+    NotDelivered,
+}
+
+/// Why a response could not be sent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResponseSendError {
+    /// No response could be loaned.
+    #[error(transparent)]
+    Loan(#[from] LoanError),
+    /// The request was sent fire-and-forget.
+    #[error("the client asked for no response")]
+    NoResponseExpected,
+    /// The client left, died, or stopped reading (its queue stayed full).
+    #[error("the client is gone or does not read its responses")]
+    ClientGone,
+}
+
+/// Why receiving a request or a response failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReqResReceiveError {
+    /// The server of a pending response left or died before it ended the
+    /// stream; responses it sent before are still delivered.
+    #[error("the server of this request is gone; the response stream ended without its end")]
+    ServerGone,
+    /// Every server seen during a blocking receive is gone and nothing
+    /// waits; waiting on could only hang.
+    #[error("every server of service {0:?} is gone and nothing is queued")]
+    ServersGone(String),
+    /// The port holds as many samples as it may: for a client, responses
+    /// of its other requests wait in its buffer; read or drop them.
+    #[error("{0} samples are held already; drop one (or read the other requests' responses) first")]
+    ExceedsMaxBorrowed(usize),
+    /// A peer wrote something the protocol cannot produce; its connection
+    /// is closed, others are unaffected.
+    #[error("port {peer:016x} sent corrupted data ({what}); its connection is closed")]
+    Corrupted {
+        /// The peer's port id.
+        peer: u64,
+        /// What was wrong.
+        what: &'static str,
+    },
+}
+
+impl From<crate::port::receiver::settings::ReceiveError> for ReqResReceiveError {
+    fn from(e: crate::port::receiver::settings::ReceiveError) -> Self {
+        use crate::port::receiver::settings::ReceiveError as R;
+        match e {
+            R::PublishersGone(s) => Self::ServersGone(s),
+            R::ExceedsMaxBorrowed(n) => Self::ExceedsMaxBorrowed(n),
+            R::CorruptedPublisher { publisher, what } => Self::Corrupted {
+                peer: publisher,
+                what,
+            },
+        }
+    }
+}

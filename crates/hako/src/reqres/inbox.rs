@@ -1,0 +1,102 @@
+//! A client's incoming side: its port, and the slots of its requests in
+//! flight with the responses routed to them. Every pending response of the
+//! client works on it (see `client.rs` for the routing).
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+
+use super::duplex::Duplex;
+use super::envelope::{read_header, split_id, Envelope, END};
+use super::errors::ReqResReceiveError;
+use crate::port::receiver::sample::RawSample;
+
+/// One request slot of a client.
+pub(crate) struct Slot {
+    /// Bumped when the slot's pending response goes: responses that name
+    /// an older generation are stale.
+    pub(super) generation: u32,
+    pub(super) active: bool,
+    /// The server the request went to, and the client's connection to it.
+    pub(super) server: u64,
+    pub(super) conn: usize,
+    /// The server ended the stream.
+    pub(super) ended: bool,
+    /// Responses taken from the receiver by another pending response,
+    /// with their payload's element count.
+    pub(super) queue: VecDeque<(RawSample, usize)>,
+}
+
+pub(crate) struct Slots {
+    pub(super) slot: Vec<Slot>,
+    pub(super) free: Vec<u32>,
+}
+
+/// The port of a client and the routing of its responses.
+pub(crate) struct Inbox {
+    pub(crate) port: Duplex,
+    /// How responses are laid out.
+    pub(super) resp_env: Envelope,
+    pub(super) slots: RefCell<Slots>,
+    /// The service's name, for errors.
+    pub(super) name: String,
+}
+
+impl Inbox {
+    /// Takes one response from the receiver and routes it to its slot;
+    /// false if none was there.
+    pub(super) fn route_one(&self) -> Result<bool, ReqResReceiveError> {
+        let Some(raw) = self.port.rx.receive(|r| r)? else {
+            return Ok(false);
+        };
+        let corrupted = |what| ReqResReceiveError::Corrupted {
+            peer: raw.sender_id(),
+            what,
+        };
+        if raw.len() < self.resp_env.hdr {
+            return Err(corrupted("message shorter than its header"));
+        }
+        // SAFETY: the length covers the header (checked above), the chunk
+        // is aligned to 64 and mapped while `raw` lives.
+        let (id, flags) = unsafe { read_header(raw.payload()) };
+        let elems = if flags & END != 0 {
+            0
+        } else {
+            self.resp_env.elems(raw.len()).map_err(corrupted)?
+        };
+        let (slot, generation) = split_id(id);
+        let mut slots = self.slots.borrow_mut();
+        if let Some(s) = slots.slot.get_mut(slot as usize) {
+            if s.active && s.generation == generation && s.server == raw.sender_id() {
+                if flags & END != 0 {
+                    s.ended = true;
+                } else {
+                    s.queue.push_back((raw, elems));
+                }
+            }
+        }
+        // Anything else is stale (its pending response was dropped) and
+        // goes back to the server as `raw` drops.
+        Ok(true)
+    }
+
+    /// Ends a slot's request when its pending response goes.
+    pub(super) fn release(&self, slot: u32) {
+        let mut slots = self.slots.borrow_mut();
+        let s = &mut slots.slot[slot as usize];
+        s.active = false;
+        s.queue.clear();
+        s.generation = s.generation.wrapping_add(1);
+        slots.free.push(slot);
+    }
+
+    /// Whether the server of `slot`'s request is still there (registered
+    /// and alive).
+    pub(super) fn server_there(&self, slot: u32) -> bool {
+        let (conn, server) = {
+            let slots = self.slots.borrow();
+            let s = &slots.slot[slot as usize];
+            (s.conn, s.server)
+        };
+        self.port.tx.served_port(conn) == Some(server)
+    }
+}

@@ -1,0 +1,192 @@
+//! A request in flight, seen from its client: the stream of responses it
+//! gets, and a received response.
+
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::time::{Duration, Instant};
+
+use super::errors::ReqResReceiveError;
+use super::inbox::Inbox;
+use super::settings::Types;
+use crate::port::payload::Payload;
+use crate::port::receiver::sample::RawSample;
+
+/// The responses to one request: zero, one or many, then the end of the
+/// stream (the server dropped its active request).
+///
+/// Dropping it ends the request on the client's side: responses still on
+/// their way are given back to the server unread, and the request's slot
+/// is free for another one (under a new generation, so that no late
+/// response can reach the new request).
+pub struct PendingResponse<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> {
+    client: &'c Inbox,
+    slot: u32,
+    generation: u32,
+    _t: Types<Req, Resp>,
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> std::fmt::Debug for PendingResponse<'_, Req, Resp> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingResponse")
+            .field("slot", &self.slot)
+            .field("generation", &self.generation)
+            .finish()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for PendingResponse<'_, Req, Resp> {
+    fn drop(&mut self) {
+        self.client.release(self.slot);
+    }
+}
+
+impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req, Resp> {
+    pub(super) fn new(client: &'c Inbox, (slot, generation): (u32, u32)) -> Self {
+        Self {
+            client,
+            slot,
+            generation,
+            _t: PhantomData,
+        }
+    }
+
+    /// Takes the next response, if one is there; never blocks. `Ok(None)`
+    /// when nothing is there now; once the stream has ended, always (see
+    /// [`is_finished`](Self::is_finished)). Fails with
+    /// [`ReqResReceiveError::ServerGone`] when the server left or died
+    /// before ending the stream and every response it sent was taken.
+    pub fn receive(&self) -> Result<Option<Response<Resp>>, ReqResReceiveError> {
+        loop {
+            {
+                let mut slots = self.client.slots.borrow_mut();
+                let s = &mut slots.slot[self.slot as usize];
+                if let Some((raw, elems)) = s.queue.pop_front() {
+                    return Ok(Some(Response::new(raw, self.client.resp_env.hdr, elems)));
+                }
+                if s.ended {
+                    return Ok(None);
+                }
+            }
+            if !self.client.route_one()? {
+                return if self.server_there() {
+                    Ok(None)
+                } else {
+                    Err(ReqResReceiveError::ServerGone)
+                };
+            }
+        }
+    }
+
+    /// Whether the server ended the stream and every response was taken.
+    pub fn is_finished(&self) -> bool {
+        let slots = self.client.slots.borrow();
+        let s = &slots.slot[self.slot as usize];
+        s.ended && s.queue.is_empty()
+    }
+
+    fn has_queued(&self) -> bool {
+        !self.client.slots.borrow().slot[self.slot as usize].queue.is_empty()
+    }
+
+    /// Whether the server the request went to is still there (registered
+    /// and alive).
+    pub fn server_there(&self) -> bool {
+        self.client.server_there(self.slot)
+    }
+
+    /// Waits up to `timeout` for the next response: `Ok(Some)` with it,
+    /// `Ok(None)` at the end of the stream or on timeout (tell them apart
+    /// with [`is_finished`](Self::is_finished)).
+    pub fn receive_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<Response<Resp>>, ReqResReceiveError> {
+        self.wait(Some(Instant::now() + timeout))
+    }
+
+    /// Waits for the next response: `Ok(Some)` with it, `Ok(None)` when the
+    /// stream has ended, [`ReqResReceiveError::ServerGone`] when the server
+    /// went without ending it.
+    pub fn blocking_receive(&self) -> Result<Option<Response<Resp>>, ReqResReceiveError> {
+        loop {
+            if let Some(r) = self.wait(None)? {
+                return Ok(Some(r));
+            }
+            if self.is_finished() {
+                return Ok(None);
+            }
+        }
+    }
+
+    fn wait(&self, deadline: Option<Instant>) -> Result<Option<Response<Resp>>, ReqResReceiveError> {
+        let got = self.client.port.rx.wait_for(
+            deadline,
+            || match self.receive()? {
+                Some(r) => Ok(Some(Some(r))),
+                None if self.is_finished() => Ok(Some(None)),
+                None => Ok(None),
+            },
+            || self.client.port.rx.has_samples(),
+            || {
+                // What the server sent before it went is still taken.
+                if self.server_there() || self.client.port.rx.has_samples() || self.has_queued() {
+                    Ok(())
+                } else {
+                    Err(ReqResReceiveError::ServerGone)
+                }
+            },
+        )?;
+        Ok(got.flatten())
+    }
+}
+
+/// A response received by a client: dereferences to the payload in shared
+/// memory, where the server wrote it. Dropping it hands the chunk back to
+/// the server.
+pub struct Response<T: Payload + ?Sized> {
+    raw: RawSample,
+    /// Payload offset in the chunk, and its element count (validated).
+    hdr: usize,
+    elems: usize,
+    _t: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Payload + ?Sized> Response<T> {
+    fn new(raw: RawSample, hdr: usize, elems: usize) -> Self {
+        Self {
+            raw,
+            hdr,
+            elems,
+            _t: PhantomData,
+        }
+    }
+
+    /// The id of the server that sent it.
+    pub fn server_id(&self) -> u64 {
+        self.raw.sender_id()
+    }
+}
+
+impl<T: Payload + ?Sized> Deref for Response<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the chunk's length was validated against the envelope
+        // (the header and `elems` elements of T fit, the port layer checked
+        // it against the chunk size), the payload offset is a multiple of
+        // T's alignment in a chunk aligned at least as much, the mapping
+        // lives as long as the sample, and T is ShmSafe, so any bytes a
+        // misbehaving server writes are still a valid T.
+        unsafe {
+            &*T::make_ptr(
+                self.raw.payload().wrapping_add(self.hdr).cast_mut(),
+                self.elems,
+            )
+        }
+    }
+}
+
+impl<T: Payload + ?Sized + std::fmt::Debug> std::fmt::Debug for Response<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Response").field(&&**self).finish()
+    }
+}

@@ -1,0 +1,416 @@
+//! Servers: receive requests in place, answer each with zero, one or many
+//! responses, and end the stream by dropping the [`ActiveRequest`].
+
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::duplex::{Duplex, DuplexError};
+use super::envelope::{read_header, Envelope, END, NO_RESPONSE};
+use super::errors::{PortCreateError, ReqResReceiveError, ResponseSendError};
+use super::message::{stamp, Destination, MessageMut, MessageMutUninit, Sealed};
+use super::settings::{ReqResSettings, Types};
+use crate::domain::config::OverflowPolicy;
+use crate::domain::service::inner::ServiceInner;
+use crate::domain::service::tables::PortKind;
+use crate::port::payload::{Payload, ShmSafe};
+use crate::port::receiver::sample::RawSample;
+use crate::port::receiver::settings::ReceiverSettings;
+use crate::port::sender::loan::RawLoan;
+use crate::port::sender::settings::{BackpressureStrategy, LoanError, SenderSettings};
+use crate::port::wait::WaitStrategy;
+
+/// A response being loaned: the client connection and request it answers.
+pub struct ToClient {
+    conn: usize,
+    id: u64,
+}
+
+impl Sealed for ToClient {}
+
+// The chunk type of `send` is crate-private (see Destination).
+#[allow(private_interfaces)]
+impl Destination for ToClient {
+    type Sent = Result<(), ResponseSendError>;
+    fn send(self, raw: RawLoan) -> Self::Sent {
+        stamp(&raw, self.id, 0);
+        if raw.send_to(self.conn) {
+            Ok(())
+        } else {
+            Err(ResponseSendError::ClientGone)
+        }
+    }
+}
+
+/// A loaned response whose payload is not yet written.
+pub type ResponseMutUninit<Resp> = MessageMutUninit<Resp, ToClient>;
+/// A loaned response, written and ready to send.
+pub type ResponseMut<Resp> = MessageMut<Resp, ToClient>;
+
+/// Builds a [`Server`]; returned by
+/// [`ReqResService::server_builder`](crate::ReqResService::server_builder).
+pub struct ServerBuilder<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
+    service: Arc<ServiceInner>,
+    settings: Arc<ReqResSettings>,
+    max_loans: Option<u32>,
+    max_slice_len: usize,
+    strategy: BackpressureStrategy,
+    wait: WaitStrategy,
+    _t: Types<Req, Resp>,
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> std::fmt::Debug for ServerBuilder<Req, Resp> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("service", &self.service.name)
+            .field("max_loans", &self.max_loans)
+            .field("max_slice_len", &self.max_slice_len)
+            .finish()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
+    pub(crate) fn new(service: Arc<ServiceInner>, settings: Arc<ReqResSettings>) -> Self {
+        Self {
+            service,
+            settings,
+            max_loans: None,
+            max_slice_len: 1,
+            strategy: BackpressureStrategy::Block,
+            wait: WaitStrategy::default(),
+            _t: PhantomData,
+        }
+    }
+
+    /// Responses that may be loaned (not yet sent or dropped) at once.
+    /// Default: the service's `max_response_buffer`.
+    pub fn max_loaned_responses(mut self, n: u32) -> Self {
+        self.max_loans = Some(n);
+        self
+    }
+
+    /// What a send does while a client's queue is full (default: wait
+    /// until it makes room, or goes).
+    pub fn backpressure(mut self, strategy: BackpressureStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// How the blocking receives wait (default: spin, then park).
+    pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.wait = strategy;
+        self
+    }
+
+    /// Creates the server: its data segment for responses and its entry in
+    /// the service.
+    pub fn create(self) -> Result<Server<Req, Resp>, PortCreateError> {
+        let q = &self.settings.qos;
+        let in_flight = u64::from(q.max_requests_in_flight);
+        let per = u64::from(q.max_response_buffer);
+        let user_loans = self.max_loans.unwrap_or(q.max_response_buffer);
+        if user_loans == 0 || user_loans > 1 << 20 {
+            return Err(PortCreateError::InvalidSetting {
+                field: "max_loaned_responses",
+                value: user_loans.into(),
+                rule: "between 1 and 1048576",
+            });
+        }
+        // Every request a server may hold has a chunk in reserve for the
+        // end of its stream.
+        let active = u64::from(q.max_clients) * in_flight;
+        let max_loans = u64::from(user_loans) + active;
+        let req_env = Envelope::of::<Req>(1);
+        let resp_env = Envelope::of::<Resp>(self.max_slice_len);
+        // As the client's receiver says (see client::response_queue).
+        let (buffer, borrowed) = (2 * in_flight * (per + 1), in_flight * per);
+        let tx = SenderSettings {
+            overflow: OverflowPolicy::Backpressure,
+            strategy: self.strategy,
+            history_size: 0,
+            buffer,
+            borrowed,
+            max_receivers: q.max_clients,
+            max_senders: q.max_servers,
+            max_loans: u32::try_from(max_loans).unwrap_or(u32::MAX),
+            max_len: resp_env.max_bytes(),
+            elem_size: 1,
+            align: resp_env.align,
+            chunk_count: u64::from(q.max_clients) * (buffer + borrowed) + max_loans,
+            own: PortKind::Subscriber,
+            peers: PortKind::Publisher,
+            shared_id: None,
+        };
+        let rx = ReceiverSettings {
+            elem_size: 1,
+            align: req_env.align,
+            slice: true,
+            max_receivers: q.max_servers,
+            buffer: in_flight,
+            borrowed: in_flight,
+            max_held: (u64::from(q.max_clients) * in_flight) as usize,
+            backpressure: true,
+            strategy: self.wait,
+            own: PortKind::Subscriber,
+            peers: PortKind::Publisher,
+            shared: None,
+        };
+        let name = self.service.name.to_string();
+        let port = Duplex::create(self.service, tx, rx, q.max_servers as usize).map_err(|e| {
+            match e {
+                DuplexError::TooMany => PortCreateError::TooMany {
+                    service: name.clone(),
+                    kind: "servers",
+                    max: q.max_servers,
+                },
+                DuplexError::Geometry => PortCreateError::InvalidSetting {
+                    field: "max_slice_len",
+                    value: self.max_slice_len as u64,
+                    rule: "the data segment would exceed 64 TiB or the pool 2^32 chunks",
+                },
+                DuplexError::Service(e) => e.into(),
+            }
+        })?;
+        Ok(Server {
+            port,
+            req_env,
+            resp_env,
+            name,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: ShmSafe> ServerBuilder<Req, [Resp]> {
+    /// Largest response slice (in elements) this server can send. Default 1.
+    pub fn max_slice_len(mut self, n: usize) -> Self {
+        self.max_slice_len = n;
+        self
+    }
+}
+
+/// Receives requests of `Req` from every client of a service and answers
+/// them with responses of `Resp`.
+///
+/// `Send` but not `Sync`: one thread at a time uses it. Clients are served
+/// in turn; a server that wakes takes every request waiting before it
+/// sleeps again.
+pub struct Server<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
+    port: Duplex,
+    req_env: Envelope,
+    resp_env: Envelope,
+    name: String,
+    _t: Types<Req, Resp>,
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> std::fmt::Debug for Server<Req, Resp> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("service", &self.name)
+            .field("port_id", &format_args!("{:016x}", self.id()))
+            .finish()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for Server<Req, Resp> {
+    fn drop(&mut self) {
+        crate::port::sender::inner::SenderInner::face_dropped(&self.port.tx);
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
+    /// The server's unique port id.
+    pub fn id(&self) -> u64 {
+        self.port.entry.port_id
+    }
+
+    /// Number of clients connected now.
+    pub fn client_count(&self) -> usize {
+        self.port.tx.receiver_count()
+    }
+
+    /// Takes the next request, if any; never blocks. Clients are served in
+    /// turn, each one's requests in the order sent.
+    pub fn receive(&self) -> Result<Option<ActiveRequest<'_, Req, Resp>>, ReqResReceiveError> {
+        let Some(raw) = self.port.rx.receive(|r| r)? else {
+            return Ok(None);
+        };
+        let elems = self
+            .req_env
+            .elems(raw.len())
+            .map_err(|what| ReqResReceiveError::Corrupted {
+                peer: raw.sender_id(),
+                what,
+            })?;
+        // SAFETY: the length covers the header (elems() checked it), the
+        // chunk is aligned to 64 and mapped while `raw` lives.
+        let (id, flags) = unsafe { read_header(raw.payload()) };
+        Ok(Some(ActiveRequest {
+            server: self,
+            conn: raw.sender_slot(),
+            client: raw.sender_id(),
+            raw,
+            elems,
+            id,
+            no_response: flags & NO_RESPONSE != 0,
+        }))
+    }
+
+    /// Waits up to `timeout` for a request; `Ok(None)` on timeout.
+    pub fn receive_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<ActiveRequest<'_, Req, Resp>>, ReqResReceiveError> {
+        self.wait(Some(Instant::now() + timeout))
+    }
+
+    /// Waits until a request arrives (a server waits for clients however
+    /// long they take to come).
+    pub fn blocking_receive(&self) -> Result<ActiveRequest<'_, Req, Resp>, ReqResReceiveError> {
+        loop {
+            if let Some(r) = self.wait(None)? {
+                return Ok(r);
+            }
+        }
+    }
+
+    fn wait(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<ActiveRequest<'_, Req, Resp>>, ReqResReceiveError> {
+        self.port.rx.wait_for(
+            deadline,
+            || self.receive(),
+            || self.port.rx.has_samples(),
+            || Ok(()),
+        )
+    }
+}
+
+/// A request a server received: dereferences to its payload, in the
+/// client's shared memory. Answer it with
+/// [`loan_uninit`](ActiveRequest::loan_uninit) /
+/// [`send_copy`](ActiveRequest::send_copy) (as often as the stream needs);
+/// dropping it ends the response stream and gives the request's chunk back.
+pub struct ActiveRequest<'s, Req: Payload + ?Sized, Resp: Payload + ?Sized> {
+    server: &'s Server<Req, Resp>,
+    raw: RawSample,
+    elems: usize,
+    /// The request's id, copied into every response.
+    id: u64,
+    /// The server's connection to the client, and the client's port id.
+    conn: usize,
+    client: u64,
+    no_response: bool,
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for ActiveRequest<'_, Req, Resp> {
+    fn drop(&mut self) {
+        if self.no_response {
+            return;
+        }
+        // The end of the stream: a response with no payload. A chunk is
+        // kept in reserve for it (see ServerBuilder::create); a client that
+        // left gets nothing.
+        let tx = &self.server.port.tx;
+        match RawLoan::new(tx, self.server.resp_env.hdr) {
+            Ok(raw) => {
+                stamp(&raw, self.id, END);
+                raw.send_to(self.conn);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot end a response stream"),
+        }
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> std::fmt::Debug for ActiveRequest<'_, Req, Resp> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActiveRequest")
+            .field("client", &format_args!("{:016x}", self.client))
+            .field("id", &format_args!("{:016x}", self.id))
+            .finish()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Deref for ActiveRequest<'_, Req, Resp> {
+    type Target = Req;
+    fn deref(&self) -> &Req {
+        // SAFETY: as for a client's Response: the length was validated
+        // against the envelope, the payload is aligned for Req and mapped
+        // while the sample lives, and Req is ShmSafe.
+        unsafe {
+            &*Req::make_ptr(
+                self.raw.payload().wrapping_add(self.server.req_env.hdr).cast_mut(),
+                self.elems,
+            )
+        }
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp> {
+    /// The port id of the client that sent it.
+    pub fn client_id(&self) -> u64 {
+        self.client
+    }
+
+    /// Whether the client is still there to read responses (registered and
+    /// alive); a server may stop work early when it is not.
+    pub fn is_connected(&self) -> bool {
+        self.server.port.tx.served_port(self.conn) == Some(self.client)
+    }
+
+    /// Whether the client asked for no response (fire and forget).
+    pub fn expects_response(&self) -> bool {
+        !self.no_response
+    }
+
+    fn loan_raw(&self, elems: usize) -> Result<ResponseMutUninit<Resp>, ResponseSendError> {
+        if self.no_response {
+            return Err(ResponseSendError::NoResponseExpected);
+        }
+        let env = &self.server.resp_env;
+        if elems > env.max_elems {
+            return Err(LoanError::SliceTooLong {
+                requested: elems,
+                max: env.max_elems,
+            }
+            .into());
+        }
+        let raw = RawLoan::new(&self.server.port.tx, env.bytes(elems))?;
+        let to = ToClient {
+            conn: self.conn,
+            id: self.id,
+        };
+        Ok(MessageMutUninit::new(raw, env, elems, to))
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, Resp> {
+    /// Loans an uninitialised response from the server's shared pool.
+    pub fn loan_uninit(&self) -> Result<ResponseMutUninit<Resp>, ResponseSendError> {
+        self.loan_raw(1)
+    }
+
+    /// Copies `value` into a loaned response and sends it.
+    pub fn send_copy(&self, value: Resp) -> Result<(), ResponseSendError> {
+        self.loan_uninit()?.write_payload(value).send()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, [Resp]> {
+    /// Loans an uninitialised response slice of `len` elements.
+    pub fn loan_slice_uninit(&self, len: usize) -> Result<ResponseMutUninit<[Resp]>, ResponseSendError> {
+        self.loan_raw(len)
+    }
+
+    /// Copies `data` into a loaned response slice and sends it.
+    pub fn send_slice_copy(&self, data: &[Resp]) -> Result<(), ResponseSendError>
+    where
+        Resp: Copy,
+    {
+        self.loan_slice_uninit(data.len())?
+            .write_from_slice(data)
+            .send()
+    }
+}

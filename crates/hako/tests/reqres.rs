@@ -1,0 +1,246 @@
+//! Request/response within one process: the contract of clients, servers,
+//! pending responses and active requests. (Across processes and under
+//! crashes: crates/hako-tests.)
+
+use std::time::Duration;
+
+use hako::{Config, Node, NodeBuilder, ReqResReceiveError, ReqResService, RequestSendError};
+
+struct Domain {
+    root: std::path::PathBuf,
+    node: Node,
+}
+
+impl Domain {
+    fn new(tag: &str) -> Self {
+        let root = std::path::PathBuf::from(format!(
+            "/dev/shm/hako-test-reqres-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        let node = NodeBuilder::new()
+            .config(&Config::default().with_root(&root))
+            .create()
+            .unwrap();
+        Self { root, node }
+    }
+
+    fn service(&self, in_flight: u32, buffer: u32) -> ReqResService<u64, u64> {
+        self.node
+            .service_builder(&"test/reqres".try_into().unwrap())
+            .request_response::<u64, u64>()
+            .max_requests_in_flight(in_flight)
+            .max_response_buffer(buffer)
+            .open_or_create()
+            .unwrap()
+    }
+}
+
+impl Drop for Domain {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+#[test]
+fn a_request_gets_its_response_and_the_end_of_the_stream() {
+    let d = Domain::new("one");
+    let svc = d.service(4, 4);
+    let server = svc.server_builder().create().unwrap();
+    let client = svc.client_builder().create().unwrap();
+    assert_eq!(client.server_count(), 1);
+    let pending = client.send_copy(41).unwrap();
+    assert_eq!(client.requests_in_flight(), 1);
+    let request = server.receive().unwrap().expect("a request");
+    assert_eq!(*request, 41);
+    assert_eq!(request.client_id(), client.id());
+    assert!(request.is_connected());
+    request.send_copy(*request + 1).unwrap();
+    drop(request);
+    let response = pending.receive().unwrap().expect("a response");
+    assert_eq!(*response, 42);
+    assert_eq!(response.server_id(), server.id());
+    drop(response);
+    assert_eq!(pending.receive().unwrap().map(|r| *r), None);
+    assert!(pending.is_finished());
+    drop(pending);
+    assert_eq!(client.requests_in_flight(), 0);
+}
+
+#[test]
+fn a_stream_of_responses_arrives_in_order_then_ends() {
+    let d = Domain::new("stream");
+    let svc = d.service(2, 16);
+    let server = svc.server_builder().create().unwrap();
+    let client = svc.client_builder().create().unwrap();
+    let pending = client.send_copy(10).unwrap();
+    let request = server.receive().unwrap().unwrap();
+    for i in 0..*request {
+        request.send_copy(i).unwrap();
+    }
+    drop(request);
+    let mut got = Vec::new();
+    while let Some(r) = pending.blocking_receive().unwrap() {
+        got.push(*r);
+    }
+    assert_eq!(got, (0..10).collect::<Vec<_>>());
+    assert!(pending.is_finished());
+}
+
+#[test]
+fn pipelined_requests_each_get_their_own_responses() {
+    let d = Domain::new("pipeline");
+    let svc = d.service(16, 2);
+    let server = svc.server_builder().create().unwrap();
+    let client = svc.client_builder().create().unwrap();
+    let pending: Vec<_> = (0..16).map(|i| client.send_copy(i).unwrap()).collect();
+    assert!(matches!(
+        client.send_copy(99),
+        Err(RequestSendError::TooManyRequestsInFlight(16))
+    ));
+    let mut requests: Vec<_> = std::iter::from_fn(|| server.receive().unwrap()).collect();
+    assert_eq!(requests.len(), 16);
+    // Answered last to first: each response still reaches its own request.
+    while let Some(r) = requests.pop() {
+        r.send_copy(*r * 100).unwrap();
+    }
+    for (i, p) in pending.iter().enumerate().rev() {
+        let r = p.blocking_receive().unwrap().expect("a response");
+        assert_eq!(*r, i as u64 * 100);
+        drop(r);
+        assert!(p.blocking_receive().unwrap().is_none());
+    }
+}
+
+#[test]
+fn a_response_to_a_dropped_request_never_reaches_the_next_one_in_its_slot() {
+    let d = Domain::new("stale");
+    let svc = d.service(1, 2);
+    let server = svc.server_builder().create().unwrap();
+    let client = svc.client_builder().create().unwrap();
+    let first = client.send_copy(1).unwrap();
+    let request = server.receive().unwrap().unwrap();
+    drop(first);
+    // The slot is free again, under a new generation.
+    let second = client.send_copy(2).unwrap();
+    request.send_copy(111).unwrap();
+    drop(request);
+    let request = server.receive().unwrap().unwrap();
+    assert_eq!(*request, 2);
+    request.send_copy(222).unwrap();
+    drop(request);
+    assert_eq!(*second.blocking_receive().unwrap().unwrap(), 222);
+    assert!(second.blocking_receive().unwrap().is_none());
+}
+
+#[test]
+fn no_server_and_fire_and_forget() {
+    let d = Domain::new("noserver");
+    let svc = d.service(2, 2);
+    let client = svc.client_builder().create().unwrap();
+    let e = client.send_copy(1).unwrap_err();
+    assert!(matches!(e, RequestSendError::NoServer(_)), "{e}");
+    assert_eq!(client.requests_in_flight(), 0);
+    let server = svc.server_builder().create().unwrap();
+    client
+        .loan_uninit()
+        .unwrap()
+        .write_payload(7)
+        .send_without_response()
+        .unwrap();
+    assert_eq!(client.requests_in_flight(), 0);
+    let request = server.receive().unwrap().unwrap();
+    assert_eq!(*request, 7);
+    assert!(!request.expects_response());
+    assert!(matches!(
+        request.send_copy(1),
+        Err(hako::ResponseSendError::NoResponseExpected)
+    ));
+}
+
+#[test]
+fn a_server_that_goes_ends_its_pending_responses_with_an_error() {
+    let d = Domain::new("gone");
+    let svc = d.service(2, 2);
+    let server = svc.server_builder().create().unwrap();
+    let client = svc.client_builder().create().unwrap();
+    let pending = client.send_copy(5).unwrap();
+    let request = server.receive().unwrap().unwrap();
+    request.send_copy(50).unwrap();
+    std::mem::forget(request); // the stream is never ended
+    drop(server);
+    // What it sent before going still arrives.
+    assert_eq!(*pending.blocking_receive().unwrap().unwrap(), 50);
+    assert_eq!(
+        pending.blocking_receive().unwrap_err(),
+        ReqResReceiveError::ServerGone
+    );
+}
+
+#[test]
+fn slices_go_both_ways() {
+    let d = Domain::new("slices");
+    let svc = d
+        .node
+        .service_builder(&"test/slices".try_into().unwrap())
+        .request_response::<[u8], [u32]>()
+        .open_or_create()
+        .unwrap();
+    let server = svc.server_builder().max_slice_len(8).create().unwrap();
+    let client = svc.client_builder().max_slice_len(16).create().unwrap();
+    let pending = client.send_slice_copy(b"hello").unwrap();
+    let request = server.receive().unwrap().unwrap();
+    assert_eq!(&*request, b"hello");
+    let lens: Vec<u32> = request.iter().map(|&b| u32::from(b)).collect();
+    request.send_slice_copy(&lens).unwrap();
+    assert!(request.loan_slice_uninit(9).is_err());
+    drop(request);
+    assert_eq!(
+        &*pending.blocking_receive().unwrap().unwrap(),
+        &[104, 101, 108, 108, 111]
+    );
+}
+
+#[test]
+fn ten_thousand_clients_come_and_go_and_leak_nothing() {
+    let d = Domain::new("churn");
+    let svc = d.service(2, 2);
+    let server = svc.server_builder().create().unwrap();
+    for i in 0..10_000u64 {
+        let client = svc.client_builder().create().unwrap();
+        let pending = client.send_copy(i).unwrap();
+        if i % 3 != 0 {
+            let request = server
+                .receive_timeout(Duration::from_secs(5))
+                .unwrap()
+                .expect("the request");
+            assert_eq!(*request, i);
+            request.send_copy(i + 1).unwrap();
+            drop(request);
+            if i % 2 == 0 {
+                assert_eq!(*pending.blocking_receive().unwrap().unwrap(), i + 1);
+            }
+        }
+        // Half the time the client goes with its request (or its response)
+        // unread.
+    }
+    // Requests of clients that left are still taken and answered into the
+    // void; nothing is left after that.
+    while let Some(r) = server.receive().unwrap() {
+        let _ = r.send_copy(0);
+    }
+    assert_eq!(server.client_count(), 0);
+    let files = std::fs::read_dir(
+        d.root
+            .read_dir()
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("svc_"))
+            .unwrap()
+            .path(),
+    )
+    .unwrap()
+    .count();
+    // static.toml, dynamic, the server's segment and FIFO.
+    assert_eq!(files, 4);
+}
