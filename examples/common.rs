@@ -26,3 +26,45 @@ pub const EVENT_SERVICE: &str = "Examples/Doorbell";
 /// Largest event id the notifier/listener pair uses. Both programs create
 /// the service with the same setting, so either may start first.
 pub const EVENT_ID_MAX: u64 = 7;
+
+/// A request of the client/server pair: two numbers to add.
+#[derive(Debug, Clone, Copy, Default, ShmSafe)]
+#[repr(C)]
+pub struct AddRequest {
+    /// The first number.
+    pub a: u64,
+    /// The second number.
+    pub b: u64,
+}
+
+/// The server's answer to an [`AddRequest`].
+#[derive(Debug, Clone, Copy, Default, ShmSafe)]
+#[repr(C)]
+pub struct AddResponse {
+    /// `a + b`.
+    pub sum: u64,
+}
+
+/// The request/response service of the client/server pair.
+pub const ADD_SERVICE: &str = "Examples/Adder";
+
+/// The streaming service: a request `n` is answered with `0..n`, one
+/// response each, then the end of the stream.
+pub const COUNT_SERVICE: &str = "Examples/Counter";
+
+/// Requests a client of the examples may have in flight (the pipelined
+/// client uses them all). Every program opens the services with the same
+/// settings, so any may start first.
+pub const IN_FLIGHT: u32 = 16;
+
+/// Waits up to ten seconds for a server, so a client may start first.
+pub fn wait_for_server(servers: impl Fn() -> usize) -> Result<(), String> {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while servers() == 0 {
+        if std::time::Instant::now() > end {
+            return Err("no server came within 10 s; start the `server` example".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Ok(())
+}

@@ -69,6 +69,9 @@ fn pattern_name(info: &ServiceInfo) -> &'static str {
 fn payload_name(info: &ServiceInfo) -> String {
     match &info.description.pattern {
         Pattern::PublishSubscribe { payload, .. } => payload.type_name.clone(),
+        Pattern::RequestResponse {
+            request, response, ..
+        } => format!("{} -> {}", request.type_name, response.type_name),
         _ => "-".into(),
     }
 }
@@ -77,6 +80,7 @@ fn payload_name(info: &ServiceInfo) -> String {
 fn port_names(info: &ServiceInfo) -> (&'static str, &'static str) {
     match info.description.pattern {
         Pattern::PublishSubscribe { .. } => ("publishers", "subscribers"),
+        Pattern::RequestResponse { .. } => ("clients", "servers"),
         _ => ("notifiers", "listeners"),
     }
 }
@@ -125,7 +129,7 @@ pub fn list(a: ListArgs) -> Result<(), CliError> {
             Err(e) => println!("(unreadable) {e}"),
         }
     }
-    println!("(events: PUBS = notifiers, SUBS = listeners)");
+    println!("(events: PUBS = notifiers, SUBS = listeners; request/response: PUBS = clients, SUBS = servers)");
     Ok(())
 }
 
@@ -234,6 +238,29 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
             "qos       max notifiers {}, max listeners {}, max nodes {}, event ids 0..={}",
             qos.max_notifiers, qos.max_listeners, qos.max_nodes, qos.event_id_max
         ),
+        Pattern::RequestResponse {
+            request,
+            response,
+            qos,
+        } => {
+            println!(
+                "request   {} ({} bytes, align {})",
+                request.type_name, request.size, request.align
+            );
+            println!(
+                "response  {} ({} bytes, align {})",
+                response.type_name, response.size, response.align
+            );
+            println!(
+                "qos       requests in flight {}, response buffer {}, \
+                 max clients {}, max servers {}, max nodes {}",
+                qos.max_requests_in_flight,
+                qos.max_response_buffer,
+                qos.max_clients,
+                qos.max_servers,
+                qos.max_nodes
+            );
+        }
         _ => {}
     }
     println!("directory {}", info.dir.display());

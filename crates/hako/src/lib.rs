@@ -46,6 +46,34 @@
 //! with [`PublisherBuilder::max_slice_len`] and
 //! [`Publisher::loan_slice_uninit`].
 //!
+//! ## Request/response
+//!
+//! A [`ReqResService`] carries requests of one type and responses of
+//! another. A [`Client`] loans a request, writes it in place and sends it
+//! to a server, getting a [`PendingResponse`]; a [`Server`] receives an
+//! [`ActiveRequest`] (a view into the client's memory), answers with zero,
+//! one or many responses, and ends the stream by dropping it:
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let node = hako::NodeBuilder::new().create()?;
+//! let service = node
+//!     .service_builder(&"Math/Square".try_into()?)
+//!     .request_response::<u64, u64>()
+//!     .open_or_create()?;
+//! let server = service.server_builder().create()?;
+//! let client = service.client_builder().create()?;
+//!
+//! let pending = client.send_copy(7)?;
+//! if let Some(request) = server.receive()? {
+//!     request.send_copy(*request * *request)?;
+//! } // the stream ends here
+//! while let Some(response) = pending.blocking_receive()? {
+//!     assert_eq!(*response, 49);
+//! }
+//! # Ok(()) }
+//! ```
+//!
 //! ## Waiting without burning a CPU
 //!
 //! `receive` never blocks. [`Subscriber::receive_timeout`] and
@@ -117,7 +145,8 @@
 //! The lock-free core (rings, chunk bookkeeping, layouts), the OS layer
 //! (shared memory, locks, futexes), the domain (config, nodes, services,
 //! cleanup), the port machinery every pattern shares (data segments,
-//! loans, connections, waiting), the patterns (publish/subscribe, events),
+//! loans, connections, waiting), the patterns (publish/subscribe, events,
+//! request/response),
 //! and above them the [`WaitSet`] and [`inspect`]. The public API is what
 //! this page re-exports: [`Node`], [`PubSubService`], [`Publisher`],
 //! [`Subscriber`], [`EventService`], [`Notifier`], [`Listener`], [`WaitSet`].

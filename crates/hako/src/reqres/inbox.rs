@@ -89,14 +89,24 @@ impl Inbox {
         slots.free.push(slot);
     }
 
-    /// Whether the server of `slot`'s request is still there (registered
-    /// and alive).
-    pub(super) fn server_there(&self, slot: u32) -> bool {
-        let (conn, server) = {
-            let slots = self.slots.borrow();
-            let s = &slots.slot[slot as usize];
-            (s.conn, s.server)
-        };
+    /// The server of `slot`'s request and the connection to it.
+    fn server_of(&self, slot: u32) -> (usize, u64) {
+        let slots = self.slots.borrow();
+        let s = &slots.slot[slot as usize];
+        (s.conn, s.server)
+    }
+
+    /// Whether the server of `slot`'s request is still in the service's
+    /// table (one load while the table does not change).
+    pub(super) fn server_listed(&self, slot: u32) -> bool {
+        let (conn, server) = self.server_of(slot);
         self.port.tx.served_port(conn) == Some(server)
+    }
+
+    /// Whether the server of `slot`'s request is still there: listed, and
+    /// its process alive (a lock probe). A dead one's ports are reclaimed.
+    pub(super) fn server_alive(&self, slot: u32) -> bool {
+        let (conn, server) = self.server_of(slot);
+        self.server_listed(slot) && self.port.tx.peer_alive(conn, server)
     }
 }

@@ -68,7 +68,7 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
                 }
             }
             if !self.client.route_one()? {
-                return if self.server_there() {
+                return if self.client.server_listed(self.slot) {
                     Ok(None)
                 } else {
                     Err(ReqResReceiveError::ServerGone)
@@ -88,10 +88,13 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
         !self.client.slots.borrow().slot[self.slot as usize].queue.is_empty()
     }
 
-    /// Whether the server the request went to is still there (registered
-    /// and alive).
+    /// Whether the server the request went to is still there: registered,
+    /// and its process alive (this asks the kernel). A non-blocking
+    /// [`receive`](Self::receive) only sees a server gone once it left the
+    /// service's table (it left, or its death was noticed); the blocking
+    /// receives ask this at least every 100 ms while they sleep.
     pub fn server_there(&self) -> bool {
-        self.client.server_there(self.slot)
+        self.client.server_alive(self.slot)
     }
 
     /// Waits up to `timeout` for the next response: `Ok(Some)` with it,

@@ -354,10 +354,14 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
         self.client
     }
 
-    /// Whether the client is still there to read responses (registered and
-    /// alive); a server may stop work early when it is not.
+    /// Whether the client is still there to read responses: registered,
+    /// and its process alive (this asks the kernel). A server may stop work
+    /// early when it is not; responses sent to a client that died before
+    /// anyone noticed go nowhere, and their chunks come back when its
+    /// ports are reclaimed.
     pub fn is_connected(&self) -> bool {
         self.server.port.tx.served_port(self.conn) == Some(self.client)
+            && self.server.port.tx.peer_alive(self.conn, self.client)
     }
 
     /// Whether the client asked for no response (fire and forget).

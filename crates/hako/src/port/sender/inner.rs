@@ -17,7 +17,7 @@ use crate::core::layout::{
 };
 use crate::core::pool::{ChunkBook, Outstanding};
 use crate::core::ring::{Producer, Returns, Submission};
-use crate::domain::nodefile::new_id;
+use crate::domain::nodefile::{new_id, node_is_alive};
 use crate::domain::service::error::io_err;
 use crate::domain::service::inner::{NewPort, ServiceInner};
 use crate::os::lock::DomainLock;
@@ -258,6 +258,28 @@ impl SenderInner {
         st.update_connections(&self.params);
         st.refresh_active();
         st.served_port(j)
+    }
+
+    /// Whether the receiver `port_id` is still in entry `j` of the peers'
+    /// table and its node alive (a lock probe: a system call). If it died,
+    /// its ports are reclaimed now, so that connections to it end.
+    pub(crate) fn peer_alive(&self, j: usize, port_id: u64) -> bool {
+        let svc = &self.params.service;
+        if j >= svc.table_len(self.params.peers) {
+            return false;
+        }
+        let slot = svc.port_slot(self.params.peers, j);
+        // ORDERING: Acquire; pairs with the Release store in register().
+        if slot.port_id.load(Ordering::Acquire) != port_id {
+            return false;
+        }
+        // Relaxed: published by the port id.
+        let node = slot.node_id.load(Ordering::Relaxed);
+        if node_is_alive(&svc.node.config.root, node) {
+            return true;
+        }
+        svc.reclaim_dead_ports();
+        false
     }
 
     /// The port's id.

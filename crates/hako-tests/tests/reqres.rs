@@ -1,0 +1,144 @@
+//! Request/response across processes: pipelined streams between a server
+//! and several clients, a client killed with requests in flight, a server
+//! killed in the middle of a stream (and another one serving on).
+
+use hako_tests::harness::Domain;
+
+const HELPER: &str = env!("CARGO_BIN_EXE_hako-reqres-helper");
+
+#[test]
+fn pipelined_streams_between_processes() {
+    let d = Domain::new("reqres-streams", HELPER);
+    let stop = d.arg("stop");
+    let ready = d.arg("ready");
+    let mut server = vec![d.spawn(
+        "server",
+        &[
+            "serve",
+            "--stream",
+            "3",
+            "--ready-file",
+            &ready,
+            "--stop-file",
+            &stop,
+        ],
+    )];
+    d.wait_file("ready", &mut server);
+    let clients: Vec<_> = (0..2)
+        .map(|i| {
+            d.spawn(
+                &format!("client{i}"),
+                &[
+                    "request",
+                    "--stream",
+                    "3",
+                    "--count",
+                    "2000",
+                    "--in-flight",
+                    "16",
+                ],
+            )
+        })
+        .collect();
+    for out in d.wait_all(clients) {
+        assert_eq!(out.result().num("answered"), 2000);
+    }
+    d.touch("stop");
+    let out = d.wait_all(server);
+    assert_eq!(out[0].result().num("served"), 4000);
+    assert_eq!(out[0].result().num("responses"), 12000);
+    d.finish();
+}
+
+#[test]
+fn a_killed_client_is_seen_gone_and_its_files_are_reclaimed() {
+    let d = Domain::new("reqres-client-killed", HELPER);
+    let hold = d.arg("hold");
+    let sent = d.arg("sent");
+    let mut procs = vec![d.spawn(
+        "server",
+        &[
+            "serve",
+            "--hold-file",
+            &hold,
+            "--hold",
+            "4",
+            "--in-flight",
+            "4",
+        ],
+    )];
+    procs.push(d.spawn(
+        "client",
+        &[
+            "request",
+            "--hang",
+            "--in-flight",
+            "4",
+            "--sent-file",
+            &sent,
+        ],
+    ));
+    d.wait_file("sent", &mut procs);
+    let client = procs.pop().expect("the client");
+    client.kill();
+    d.touch("hold");
+    let out = d.wait_all(procs);
+    let r = out[0].result();
+    assert_eq!((r.num("held"), r.num("connected")), (4, 0), "{:?}", r);
+    // The server exited cleanly; the dead client's node, port and files go
+    // at the next reclaim.
+    let cfg = hako::Config::default().with_root(&d.root);
+    let reclaimed = hako::reclaim_dead_nodes(&cfg, false).expect("reclaim");
+    assert_eq!(reclaimed.dead_nodes.len(), 1, "{reclaimed:?}");
+    d.finish();
+}
+
+#[test]
+fn a_killed_server_fails_its_streams_and_another_serves_on() {
+    let d = Domain::new("reqres-server-killed", HELPER);
+    let hung = d.arg("hung");
+    let ready = d.arg("ready");
+    let stop = d.arg("stop");
+    let mut procs = vec![d.spawn(
+        "server-a",
+        &[
+            "serve",
+            "--stream",
+            "5",
+            "--hang-after",
+            "2",
+            "--hung-file",
+            &hung,
+        ],
+    )];
+    procs.push(d.spawn(
+        "client",
+        &["request", "--stream", "5", "--expect-server-gone"],
+    ));
+    d.wait_file("hung", &mut procs);
+    let client = procs.pop().expect("the client");
+    let server_a = procs.pop().expect("server a");
+    server_a.kill();
+    let mut procs = vec![client];
+    procs.push(d.spawn(
+        "server-b",
+        &[
+            "serve",
+            "--stream",
+            "5",
+            "--ready-file",
+            &ready,
+            "--stop-file",
+            &stop,
+        ],
+    ));
+    let client = procs.remove(0);
+    let out = d.wait_all(vec![client]);
+    let r = out[0].result();
+    assert_eq!(r.num("got"), 2, "{:?}", r);
+    assert_eq!(r.get("again"), "ok");
+    d.touch("stop");
+    let out = d.wait_all(procs);
+    assert_eq!(out[0].result().num("served"), 1);
+    d.finish();
+}
