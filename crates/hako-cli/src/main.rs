@@ -13,6 +13,8 @@
 //!   `hako monitor` — what a domain holds, seen from outside ([`domain`]).
 //! * `hako pub`, `hako sub`, `hako notify`, `hako listen` — talking to a
 //!   service from a terminal ([`talk`]).
+//! * `hako call`, `hako serve --echo` — request/response from a terminal
+//!   ([`reqres`]).
 //!
 //! The domain is the one of `HAKO_CONFIG` / `HAKO_ROOT` (as for every hako
 //! program), or `--root`. `--json` prints machine-readable output. Exit codes
@@ -36,6 +38,7 @@ use hako_bench::select::Transports;
 
 pub mod bench;
 pub mod domain;
+pub mod reqres;
 pub mod talk;
 
 /// Exit codes scripts can rely on.
@@ -149,6 +152,11 @@ enum Command {
     Notify(talk::NotifyArgs),
     /// Print the events of an event service.
     Listen(talk::ListenArgs),
+    /// Send requests (bytes / UTF-8) to a `[u8] → [u8]` request/response
+    /// service and print every response.
+    Call(reqres::CallArgs),
+    /// Answer the requests of a `[u8] → [u8]` service (`--echo`).
+    Serve(reqres::ServeArgs),
 }
 
 /// Runs a follower (when started as one) or the subcommand asked for.
@@ -176,6 +184,8 @@ fn main() -> ExitCode {
         Command::Sub(a) => talk::subscribe(a),
         Command::Notify(a) => talk::notify(a),
         Command::Listen(a) => talk::listen(a),
+        Command::Call(a) => reqres::call(a),
+        Command::Serve(a) => reqres::serve(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -89,7 +89,7 @@ pub struct ListenArgs {
     domain: DomainArgs,
 }
 
-fn node(d: &DomainArgs, role: &str) -> Result<Node, CliError> {
+pub(crate) fn node(d: &DomainArgs, role: &str) -> Result<Node, CliError> {
     let cfg = d.config()?;
     NodeBuilder::new()
         .name(&format!("hako-{role}"))
@@ -103,7 +103,7 @@ fn service_name(s: &str) -> Result<ServiceName, CliError> {
     ServiceName::new(s).map_err(|e| CliError::usage(e.to_string()))
 }
 
-fn seconds(s: f64, what: &str) -> Result<Duration, CliError> {
+pub(crate) fn seconds(s: f64, what: &str) -> Result<Duration, CliError> {
     Duration::try_from_secs_f64(s)
         .map_err(|_| CliError::usage(format!("{what} must be a non-negative number of seconds")))
 }

@@ -100,6 +100,7 @@ fn every_subcommand_has_help() {
     let d = Domain::new("help");
     for sub in [
         "bench", "list", "nodes", "inspect", "clean", "monitor", "pub", "sub", "notify", "listen",
+        "call", "serve",
     ] {
         let o = d.run(&[sub, "--help"]);
         assert!(o.status.success(), "{sub} --help");
@@ -196,6 +197,31 @@ fn notify_and_listen() {
     let o = wait(listen);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("event 7"), "{}", text(&o.stdout));
+}
+
+#[test]
+fn call_and_serve() {
+    let d = Domain::new("reqres");
+    let serve = d.spawn(&["serve", "demo/echo", "--echo", "--count", "3"]);
+    // `call` waits for the server.
+    let o = d.run(&["call", "demo/echo", "hello", "wörld"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "hello\nwörld\n");
+    // The server still runs (two requests of three served).
+    let l = d.json(&["list", "--json"]);
+    assert_eq!(l[0]["pattern"], "request_response");
+    assert_eq!(l[0]["payload"], "[u8] -> [u8]");
+    let o = d.run(&["call", "demo/echo", "--hex", "--json", "AB"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["response"], "4142");
+    assert_eq!(v["bytes"], 2);
+    let o = wait(serve);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // No server: `call` gives up with exit code 4.
+    let o = d.run(&["call", "demo/echo", "--timeout", "0.2", "x"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("no server"), "{}", text(&o.stderr));
 }
 
 #[test]

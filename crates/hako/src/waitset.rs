@@ -44,6 +44,8 @@ use crate::event::listener::Listener;
 use crate::os::signal;
 use crate::port::payload::Payload;
 use crate::pubsub::subscriber::Subscriber;
+use crate::reqres::client::Client;
+use crate::reqres::server::Server;
 
 /// Identifies an attachment of a [`WaitSet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -123,6 +125,30 @@ impl<T: Payload + ?Sized> Port for Subscriber<T> {
     }
     fn ready(&self) -> bool {
         self.has_samples()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Port for Server<Req, Resp> {
+    fn arm(&self) -> bool {
+        self.wait_arm()
+    }
+    fn disarm(&self) {
+        self.wait_disarm()
+    }
+    fn ready(&self) -> bool {
+        self.has_requests()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Port for Client<Req, Resp> {
+    fn arm(&self) -> bool {
+        self.wait_arm()
+    }
+    fn disarm(&self) {
+        self.wait_disarm()
+    }
+    fn ready(&self) -> bool {
+        self.has_responses()
     }
 }
 
@@ -211,6 +237,23 @@ impl<'a> WaitSet<'a> {
         subscriber: &'a Subscriber<T>,
     ) -> Result<AttachmentId, WaitSetError> {
         self.add_fd(subscriber.as_fd(), Source::Port(subscriber))
+    }
+
+    /// Wakes when the server has requests.
+    pub fn attach_server<Req: Payload + ?Sized, Resp: Payload + ?Sized>(
+        &mut self,
+        server: &'a Server<Req, Resp>,
+    ) -> Result<AttachmentId, WaitSetError> {
+        self.add_fd(server.as_fd(), Source::Port(server))
+    }
+
+    /// Wakes when responses to the client's pending requests arrived
+    /// (take them with each [`PendingResponse::receive`](crate::PendingResponse::receive)).
+    pub fn attach_client<Req: Payload + ?Sized, Resp: Payload + ?Sized>(
+        &mut self,
+        client: &'a Client<Req, Resp>,
+    ) -> Result<AttachmentId, WaitSetError> {
+        self.add_fd(client.as_fd(), Source::Port(client))
     }
 
     /// Wakes when `fd` is readable. Read from it in your function, or it

@@ -12,6 +12,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
 use super::duplex::{Duplex, DuplexError};
@@ -29,6 +30,9 @@ use crate::port::receiver::settings::ReceiverSettings;
 use crate::port::sender::loan::RawLoan;
 use crate::port::sender::settings::{BackpressureStrategy, SenderSettings};
 use crate::port::wait::WaitStrategy;
+
+/// Most responses a send routes before it sends.
+const ROUTE_BEFORE_SEND: usize = 64;
 
 /// A request being loaned: where it goes when sent.
 pub struct ToServer<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> {
@@ -132,6 +136,13 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
         }
         let req_env = Envelope::of::<Req>(self.max_slice_len);
         let resp_env = Envelope::of::<Resp>(1);
+        let max_len = req_env
+            .max_bytes()
+            .ok_or(PortCreateError::InvalidSetting {
+                field: "max_slice_len",
+                value: self.max_slice_len as u64,
+                rule: "a request of that many elements would not fit in memory",
+            })?;
         // A request goes to one server; each server may queue and hold
         // as many as the client has in flight.
         let tx = SenderSettings {
@@ -143,7 +154,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
             max_receivers: q.max_servers,
             max_senders: q.max_clients,
             max_loans,
-            max_len: req_env.max_bytes(),
+            max_len,
             elem_size: 1,
             align: req_env.align,
             chunk_count: u64::from(q.max_servers) * 2 * in_flight + u64::from(max_loans),
@@ -223,7 +234,9 @@ fn response_queue(
         max_receivers: q.max_clients,
         buffer: 2 * in_flight * (per + 1),
         borrowed: in_flight * per,
-        max_held: (in_flight * per) as usize,
+        // One more than a full buffer of every request: the end of a
+        // stream (or a stale response) must be taken to be seen.
+        max_held: (in_flight * per) as usize + 1,
         backpressure: true,
         strategy: wait,
         own: PortKind::Publisher,
@@ -263,12 +276,28 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for Client<Req, Resp> {
 impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
     /// The client's unique port id.
     pub fn id(&self) -> u64 {
-        self.inbox.port.entry.port_id
+        self.inbox.port.port_id
     }
 
     /// Number of servers the client can send to now.
     pub fn server_count(&self) -> usize {
         self.inbox.port.tx.receiver_count()
+    }
+
+    /// Whether responses wait, taken or not yet taken from the queues (a
+    /// hint).
+    pub fn has_responses(&self) -> bool {
+        self.inbox.port.rx.has_samples() || self.inbox.has_queued()
+    }
+
+    /// Registers interest before a waitset sleeps; true if responses wait.
+    pub(crate) fn wait_arm(&self) -> bool {
+        self.inbox.port.rx.arm() || self.inbox.has_queued()
+    }
+
+    /// Withdraws the interest taken by [`wait_arm`](Self::wait_arm).
+    pub(crate) fn wait_disarm(&self) {
+        self.inbox.port.rx.disarm()
     }
 
     /// Requests in flight now (pending responses not yet dropped).
@@ -288,6 +317,17 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
     /// Sends a loaned chunk (its payload written) to the next server;
     /// returns the request's slot and generation.
     fn send(&self, raw: RawLoan, no_response: bool) -> Result<(u32, u32), RequestSendError> {
+        // Responses already here go where they belong first, and stale ones
+        // (of dropped pending responses) back to their servers, so that
+        // they do not fill the servers' queues towards us. Errors show at
+        // the next receive.
+        for _ in 0..ROUTE_BEFORE_SEND {
+            if !matches!(self.inbox.route_one(), Ok(true)) {
+                break;
+            }
+        }
+        // Map the segments of servers that came, before one answers.
+        self.inbox.port.rx.update();
         let mut slots = self.inbox.slots.borrow_mut();
         let (slot, generation) = if no_response {
             (u32::MAX, 0)
@@ -309,7 +349,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
         self.next_server.set(conn + 1);
         let flags = if no_response { NO_RESPONSE } else { 0 };
         stamp(&raw, request_id(slot, generation), flags);
-        if !raw.send_to(conn) {
+        if !raw.send_to(conn, server) {
             give_back(&mut slots);
             return Err(RequestSendError::NotDelivered);
         }
@@ -366,5 +406,13 @@ impl<Req: ShmSafe, Resp: Payload + ?Sized> Client<[Req], Resp> {
         self.loan_slice_uninit(data.len())?
             .write_from_slice(data)
             .send()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsFd for Client<Req, Resp> {
+    /// The client's wake-up FIFO, readable after a response came while a
+    /// waitset waits on it (see [`WaitSet::attach_client`](crate::WaitSet::attach_client)).
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.inbox.port.rx.as_fd()
     }
 }

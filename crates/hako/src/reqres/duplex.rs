@@ -8,32 +8,20 @@ use std::sync::Arc;
 use crate::domain::nodefile::new_id;
 use crate::domain::service::error::ServiceError;
 use crate::domain::service::inner::{NewPort, ServiceInner};
-use crate::domain::service::tables::PortKind;
 use crate::port::receiver::inner::{Receiver, ReceiverCreateError};
 use crate::port::receiver::settings::ReceiverSettings;
 use crate::port::sender::inner::SenderInner;
 use crate::port::sender::settings::{SenderCreateError, SenderSettings};
 
-/// The entry of a duplex port in its table; removed when dropped.
-pub(crate) struct Entry {
-    service: Arc<ServiceInner>,
-    kind: PortKind,
-    pub(crate) index: usize,
-    pub(crate) port_id: u64,
-}
-
-impl Drop for Entry {
-    fn drop(&mut self) {
-        self.service.unregister(self.kind, self.index, self.port_id);
-    }
-}
-
-/// A sender and a receiver on one entry. Field order is drop order: the
-/// halves go before the entry that names them.
+/// A sender and a receiver on one entry. The receiver owns the entry: it
+/// goes once the receiver and every sample it handed out are gone (samples
+/// may outlive the port), while the sender's segment file goes with the
+/// sender.
 pub(crate) struct Duplex {
     pub(crate) rx: Receiver,
     pub(crate) tx: Arc<SenderInner>,
-    pub(crate) entry: Entry,
+    /// The port's id.
+    pub(crate) port_id: u64,
 }
 
 /// Why a duplex port could not be made.
@@ -75,21 +63,18 @@ impl Duplex {
             .register(new, |_| {}, |_| {})
             .map_err(DuplexError::Service)?
             .ok_or(DuplexError::TooMany)?;
-        let entry = Entry {
-            service: service.clone(),
-            kind: tx.own,
-            index,
-            port_id,
-        };
         rx.shared = Some((port_id, index));
-        let receiver = Receiver::create(service, rx).map_err(|e| match e {
-            ReceiverCreateError::TooMany => DuplexError::TooMany,
-            ReceiverCreateError::Service(e) => DuplexError::Service(e),
+        let receiver = Receiver::create(service.clone(), rx).map_err(|e| {
+            service.unregister(tx.own, index, port_id);
+            match e {
+                ReceiverCreateError::TooMany => DuplexError::TooMany,
+                ReceiverCreateError::Service(e) => DuplexError::Service(e),
+            }
         })?;
         Ok(Self {
             rx: receiver,
             tx: sender,
-            entry,
+            port_id,
         })
     }
 }

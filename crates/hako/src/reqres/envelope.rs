@@ -55,13 +55,17 @@ impl Envelope {
         }
     }
 
-    /// Bytes of the largest message.
-    pub(crate) fn max_bytes(&self) -> u64 {
-        (self.hdr + self.size.saturating_mul(self.max_elems)) as u64
+    /// Bytes of the largest message; `None` if that does not fit a `u64`
+    /// (a slice length no segment can hold).
+    pub(crate) fn max_bytes(&self) -> Option<u64> {
+        let body = self.size.checked_mul(self.max_elems)?;
+        u64::try_from(self.hdr.checked_add(body)?).ok()
     }
 
-    /// Bytes of a message of `elems` elements.
+    /// Bytes of a message of `elems` elements, at most `max_elems` (so
+    /// within `max_bytes`, which the port's creation checked).
     pub(crate) fn bytes(&self, elems: usize) -> usize {
+        debug_assert!(elems <= self.max_elems);
         self.hdr + self.size * elems
     }
 
@@ -145,7 +149,8 @@ mod tests {
         assert_eq!(e.elems(24), Ok(1));
         assert!(e.elems(23).is_err() && e.elems(8).is_err() && e.elems(32).is_err());
         let e = Envelope::of::<[u16]>(10);
-        assert_eq!(e.max_bytes(), 36);
+        assert_eq!(e.max_bytes(), Some(36));
+        assert_eq!(Envelope::of::<[u8]>(usize::MAX).max_bytes(), None);
         assert_eq!(e.elems(16), Ok(0));
         assert_eq!(e.elems(20), Ok(2));
         assert!(e.elems(21).is_err());

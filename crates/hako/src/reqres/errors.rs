@@ -84,9 +84,10 @@ pub enum ReqResReceiveError {
     /// of its other requests wait in its buffer; read or drop them.
     #[error("{0} samples are held already; drop one (or read the other requests' responses) first")]
     ExceedsMaxBorrowed(usize),
-    /// A peer wrote something the protocol cannot produce; its connection
-    /// is closed, others are unaffected.
-    #[error("port {peer:016x} sent corrupted data ({what}); its connection is closed")]
+    /// A peer wrote something the protocol cannot produce (a bad header or
+    /// length); the message is dropped, the connection and other peers are
+    /// unaffected.
+    #[error("port {peer:016x} sent corrupted data ({what}); the message was dropped")]
     Corrupted {
         /// The peer's port id.
         peer: u64,

@@ -69,9 +69,11 @@ impl Inbox {
             if s.active && s.generation == generation && s.server == raw.sender_id() {
                 if flags & END != 0 {
                     s.ended = true;
-                } else {
+                } else if !s.ended {
                     s.queue.push_back((raw, elems));
                 }
+                // A response after the end (sent from a loan that outlived
+                // its active request) is dropped.
             }
         }
         // Anything else is stale (its pending response was dropped) and
@@ -87,6 +89,12 @@ impl Inbox {
         s.queue.clear();
         s.generation = s.generation.wrapping_add(1);
         slots.free.push(slot);
+    }
+
+    /// Whether a response was taken from the receiver for a request whose
+    /// pending response has not asked for it yet.
+    pub(super) fn has_queued(&self) -> bool {
+        self.slots.borrow().slot.iter().any(|s| !s.queue.is_empty())
     }
 
     /// The server of `slot`'s request and the connection to it.

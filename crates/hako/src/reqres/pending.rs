@@ -11,6 +11,9 @@ use super::settings::Types;
 use crate::port::payload::Payload;
 use crate::port::receiver::sample::RawSample;
 
+/// Most responses one receive routes to other requests before it gives up.
+const ROUTE_PER_RECEIVE: usize = 256;
+
 /// The responses to one request: zero, one or many, then the end of the
 /// stream (the server dropped its active request).
 ///
@@ -56,7 +59,9 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
     /// [`ReqResReceiveError::ServerGone`] when the server left or died
     /// before ending the stream and every response it sent was taken.
     pub fn receive(&self) -> Result<Option<Response<Resp>>, ReqResReceiveError> {
-        loop {
+        // Bounded: other requests' responses (or stale ones) that keep
+        // coming cannot keep a non-blocking receive busy.
+        for _ in 0..ROUTE_PER_RECEIVE {
             {
                 let mut slots = self.client.slots.borrow_mut();
                 let s = &mut slots.slot[self.slot as usize];
@@ -75,6 +80,7 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
                 };
             }
         }
+        Ok(None)
     }
 
     /// Whether the server ended the stream and every response was taken.

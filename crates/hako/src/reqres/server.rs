@@ -3,6 +3,7 @@
 
 use std::marker::PhantomData;
 use std::ops::Deref;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ use crate::port::wait::WaitStrategy;
 /// A response being loaned: the client connection and request it answers.
 pub struct ToClient {
     conn: usize,
+    client: u64,
     id: u64,
 }
 
@@ -35,7 +37,7 @@ impl Destination for ToClient {
     type Sent = Result<(), ResponseSendError>;
     fn send(self, raw: RawLoan) -> Self::Sent {
         stamp(&raw, self.id, 0);
-        if raw.send_to(self.conn) {
+        if raw.send_to(self.conn, self.client) {
             Ok(())
         } else {
             Err(ResponseSendError::ClientGone)
@@ -55,7 +57,6 @@ pub struct ServerBuilder<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     settings: Arc<ReqResSettings>,
     max_loans: Option<u32>,
     max_slice_len: usize,
-    strategy: BackpressureStrategy,
     wait: WaitStrategy,
     _t: Types<Req, Resp>,
 }
@@ -77,7 +78,6 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             settings,
             max_loans: None,
             max_slice_len: 1,
-            strategy: BackpressureStrategy::Block,
             wait: WaitStrategy::default(),
             _t: PhantomData,
         }
@@ -87,13 +87,6 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
     /// Default: the service's `max_response_buffer`.
     pub fn max_loaned_responses(mut self, n: u32) -> Self {
         self.max_loans = Some(n);
-        self
-    }
-
-    /// What a send does while a client's queue is full (default: wait
-    /// until it makes room, or goes).
-    pub fn backpressure(mut self, strategy: BackpressureStrategy) -> Self {
-        self.strategy = strategy;
         self
     }
 
@@ -117,24 +110,34 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
                 rule: "between 1 and 1048576",
             });
         }
-        // Every request a server may hold has a chunk in reserve for the
-        // end of its stream.
-        let active = u64::from(q.max_clients) * in_flight;
-        let max_loans = u64::from(user_loans) + active;
+        // One chunk more than the user may loan, for the end of a stream:
+        // ends are loaned and sent one at a time, when an active request
+        // drops.
+        let max_loans = u64::from(user_loans) + 1;
         let req_env = Envelope::of::<Req>(1);
         let resp_env = Envelope::of::<Resp>(self.max_slice_len);
+        let max_len = resp_env
+            .max_bytes()
+            .ok_or(PortCreateError::InvalidSetting {
+                field: "max_slice_len",
+                value: self.max_slice_len as u64,
+                rule: "a response of that many elements would not fit in memory",
+            })?;
         // As the client's receiver says (see client::response_queue).
         let (buffer, borrowed) = (2 * in_flight * (per + 1), in_flight * per);
         let tx = SenderSettings {
             overflow: OverflowPolicy::Backpressure,
-            strategy: self.strategy,
+            // A response, and the end of a stream above all, waits for room
+            // in the client's queue, or for the client to go: a lost end
+            // would leave the client waiting.
+            strategy: BackpressureStrategy::Block,
             history_size: 0,
             buffer,
             borrowed,
             max_receivers: q.max_clients,
             max_senders: q.max_servers,
             max_loans: u32::try_from(max_loans).unwrap_or(u32::MAX),
-            max_len: resp_env.max_bytes(),
+            max_len,
             elem_size: 1,
             align: resp_env.align,
             chunk_count: u64::from(q.max_clients) * (buffer + borrowed) + max_loans,
@@ -176,6 +179,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             port,
             req_env,
             resp_env,
+            user_loans: user_loans as usize,
             name,
             _t: PhantomData,
         })
@@ -200,6 +204,8 @@ pub struct Server<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     port: Duplex,
     req_env: Envelope,
     resp_env: Envelope,
+    /// Responses the user may have loaned at once.
+    user_loans: usize,
     name: String,
     _t: Types<Req, Resp>,
 }
@@ -222,7 +228,22 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for Server<Req, Resp> {
 impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
     /// The server's unique port id.
     pub fn id(&self) -> u64 {
-        self.port.entry.port_id
+        self.port.port_id
+    }
+
+    /// Whether a request is waiting (a hint).
+    pub fn has_requests(&self) -> bool {
+        self.port.rx.has_samples()
+    }
+
+    /// Registers interest before a waitset sleeps; true if requests wait.
+    pub(crate) fn wait_arm(&self) -> bool {
+        self.port.rx.arm()
+    }
+
+    /// Withdraws the interest taken by [`wait_arm`](Self::wait_arm).
+    pub(crate) fn wait_disarm(&self) {
+        self.port.rx.disarm()
     }
 
     /// Number of clients connected now.
@@ -317,7 +338,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for ActiveRequest<'_, R
         match RawLoan::new(tx, self.server.resp_env.hdr) {
             Ok(raw) => {
                 stamp(&raw, self.id, END);
-                raw.send_to(self.conn);
+                raw.send_to(self.conn, self.client);
             }
             Err(e) => tracing::warn!(error = %e, "cannot end a response stream"),
         }
@@ -382,8 +403,12 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
             .into());
         }
         let raw = RawLoan::new(&self.server.port.tx, env.bytes(elems))?;
+        if self.server.port.tx.loaned() >= self.server.user_loans {
+            return Err(LoanError::ExceedsMaxLoans(self.server.user_loans).into());
+        }
         let to = ToClient {
             conn: self.conn,
+            client: self.client,
             id: self.id,
         };
         Ok(MessageMutUninit::new(raw, env, elems, to))
@@ -416,5 +441,13 @@ impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, [Resp]> {
         self.loan_slice_uninit(data.len())?
             .write_from_slice(data)
             .send()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsFd for Server<Req, Resp> {
+    /// The server's wake-up FIFO, readable after a request came while a
+    /// waitset waits on it (see [`WaitSet::attach_server`](crate::WaitSet::attach_server)).
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.port.rx.as_fd()
     }
 }

@@ -88,7 +88,18 @@ pub(crate) fn validate_qos(q: &ReqResQos) -> Result<(), ServiceError> {
         1,
         1 << 16,
         "between 1 and 65536",
-    )
+    )?;
+    // A server's queue towards one client holds twice the requests in
+    // flight times (the buffer and an end); a queue holds at most 2^20.
+    let queue = 2 * u64::from(q.max_requests_in_flight) * (u64::from(q.max_response_buffer) + 1);
+    if queue > 1 << 20 {
+        return Err(ServiceError::InvalidSetting {
+            field: "max_requests_in_flight",
+            value: q.max_requests_in_flight.into(),
+            rule: "2 x max_requests_in_flight x (max_response_buffer + 1) must be at most 1048576",
+        });
+    }
+    Ok(())
 }
 
 /// The request and response types of a port or handle, as a marker that

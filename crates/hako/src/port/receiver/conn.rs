@@ -33,18 +33,34 @@ pub(crate) struct Registration {
     /// The port's settings.
     pub(crate) settings: ReceiverSettings,
     /// Where `received_total` points for an entry of the first table,
-    /// which has no extra area.
-    pub(crate) _own_total: Option<Box<AtomicU64>>,
+    /// which has no extra area: a leaked box, freed when this goes.
+    pub(crate) own_total: Option<std::ptr::NonNull<AtomicU64>>,
 }
+
+// SAFETY: `own_total` points to an AtomicU64 that this registration owns
+// (see Drop); everything else is Send and Sync.
+unsafe impl Send for Registration {}
+// SAFETY: as for Send; the AtomicU64 is only read and written atomically.
+unsafe impl Sync for Registration {}
 
 impl Drop for Registration {
     fn drop(&mut self) {
+        // The entry goes when the receiver and every sample it handed out
+        // are gone, also one it shares with a sender (see
+        // ReceiverSettings::shared): until then its peers keep the chunks
+        // those samples hold.
+        self.service
+            .unregister(self.settings.own, self.index, self.port_id);
         if self.settings.shared.is_none() {
-            self.service
-                .unregister(self.settings.own, self.index, self.port_id);
             reap_retired(&self.service);
         }
         let _ = std::fs::remove_file(&self.fifo_path);
+        if let Some(p) = self.own_total {
+            // SAFETY: leaked from a Box in Receiver::create for this
+            // registration alone; `received_total` (the only other
+            // reference) goes with it, and no sample outlives it.
+            drop(unsafe { Box::from_raw(p.as_ptr()) });
+        }
     }
 }
 

@@ -93,11 +93,9 @@ impl Receiver {
                 unsafe { extra.atomic_detached(off) }
             }
             PortKind::Publisher => {
-                let b = own_total.insert(Box::new(AtomicU64::new(0)));
-                // SAFETY: the box moves into the Registration below, which
-                // keeps it (and so its heap address) as long as it lives,
-                // and the reference is only used through it.
-                unsafe { &*std::ptr::from_ref::<AtomicU64>(b) }
+                let leaked: &'static AtomicU64 = Box::leak(Box::new(AtomicU64::new(0)));
+                own_total = Some(std::ptr::NonNull::from(leaked));
+                leaked
             }
         };
         // Relaxed: a counter for inspectors; ours starts from zero.
@@ -110,7 +108,7 @@ impl Receiver {
             fifo_path,
             received_total,
             settings,
-            _own_total: own_total,
+            own_total,
         });
         // SAFETY: the generation word lives in the service's mapping, which
         // the registration keeps alive, and the receiver holds that.
@@ -129,6 +127,12 @@ impl Receiver {
         };
         rx.lock().update(&rx.reg);
         Ok(rx)
+    }
+
+    /// Follows the service's table now: maps the segments of senders that
+    /// came (one load when nothing changed).
+    pub(crate) fn update(&self) {
+        self.lock().update(&self.reg);
     }
 
     /// The service's name.

@@ -56,9 +56,10 @@ pub(crate) struct ReceiverSettings {
     /// send to it (subscribers: the second, publishers: the first).
     pub own: PortKind,
     pub peers: PortKind,
-    /// `None`: the receiver registers an entry of its own and removes it
-    /// when it goes (publish/subscribe). `Some((port id, index))`: its
-    /// pattern registered the entry (shared with a sender of the same
-    /// port) and removes it itself.
+    /// `None`: the receiver registers an entry of its own (publish/subscribe).
+    /// `Some((port id, index))`: its pattern registered the entry, shared
+    /// with a sender of the same port, and hands it over. Either way the
+    /// receiver removes the entry once it and every sample it handed out
+    /// are gone.
     pub shared: Option<(u64, usize)>,
 }

@@ -82,14 +82,15 @@ impl RawLoan {
 }
 
 impl RawLoan {
-    /// Sends the chunk to the receiver on connection `j` alone; false if it
-    /// did not get it (the chunk goes back to the pool either way).
+    /// Sends the chunk to the receiver `port` on connection `j` alone;
+    /// false if it did not get it (the chunk goes back to the pool either
+    /// way).
     #[inline]
-    pub(crate) fn send_to(self, j: usize) -> bool {
+    pub(crate) fn send_to(self, j: usize, port: u64) -> bool {
         let me = std::mem::ManuallyDrop::new(self);
         let p = me.inner();
         let mut st = p.lock();
-        let got = st.send_to(&p.params, j, me.idx, me.len as u64);
+        let got = st.send_to(&p.params, (j, port), me.idx, me.len as u64);
         let last = st.orphaned && st.loaned == 0;
         drop(st);
         if last {

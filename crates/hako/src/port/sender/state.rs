@@ -245,17 +245,24 @@ impl SenderState {
         n
     }
 
-    /// Sends chunk `idx` to the receiver on connection `j` alone (no
+    /// Sends chunk `idx` to the receiver `port` on connection `j` alone (no
     /// history): a request to one server, a response to the client that
-    /// asked. False if that connection is not served (its receiver left or
-    /// broke) or, under backpressure, its queue stayed full.
-    pub(super) fn send_to(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64) -> bool {
+    /// asked. False if that connection does not serve `port` now (it left
+    /// or broke, and another port may have taken its entry) or, under
+    /// backpressure, its queue stayed full.
+    pub(super) fn send_to(
+        &mut self,
+        p: &SenderParams,
+        (j, port): (usize, u64),
+        idx: u32,
+        len: u64,
+    ) -> bool {
         // ORDERING: Acquire; as in send().
         if p.generation.load(Ordering::Acquire) != self.seen_generation {
             self.update_connections(p);
         }
         self.refresh_active();
-        let got = self.active.contains(&j) && {
+        let got = self.active.contains(&j) && self.conns[j].sub_port == port && {
             let next = self.upcoming(p, j);
             self.push_to(p, j, idx, len, next)
         };
