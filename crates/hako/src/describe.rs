@@ -24,7 +24,7 @@ use crate::reqres::settings::{ReqResQos, ReqResSettings};
 /// The static description of a service, as stored in `static.toml`:
 ///
 /// ```toml
-/// version = 4
+/// version = 5
 /// name = "My/Funk/ServiceName"
 /// pattern = "publish_subscribe"
 ///

@@ -47,8 +47,9 @@ use core::sync::atomic::AtomicU64;
 pub const LINE: u64 = 128;
 /// Page size assumed for mapping offsets.
 pub const PAGE: u64 = 4096;
-/// Layout version of every segment; bumped on any incompatible change.
-pub const LAYOUT_VERSION: u32 = 4;
+/// Layout version of every segment; bumped on any incompatible change
+/// (5: a wake block's fourth word says whether a sleeper was notified).
+pub const LAYOUT_VERSION: u32 = 5;
 /// Magic of a publisher data segment ("HAKOPUB1").
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
 /// Magic of a service dynamic segment ("HAKODYN1").

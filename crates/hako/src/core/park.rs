@@ -7,7 +7,8 @@
 //!  +0  epoch: AtomicU32       futex word; bumped only when a sleeper must wake
 //!  +4  waiters: AtomicU32     threads parked on the futex
 //!  +8  fd_waiters: AtomicU32  waitsets (epoll) waiting on the port's FIFO
-//!  +12 reserved: u32
+//!  +12 notified: AtomicU32   1: a sender bumped the epoch since a sleeper
+//!                             last registered; later senders need not
 //! ```
 //!
 //! Receiver, before sleeping: read `epoch`, register in `waiters`, a SeqCst
@@ -19,6 +20,13 @@
 //! each other), and a bump between the receiver's read of `epoch` and
 //! its futex call makes that call return at once. So no wake-up is lost, and
 //! a send that finds nobody asleep costs a fence and a load, no system call.
+//!
+//! A burst of sends to a sleeper makes one system call, not one per send:
+//! the receiver clears `notified` before it registers, and only the sender
+//! that sets it again bumps `epoch` and wakes. Each sender's swap of
+//! `notified` comes after its fence and the receiver's clear before its
+//! own, so a sender that finds `notified` set by an earlier round (and
+//! skips the wake) has its data seen by the receiver's re-check.
 //!
 //! The kernel side is abstracted by [`Kernel`] so that loom can check the
 //! protocol with a model of the futex.
@@ -36,8 +44,8 @@ pub struct WakeBlock {
     pub waiters: AtomicU32,
     /// Waitsets waiting on the port's file descriptor.
     pub fd_waiters: AtomicU32,
-    /// Reserved; zero.
-    pub reserved: AtomicU32,
+    /// 1 while a sender's wake-up for the current sleepers is under way.
+    pub notified: AtomicU32,
 }
 
 /// What the sender must do after [`WakeBlock::after_publish`].
@@ -75,8 +83,12 @@ impl WakeBlock {
     /// (`full_barrier`) for all of them after its last data store.
     #[inline]
     pub fn sleepers_after_fence(&self) -> Wake {
-        // Relaxed (both): ordered by the caller's SeqCst fence.
-        let futex = self.waiters.load(Ordering::Relaxed) != 0;
+        // Relaxed (all three): ordered by the caller's SeqCst fence; the
+        // swap pairs with the clear in park() through the two fences (see
+        // the module doc): only the first sender after a sleeper registered
+        // wakes it.
+        let futex = self.waiters.load(Ordering::Relaxed) != 0
+            && self.notified.swap(1, Ordering::Relaxed) == 0;
         let fd = self.fd_waiters.load(Ordering::Relaxed) != 0;
         if futex {
             // ORDERING: Release; pairs with the kernel's read of the word in
@@ -106,7 +118,9 @@ impl WakeBlock {
     ) {
         // ORDERING: Acquire; pairs with the Release bump in after_publish().
         let epoch = self.epoch.load(Ordering::Acquire);
-        // Relaxed: ordered by the fence below.
+        // Relaxed (both): ordered by the fence below; from here on the next
+        // sender wakes us again.
+        self.notified.store(0, Ordering::Relaxed);
         self.waiters.fetch_add(1, Ordering::Relaxed);
         // ORDERING: SeqCst fence; pairs with the SeqCst fence in
         // after_publish(): the registration above and the sender's data
@@ -164,5 +178,26 @@ mod tests {
         assert!(!b.register_fd(|| false));
         assert!(b.notify(&k));
         b.unregister_fd();
+    }
+
+    #[test]
+    fn a_burst_to_a_sleeper_wakes_it_once() {
+        let b = WakeBlock::default();
+        let k = Counting(Default::default());
+        // A sleeper registers (its futex_wait returns at once here).
+        b.park(&k, || false, None);
+        b.waiters.store(1, Ordering::Relaxed); // as if it still slept
+        for _ in 0..5 {
+            b.notify(&k);
+        }
+        assert_eq!(k.0.get(), 1, "one system call for the burst");
+        assert_eq!(b.epoch.load(Ordering::Relaxed), 1);
+        // It wakes, drains, sleeps again: the next send wakes it again.
+        b.waiters.store(0, Ordering::Relaxed);
+        b.park(&k, || false, None);
+        b.waiters.store(1, Ordering::Relaxed);
+        b.notify(&k);
+        b.notify(&k);
+        assert_eq!(k.0.get(), 2);
     }
 }

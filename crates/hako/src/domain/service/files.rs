@@ -8,7 +8,7 @@
 //! ([`Described::settings_as`]). So `static.toml` reads:
 //!
 //! ```toml
-//! version = 4
+//! version = 5
 //! name = "My/Funk/ServiceName"
 //! pattern = "publish_subscribe"
 //!

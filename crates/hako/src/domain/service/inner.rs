@@ -190,6 +190,7 @@ impl ServiceInner {
                 s.flags.store(0, Ordering::Relaxed);
                 s.wake.waiters.store(0, Ordering::Relaxed);
                 s.wake.fd_waiters.store(0, Ordering::Relaxed);
+                s.wake.notified.store(0, Ordering::Relaxed);
                 init(i);
                 // ORDERING: Release; pairs with the Acquire loads of port_id by
                 // readers of the table, publishing the fields above.
