@@ -68,3 +68,12 @@ pub fn wait_for_server(servers: impl Fn() -> usize) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The first command-line argument as a number, or `default`.
+pub fn arg_or(default: u64) -> Result<u64, std::num::ParseIntError> {
+    std::env::args()
+        .nth(1)
+        .map(|a| a.parse())
+        .transpose()
+        .map(|n| n.unwrap_or(default))
+}

@@ -12,11 +12,7 @@ use hako::NodeBuilder;
 use hako_examples::{wait_for_server, AddRequest, AddResponse, ADD_SERVICE, IN_FLIGHT};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let count: u64 = std::env::args()
-        .nth(1)
-        .map(|a| a.parse())
-        .transpose()?
-        .unwrap_or(1000);
+    let count: u64 = hako_examples::arg_or(1000)?;
     let node = NodeBuilder::new().name("pipelined-client")?.create()?;
     let service = node
         .service_builder(&ADD_SERVICE.try_into()?)

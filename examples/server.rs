@@ -14,11 +14,7 @@ use hako::NodeBuilder;
 use hako_examples::{AddRequest, AddResponse, ADD_SERVICE, COUNT_SERVICE, IN_FLIGHT};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let count: u64 = std::env::args()
-        .nth(1)
-        .map(|a| a.parse())
-        .transpose()?
-        .unwrap_or(u64::MAX);
+    let count: u64 = hako_examples::arg_or(u64::MAX)?;
     let node = NodeBuilder::new().name("server")?.create()?;
     let adder = node
         .service_builder(&ADD_SERVICE.try_into()?)

@@ -10,11 +10,7 @@ use hako::NodeBuilder;
 use hako_examples::{wait_for_server, COUNT_SERVICE, IN_FLIGHT};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let n: u64 = std::env::args()
-        .nth(1)
-        .map(|a| a.parse())
-        .transpose()?
-        .unwrap_or(10);
+    let n: u64 = hako_examples::arg_or(10)?;
     let node = NodeBuilder::new().name("stream-client")?.create()?;
     let service = node
         .service_builder(&COUNT_SERVICE.try_into()?)

@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
-use super::duplex::{Duplex, DuplexError};
+use super::duplex::PortSpec;
 use super::envelope::{request_id, Envelope, NO_RESPONSE};
 use super::errors::{PortCreateError, RequestSendError};
 use super::inbox::{Inbox, Slot, Slots};
@@ -125,24 +125,20 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
     /// the service.
     pub fn create(self) -> Result<Client<Req, Resp>, PortCreateError> {
         let q = &self.settings.qos;
+        let spec = PortSpec {
+            kind: "clients",
+            max: q.max_clients,
+            max_slice_len: self.max_slice_len,
+        };
         let in_flight = u64::from(q.max_requests_in_flight);
-        let max_loans = self.max_loans.unwrap_or(q.max_requests_in_flight);
-        if max_loans == 0 || max_loans > 1 << 20 {
-            return Err(PortCreateError::InvalidSetting {
-                field: "max_loaned_requests",
-                value: max_loans.into(),
-                rule: "between 1 and 1048576",
-            });
-        }
+        let max_loans = spec.loans(
+            "max_loaned_requests",
+            self.max_loans,
+            q.max_requests_in_flight,
+        )?;
         let req_env = Envelope::of::<Req>(self.max_slice_len);
         let resp_env = Envelope::of::<Resp>(1);
-        let max_len = req_env
-            .max_bytes()
-            .ok_or(PortCreateError::InvalidSetting {
-                field: "max_slice_len",
-                value: self.max_slice_len as u64,
-                rule: "a request of that many elements would not fit in memory",
-            })?;
+        let max_len = spec.max_len(&req_env)?;
         // A request goes to one server; each server may queue and hold
         // as many as the client has in flight.
         let tx = SenderSettings {
@@ -164,21 +160,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
         };
         let rx = response_queue(q, resp_env.align, self.wait);
         let name = self.service.name.to_string();
-        let port = Duplex::create(self.service, tx, rx, q.max_clients as usize).map_err(|e| {
-            match e {
-                DuplexError::TooMany => PortCreateError::TooMany {
-                    service: name.clone(),
-                    kind: "clients",
-                    max: q.max_clients,
-                },
-                DuplexError::Geometry => PortCreateError::InvalidSetting {
-                    field: "max_slice_len",
-                    value: self.max_slice_len as u64,
-                    rule: "the data segment would exceed 64 TiB or the pool 2^32 chunks",
-                },
-                DuplexError::Service(e) => e.into(),
-            }
-        })?;
+        let port = spec.create(self.service, tx, rx)?;
         let n = q.max_requests_in_flight as usize;
         let per = q.max_response_buffer as usize;
         Ok(Client {

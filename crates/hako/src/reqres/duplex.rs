@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use super::envelope::Envelope;
+use super::errors::PortCreateError;
 use crate::domain::nodefile::new_id;
 use crate::domain::service::error::ServiceError;
 use crate::domain::service::inner::{NewPort, ServiceInner};
@@ -75,6 +77,72 @@ impl Duplex {
             rx: receiver,
             tx: sender,
             port_id,
+        })
+    }
+}
+
+/// The checks and names a client's or server's builder shares.
+pub(crate) struct PortSpec {
+    /// "clients" or "servers", and how many the service admits.
+    pub kind: &'static str,
+    pub max: u32,
+    /// Elements of the largest slice the port sends.
+    pub max_slice_len: usize,
+}
+
+impl PortSpec {
+    /// Loans a user may hold: `n`, or `default`; refused out of range.
+    pub(crate) fn loans(
+        &self,
+        field: &'static str,
+        n: Option<u32>,
+        default: u32,
+    ) -> Result<u32, PortCreateError> {
+        let n = n.unwrap_or(default);
+        if n == 0 || n > 1 << 20 {
+            return Err(PortCreateError::InvalidSetting {
+                field,
+                value: n.into(),
+                rule: "between 1 and 1048576",
+            });
+        }
+        Ok(n)
+    }
+
+    /// Bytes of the largest message the port sends, laid out as `env`.
+    pub(crate) fn max_len(&self, env: &Envelope) -> Result<u64, PortCreateError> {
+        env.max_bytes().ok_or(self.slice_too_long(
+            "a message of that many elements would not fit in memory",
+        ))
+    }
+
+    fn slice_too_long(&self, rule: &'static str) -> PortCreateError {
+        PortCreateError::InvalidSetting {
+            field: "max_slice_len",
+            value: self.max_slice_len as u64,
+            rule,
+        }
+    }
+
+    /// Makes the port (see [`Duplex::create`]), its errors as the
+    /// builder's.
+    pub(crate) fn create(
+        &self,
+        service: Arc<ServiceInner>,
+        tx: SenderSettings,
+        rx: ReceiverSettings,
+    ) -> Result<Duplex, PortCreateError> {
+        let name = service.name.to_string();
+        Duplex::create(service, tx, rx, self.max as usize).map_err(|e| match e {
+            DuplexError::TooMany => PortCreateError::TooMany {
+                service: name,
+                kind: self.kind,
+                max: self.max,
+            },
+            DuplexError::Geometry => {
+                self.slice_too_long("the data segment would exceed 64 TiB or the pool 2^32 chunks")
+            }
+            DuplexError::Service(e) => e.into(),
         })
     }
 }

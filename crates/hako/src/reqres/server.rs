@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::duplex::{Duplex, DuplexError};
+use super::duplex::{Duplex, PortSpec};
 use super::envelope::{read_header, Envelope, END, NO_RESPONSE};
 use super::errors::{PortCreateError, ReqResReceiveError, ResponseSendError};
 use super::message::{stamp, Destination, MessageMut, MessageMutUninit, Sealed};
@@ -100,29 +100,25 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
     /// the service.
     pub fn create(self) -> Result<Server<Req, Resp>, PortCreateError> {
         let q = &self.settings.qos;
+        let spec = PortSpec {
+            kind: "servers",
+            max: q.max_servers,
+            max_slice_len: self.max_slice_len,
+        };
         let in_flight = u64::from(q.max_requests_in_flight);
         let per = u64::from(q.max_response_buffer);
-        let user_loans = self.max_loans.unwrap_or(q.max_response_buffer);
-        if user_loans == 0 || user_loans > 1 << 20 {
-            return Err(PortCreateError::InvalidSetting {
-                field: "max_loaned_responses",
-                value: user_loans.into(),
-                rule: "between 1 and 1048576",
-            });
-        }
+        let user_loans = spec.loans(
+            "max_loaned_responses",
+            self.max_loans,
+            q.max_response_buffer,
+        )?;
         // One chunk more than the user may loan, for the end of a stream:
         // ends are loaned and sent one at a time, when an active request
         // drops.
         let max_loans = u64::from(user_loans) + 1;
         let req_env = Envelope::of::<Req>(1);
         let resp_env = Envelope::of::<Resp>(self.max_slice_len);
-        let max_len = resp_env
-            .max_bytes()
-            .ok_or(PortCreateError::InvalidSetting {
-                field: "max_slice_len",
-                value: self.max_slice_len as u64,
-                rule: "a response of that many elements would not fit in memory",
-            })?;
+        let max_len = spec.max_len(&resp_env)?;
         // As the client's receiver says (see client::response_queue).
         let (buffer, borrowed) = (2 * in_flight * (per + 1), in_flight * per);
         let tx = SenderSettings {
@@ -160,21 +156,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             shared: None,
         };
         let name = self.service.name.to_string();
-        let port = Duplex::create(self.service, tx, rx, q.max_servers as usize).map_err(|e| {
-            match e {
-                DuplexError::TooMany => PortCreateError::TooMany {
-                    service: name.clone(),
-                    kind: "servers",
-                    max: q.max_servers,
-                },
-                DuplexError::Geometry => PortCreateError::InvalidSetting {
-                    field: "max_slice_len",
-                    value: self.max_slice_len as u64,
-                    rule: "the data segment would exceed 64 TiB or the pool 2^32 chunks",
-                },
-                DuplexError::Service(e) => e.into(),
-            }
-        })?;
+        let port = spec.create(self.service, tx, rx)?;
         Ok(Server {
             port,
             req_env,

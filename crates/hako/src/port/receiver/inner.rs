@@ -178,18 +178,10 @@ impl Receiver {
         deadline: Option<Instant>,
         wrap: fn(RawSample) -> S,
     ) -> Result<Option<S>, ReceiveError> {
-        let waiter = Waiter {
-            strategy: self.reg.settings.strategy,
-            adaptive: &self.adaptive,
-            block: self
-                .reg
-                .service
-                .wake_block(self.reg.settings.own, self.reg.index),
-        };
         // A cheap look at the table (no system call); liveness is checked
         // only when a sleep times out.
         let mut saw_publisher = self.publishers_registered();
-        waiter.wait(
+        self.wait_for(
             deadline,
             || self.receive(wrap),
             || self.ready(),
