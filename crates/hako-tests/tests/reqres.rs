@@ -142,3 +142,65 @@ fn a_killed_server_fails_its_streams_and_another_serves_on() {
     assert_eq!(out[0].result().num("served"), 1);
     d.finish();
 }
+
+#[test]
+fn clients_killed_at_random_leak_nothing_and_get_nothing_wrong() {
+    let d = Domain::new("reqres-campaign", HELPER);
+    let (ready, stop) = (d.arg("ready"), d.arg("stop"));
+    let mut server = vec![d.spawn(
+        "server",
+        &[
+            "serve",
+            "--stream",
+            "2",
+            "--in-flight",
+            "8",
+            "--ready-file",
+            &ready,
+            "--stop-file",
+            &stop,
+            "--report-free",
+        ],
+    )];
+    d.wait_file("ready", &mut server);
+    let mut killed = 0;
+    for round in 0..20u64 {
+        let args = |count| {
+            [
+                "request",
+                "--stream",
+                "2",
+                "--in-flight",
+                "8",
+                "--count",
+                count,
+            ]
+        };
+        // The victim would run far longer than it is let.
+        let victim = d.spawn(&format!("victim{round}"), &args("100000000"));
+        let survivor = d.spawn(&format!("survivor{round}"), &args("300"));
+        // Killed at a different moment each round: before it connects,
+        // with requests in flight, or after it finished.
+        std::thread::sleep(std::time::Duration::from_micros((round * 7919 % 20) * 1000));
+        let out = victim.kill();
+        assert_eq!(out.code, None, "{}", out.describe("was not killed"));
+        killed += 1;
+        // Every response the survivor got was its own, in order, and its
+        // streams ended (the helper checks each one).
+        let out = d.wait_all(vec![survivor]);
+        assert_eq!(out[0].result().num("answered"), 300);
+    }
+    // What the killed clients left goes; the server takes back every
+    // chunk that was queued or held for them.
+    let cfg = hako::Config::default().with_root(&d.root);
+    hako::reclaim_dead_nodes(&cfg, false).expect("reclaim");
+    d.touch("stop");
+    let out = d.wait_all(server);
+    let r = out[0].result();
+    assert_eq!(
+        r.num("free"),
+        r.num("pool"),
+        "{r:?} ({killed} clients killed)"
+    );
+    d.finish();
+}

@@ -66,6 +66,10 @@ struct ServeArgs {
     hang_after: Option<u64>,
     #[arg(long)]
     hung_file: Option<PathBuf>,
+    /// At the stop file, report the pool's free chunks (after a reclaim of
+    /// dead nodes, which the test runs first).
+    #[arg(long)]
+    report_free: bool,
 }
 
 #[derive(Args)]
@@ -154,6 +158,16 @@ fn serve(a: ServeArgs) {
             responses += 1;
         }
         served += 1;
+    }
+    if a.report_free {
+        // A receive follows the table (the test reclaimed dead clients).
+        let _ = server.receive();
+        println!(
+            "RESULT role=serve served={served} responses={responses} free={} pool={}",
+            server.free_chunks(),
+            server.pool_size()
+        );
+        return;
     }
     println!("RESULT role=serve served={served} responses={responses}");
 }

@@ -228,6 +228,20 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
         self.port.rx.disarm()
     }
 
+    /// Number of chunks in the server's pool (for its responses).
+    pub fn pool_size(&self) -> u32 {
+        self.port.tx.pool_size()
+    }
+
+    /// Number of chunks free now, after following the service's table
+    /// (dropping the connections of clients that left or whose death was
+    /// noticed) and taking back what clients returned. Useful to check
+    /// that nothing leaks.
+    pub fn free_chunks(&self) -> usize {
+        self.port.tx.update_connections();
+        self.port.tx.free_chunks()
+    }
+
     /// Number of clients connected now.
     pub fn client_count(&self) -> usize {
         self.port.tx.receiver_count()
