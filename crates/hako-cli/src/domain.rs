@@ -184,6 +184,22 @@ fn port_line(p: &PortInfo) -> String {
         PortCounters::Subscriber { received, dropped } => {
             format!("received {received}, lost to overflow {dropped}")
         }
+        PortCounters::Client {
+            requests_sent,
+            requests_in_use,
+            pool_size,
+        } => format!(
+            "requests sent {requests_sent}, in flight or held {requests_in_use}/{pool_size}"
+        ),
+        PortCounters::Server {
+            requests_received,
+            responses_sent,
+            responses_in_use,
+            pool_size,
+        } => format!(
+            "requests received {requests_received}, responses sent {responses_sent}, \
+             responses in use {responses_in_use}/{pool_size}"
+        ),
         _ => String::new(),
     };
     format!("{:016x}  node {:016x} ({state})  {counters}", p.id, p.node)

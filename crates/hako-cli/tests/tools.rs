@@ -211,6 +211,17 @@ fn call_and_serve() {
     let l = d.json(&["list", "--json"]);
     assert_eq!(l[0]["pattern"], "request_response");
     assert_eq!(l[0]["payload"], "[u8] -> [u8]");
+    let i = d.json(&["inspect", "demo/echo", "--json"]);
+    let server = &i["subscribers"][0]["counters"];
+    assert_eq!(server["kind"], "server", "{i}");
+    assert_eq!(server["requests_received"], 2, "{i}");
+    assert_eq!(server["responses_sent"], 4, "{i}"); // two echoes, two ends
+    let o = d.run(&["inspect", "demo/echo"]);
+    assert!(
+        text(&o.stdout).contains("requests received 2"),
+        "{}",
+        text(&o.stdout)
+    );
     let o = d.run(&["call", "demo/echo", "--hex", "--json", "AB"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();

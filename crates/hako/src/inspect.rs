@@ -61,6 +61,29 @@ pub enum PortCounters {
         /// Samples its present publishers dropped for it (overflow).
         dropped: u64,
     },
+    /// A request/response client.
+    Client {
+        /// Requests sent.
+        requests_sent: u64,
+        /// Chunks of its pool in use: requests loaned, queued at a server or
+        /// held by one (what the client has in flight, and requests whose
+        /// pending responses it dropped while a server still held them).
+        requests_in_use: u64,
+        /// Chunks in its pool.
+        pool_size: u64,
+    },
+    /// A request/response server.
+    Server {
+        /// Requests received, from every client.
+        requests_received: u64,
+        /// Responses sent (ends of streams included).
+        responses_sent: u64,
+        /// Chunks of its pool in use: responses loaned, queued at a client
+        /// or held by one.
+        responses_in_use: u64,
+        /// Chunks in its pool.
+        pool_size: u64,
+    },
     /// None kept (event ports), or none readable.
     None,
 }
@@ -237,6 +260,30 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
             s.counters = PortCounters::Subscriber { received, dropped };
         }
     }
+    if let Pattern::RequestResponse { .. } = desc.pattern {
+        for (_, p) in &mut publishers {
+            if let Some((sent, in_use, pool)) = segment_counters(dir, p.id) {
+                p.counters = PortCounters::Client {
+                    requests_sent: sent,
+                    requests_in_use: in_use,
+                    pool_size: pool,
+                };
+            }
+        }
+        for (j, s) in &mut subscribers {
+            let (extra, off) = seg.extra(*j);
+            // Relaxed: a counter for display.
+            let received = extra.atomic(off).load(Ordering::Relaxed);
+            if let Some((sent, in_use, pool)) = segment_counters(dir, s.id) {
+                s.counters = PortCounters::Server {
+                    requests_received: received,
+                    responses_sent: sent,
+                    responses_in_use: in_use,
+                    pool_size: pool,
+                };
+            }
+        }
+    }
     Ok(ServiceInfo {
         name: desc.name.clone(),
         dir: dir.to_path_buf(),
@@ -245,6 +292,19 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
         publishers: publishers.into_iter().map(|(_, p)| p).collect(),
         subscribers: subscribers.into_iter().map(|(_, p)| p).collect(),
     })
+}
+
+/// Messages sent, chunks in use and pool size of the port `id`'s data
+/// segment in `dir`, if it can be read.
+fn segment_counters(dir: &Path, id: u64) -> Option<(u64, u64, u64)> {
+    let path = dir.join(format!("pub_{id:016x}"));
+    let OpenSegment { fd, geo, header } = open_segment_with(&path, false).ok()??;
+    let map = Mapping::new(&fd, 0, geo.pool_offset, false).ok()?;
+    let c = counters(&map);
+    let pool = u64::from(header.chunk_count);
+    // Relaxed (both): counters for display.
+    let free = c.free_chunks.load(Ordering::Relaxed);
+    Some((c.sent.load(Ordering::Relaxed), pool.saturating_sub(free), pool))
 }
 
 fn counters(map: &Mapping) -> &PubCounters {
