@@ -367,6 +367,25 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                     seen.insert(key, (sent, deliveries));
                 }
             }
+            // Request/response: requests per second as sent, responses per
+            // second (ends of streams included) as delivered.
+            for p in s.publishers.iter().chain(&s.subscribers) {
+                let (count, requests) = match p.counters {
+                    PortCounters::Client { requests_sent, .. } => (requests_sent, true),
+                    PortCounters::Server { responses_sent, .. } => (responses_sent, false),
+                    _ => continue,
+                };
+                let key = (s.name.clone(), p.id);
+                if let Some((ls, _)) = last.get(&key) {
+                    let rate = count.saturating_sub(*ls) as f64 / secs;
+                    if requests {
+                        sent_rate += rate;
+                    } else {
+                        deliv_rate += rate;
+                    }
+                }
+                seen.insert(key, (count, 0));
+            }
             rows.push((
                 s.name.clone(),
                 s.publishers.len(),
@@ -399,6 +418,13 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                 }
                 if rows.is_empty() {
                     println!("(no services in {})", cfg.root.display());
+                }
+                if all
+                    .iter()
+                    .flatten()
+                    .any(|s| matches!(s.description.pattern, Pattern::RequestResponse { .. }))
+                {
+                    println!("(request/response: SENT = requests, DELIVERED = responses)");
                 }
                 println!();
             }

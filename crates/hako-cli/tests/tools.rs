@@ -290,3 +290,41 @@ fn monitor_reports_rates() {
     assert!(wait(pub_).status.success());
     assert!(wait(sub).status.success());
 }
+
+#[test]
+fn monitor_reports_request_response_rates() {
+    use std::io::Write;
+    let d = Domain::new("monitor-reqres");
+    let serve = d.spawn(&["serve", "demo/rr", "--echo", "--count", "60"]);
+    let mut call = d
+        .cmd(&["call", "demo/rr"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = call.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        for i in 0..60 {
+            writeln!(stdin, "request {i}").unwrap();
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let o = d.run(&["monitor", "--interval", "150", "--count", "3", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let busy = text(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .any(|r| {
+            r.as_array().unwrap().iter().any(|s| {
+                s["sent_per_s"].as_f64().unwrap() > 0.0
+                    && s["delivered_per_s"].as_f64().unwrap() > 0.0
+            })
+        });
+    assert!(busy, "no request and response rates in {}", text(&o.stdout));
+    feeder.join().unwrap();
+    let o = wait(call);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).lines().count(), 60);
+    assert!(wait(serve).status.success());
+}
