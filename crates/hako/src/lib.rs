@@ -222,5 +222,6 @@ not_under_loom! {
     #[doc(hidden)]
     pub mod unstable {
         pub use crate::core::{layout, pool, ring};
+        pub use crate::reqres::envelope;
     }
 }

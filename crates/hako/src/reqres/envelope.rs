@@ -21,13 +21,13 @@ use crate::port::payload::Payload;
 /// Bytes of the header.
 const HEADER: usize = 16;
 /// A response that ends its stream (it carries no payload).
-pub(crate) const END: u64 = 1;
+pub const END: u64 = 1;
 /// A request that expects no response.
-pub(crate) const NO_RESPONSE: u64 = 2;
+pub const NO_RESPONSE: u64 = 2;
 
 /// How one side's messages are laid out in its chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Envelope {
+pub struct Envelope {
     /// Offset of the payload: the header, padded to the payload's alignment.
     pub hdr: usize,
     /// Bytes of one payload element.
@@ -43,7 +43,7 @@ pub(crate) struct Envelope {
 impl Envelope {
     /// The envelope of payload `T` with at most `max_elems` elements (1 for
     /// a value).
-    pub(crate) fn of<T: Payload + ?Sized>(max_elems: usize) -> Self {
+    pub fn of<T: Payload + ?Sized>(max_elems: usize) -> Self {
         let t = T::details();
         let align = t.align.max(8);
         Self {
@@ -57,21 +57,21 @@ impl Envelope {
 
     /// Bytes of the largest message; `None` if that does not fit a `u64`
     /// (a slice length no segment can hold).
-    pub(crate) fn max_bytes(&self) -> Option<u64> {
+    pub fn max_bytes(&self) -> Option<u64> {
         let body = self.size.checked_mul(self.max_elems)?;
         u64::try_from(self.hdr.checked_add(body)?).ok()
     }
 
     /// Bytes of a message of `elems` elements, at most `max_elems` (so
     /// within `max_bytes`, which the port's creation checked).
-    pub(crate) fn bytes(&self, elems: usize) -> usize {
+    pub fn bytes(&self, elems: usize) -> usize {
         debug_assert!(elems <= self.max_elems);
         self.hdr + self.size * elems
     }
 
     /// Payload elements of a message of `len` bytes (the port layer checked
     /// it against the largest), or why no honest peer sends that length.
-    pub(crate) fn elems(&self, len: usize) -> Result<usize, &'static str> {
+    pub fn elems(&self, len: usize) -> Result<usize, &'static str> {
         let body = len
             .checked_sub(self.hdr)
             .ok_or("message shorter than its header")?;
@@ -96,13 +96,62 @@ impl Envelope {
     }
 }
 
+/// What a received message's header and length say, checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    /// The request's slot in its client.
+    pub slot: u32,
+    /// The slot's generation when the request was sent.
+    pub generation: u32,
+    /// A response that ends its stream (no payload).
+    pub end: bool,
+    /// A request that expects no response.
+    pub no_response: bool,
+    /// Payload elements.
+    pub elems: usize,
+}
+
+impl Envelope {
+    /// Opens a message of `len` bytes (the port layer checked it against
+    /// the sender's largest) whose chunk starts at `chunk`: reads its
+    /// header once and checks the length against it and the payload type.
+    /// Ends of streams are taken only when `responses`.
+    ///
+    /// # Safety
+    /// `chunk` is the first byte of a received chunk of at least `len`
+    /// bytes, aligned to 8, mapped while the caller uses the result.
+    pub unsafe fn open(
+        &self,
+        chunk: *const u8,
+        len: usize,
+        responses: bool,
+    ) -> Result<Opened, &'static str> {
+        if len < self.hdr {
+            return Err("message shorter than its header");
+        }
+        // SAFETY: the chunk holds at least the header (checked above) and
+        // is aligned and mapped (the caller's promise).
+        let (id, flags) = unsafe { read_header(chunk) };
+        let (slot, generation) = split_id(id);
+        let end = responses && flags & END != 0;
+        let elems = if end { 0 } else { self.elems(len)? };
+        Ok(Opened {
+            slot,
+            generation,
+            end,
+            no_response: !responses && flags & NO_RESPONSE != 0,
+            elems,
+        })
+    }
+}
+
 /// A request's id: its client's slot and the slot's generation.
-pub(crate) fn request_id(slot: u32, generation: u32) -> u64 {
+pub fn request_id(slot: u32, generation: u32) -> u64 {
     (u64::from(generation) << 32) | u64::from(slot)
 }
 
 /// The slot and generation of a request id.
-pub(crate) fn split_id(id: u64) -> (u32, u32) {
+pub fn split_id(id: u64) -> (u32, u32) {
     (id as u32, (id >> 32) as u32)
 }
 
@@ -111,7 +160,7 @@ pub(crate) fn split_id(id: u64) -> (u32, u32) {
 /// # Safety
 /// `chunk` is the first byte of a chunk loaned to the caller (16 bytes at
 /// least, aligned to 8).
-pub(crate) unsafe fn write_header(chunk: *mut u8, id: u64, flags: u64) {
+pub unsafe fn write_header(chunk: *mut u8, id: u64, flags: u64) {
     // SAFETY: the caller's chunk holds the header's 16 bytes, aligned to 8,
     // and nobody else writes it while it is loaned.
     unsafe {
@@ -126,7 +175,7 @@ pub(crate) unsafe fn write_header(chunk: *mut u8, id: u64, flags: u64) {
 /// `chunk` is the first byte of a received chunk of at least the header's
 /// length (the caller checked the length), aligned to 8 and mapped while
 /// the sample that holds it lives.
-pub(crate) unsafe fn read_header(chunk: *const u8) -> (u64, u64) {
+pub unsafe fn read_header(chunk: *const u8) -> (u64, u64) {
     // SAFETY: in range and aligned (see above); a volatile read takes one
     // copy of words a misbehaving peer might still change, and any bits
     // are a valid u64.

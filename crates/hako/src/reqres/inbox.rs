@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 
 use super::duplex::Duplex;
-use super::envelope::{read_header, split_id, Envelope, END};
+use super::envelope::Envelope;
 use super::errors::ReqResReceiveError;
 use crate::port::receiver::sample::RawSample;
 
@@ -48,29 +48,21 @@ impl Inbox {
         let Some(raw) = self.port.rx.receive(|r| r)? else {
             return Ok(false);
         };
-        let corrupted = |what| ReqResReceiveError::Corrupted {
-            peer: raw.sender_id(),
-            what,
-        };
-        if raw.len() < self.resp_env.hdr {
-            return Err(corrupted("message shorter than its header"));
-        }
-        // SAFETY: the length covers the header (checked above), the chunk
-        // is aligned to 64 and mapped while `raw` lives.
-        let (id, flags) = unsafe { read_header(raw.payload()) };
-        let elems = if flags & END != 0 {
-            0
-        } else {
-            self.resp_env.elems(raw.len()).map_err(corrupted)?
-        };
-        let (slot, generation) = split_id(id);
+        // SAFETY: a received chunk of `len` bytes, aligned to 64, mapped
+        // while `raw` lives.
+        let m = unsafe { self.resp_env.open(raw.payload(), raw.len(), true) }.map_err(|what| {
+            ReqResReceiveError::Corrupted {
+                peer: raw.sender_id(),
+                what,
+            }
+        })?;
         let mut slots = self.slots.borrow_mut();
-        if let Some(s) = slots.slot.get_mut(slot as usize) {
-            if s.active && s.generation == generation && s.server == raw.sender_id() {
-                if flags & END != 0 {
+        if let Some(s) = slots.slot.get_mut(m.slot as usize) {
+            if s.active && s.generation == m.generation && s.server == raw.sender_id() {
+                if m.end {
                     s.ended = true;
                 } else if !s.ended {
-                    s.queue.push_back((raw, elems));
+                    s.queue.push_back((raw, m.elems));
                 }
                 // A response after the end (sent from a loan that outlived
                 // its active request) is dropped.

@@ -15,7 +15,7 @@
 
 pub(crate) mod client;
 pub(crate) mod duplex;
-pub(crate) mod envelope;
+pub mod envelope;
 pub(crate) mod errors;
 pub(crate) mod inbox;
 pub(crate) mod message;

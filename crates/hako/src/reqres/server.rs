@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::duplex::{Duplex, PortSpec};
-use super::envelope::{read_header, Envelope, END, NO_RESPONSE};
+use super::envelope::{request_id, Envelope, END};
 use super::errors::{PortCreateError, ReqResReceiveError, ResponseSendError};
 use super::message::{stamp, Destination, MessageMut, MessageMutUninit, Sealed};
 use super::settings::{ReqResSettings, Types};
@@ -253,24 +253,22 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
         let Some(raw) = self.port.rx.receive(|r| r)? else {
             return Ok(None);
         };
-        let elems = self
-            .req_env
-            .elems(raw.len())
-            .map_err(|what| ReqResReceiveError::Corrupted {
+        // SAFETY: a received chunk of `len` bytes, aligned to 64, mapped
+        // while `raw` lives.
+        let m = unsafe { self.req_env.open(raw.payload(), raw.len(), false) }.map_err(|what| {
+            ReqResReceiveError::Corrupted {
                 peer: raw.sender_id(),
                 what,
-            })?;
-        // SAFETY: the length covers the header (elems() checked it), the
-        // chunk is aligned to 64 and mapped while `raw` lives.
-        let (id, flags) = unsafe { read_header(raw.payload()) };
+            }
+        })?;
         Ok(Some(ActiveRequest {
             server: self,
             conn: raw.sender_slot(),
             client: raw.sender_id(),
             raw,
-            elems,
-            id,
-            no_response: flags & NO_RESPONSE != 0,
+            elems: m.elems,
+            id: request_id(m.slot, m.generation),
+            no_response: m.no_response,
         }))
     }
 
