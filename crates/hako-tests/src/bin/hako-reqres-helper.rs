@@ -62,6 +62,9 @@ struct ServeArgs {
     /// Requests to hold before waiting for the hold file.
     #[arg(long, default_value_t = 1)]
     hold: usize,
+    /// Touched once the requests are held.
+    #[arg(long)]
+    held_file: Option<PathBuf>,
     #[arg(long)]
     hang_after: Option<u64>,
     #[arg(long)]
@@ -128,6 +131,7 @@ fn serve(a: ServeArgs) {
                 Err(e) => fail(e),
             }
         }
+        touch(&a.held_file);
         while !exists(&a.hold_file) {
             std::thread::sleep(Duration::from_millis(5));
         }
