@@ -198,3 +198,59 @@ fn clients_killed_at_random_leak_nothing_and_get_nothing_wrong() {
     );
     d.finish();
 }
+
+#[test]
+fn servers_killed_at_random_fail_only_their_own_streams() {
+    let d = Domain::new("reqres-server-campaign", HELPER);
+    let stop = d.arg("stop");
+    let server = |label: &str| {
+        d.spawn(
+            label,
+            &[
+                "serve",
+                "--stream",
+                "2",
+                "--in-flight",
+                "4",
+                "--stop-file",
+                &stop,
+                "--report-free",
+            ],
+        )
+    };
+    let mut servers = std::collections::VecDeque::from([server("server-a"), server("server-b")]);
+    let client = d.spawn(
+        "client",
+        &[
+            "request",
+            "--stream",
+            "2",
+            "--in-flight",
+            "4",
+            "--count",
+            "20000",
+            "--tolerant",
+        ],
+    );
+    // Each round kills the older server, at a different moment, and
+    // starts a new one.
+    for round in 0..10u64 {
+        std::thread::sleep(std::time::Duration::from_millis(10 + round * 7919 % 15));
+        let victim = servers.pop_front().expect("a server");
+        victim.kill();
+        servers.push_back(server(&format!("server{round}")));
+    }
+    // Every request got exactly its own responses, from whichever server
+    // took it last (the helper checks each one).
+    let out = d.wait_all(vec![client]);
+    assert_eq!(out[0].result().num("answered"), 20000);
+    // The live servers take back every chunk once the dead ports go.
+    let cfg = hako::Config::default().with_root(&d.root);
+    hako::reclaim_dead_nodes(&cfg, false).expect("reclaim");
+    d.touch("stop");
+    for out in d.wait_all(servers.into_iter().collect()) {
+        let r = out.result();
+        assert_eq!(r.num("free"), r.num("pool"), "{r:?}");
+    }
+    d.finish();
+}

@@ -87,6 +87,10 @@ struct RequestArgs {
     sent_file: Option<PathBuf>,
     #[arg(long)]
     expect_server_gone: bool,
+    /// Servers may be killed: a request whose server goes is sent again
+    /// (every response must still be its own); reports how often.
+    #[arg(long)]
+    tolerant: bool,
 }
 
 fn fail(what: impl std::fmt::Display) -> ! {
@@ -203,6 +207,22 @@ fn check_stream(n: u64, stream: u64, p: &hako::PendingResponse<'_, u64, u64>) {
     }
 }
 
+/// Takes a request's whole stream; false if its server went first. Every
+/// response that came must be the right one.
+fn tolerant_stream(n: u64, stream: u64, p: &hako::PendingResponse<'_, u64, u64>) -> bool {
+    for i in 0..=stream {
+        match p.blocking_receive() {
+            Ok(Some(r)) if i < stream && *r == n * 1000 + i => {}
+            Ok(Some(r)) => fail(format!("VERIFY request {n} got {} as response {i}", *r)),
+            Ok(None) if i == stream => return true,
+            Ok(None) => fail(format!("VERIFY request {n}'s stream ended after {i}")),
+            Err(ReqResReceiveError::ServerGone) => return false,
+            Err(e) => fail(e),
+        }
+    }
+    true
+}
+
 fn request(a: RequestArgs) {
     let node = node();
     let svc = service(&node, &a.svc);
@@ -243,6 +263,32 @@ fn request(a: RequestArgs) {
         };
         check_stream(2, a.svc.stream, &again);
         println!("RESULT role=request got={got} error=ServerGone again=ok");
+        return;
+    }
+    if a.tolerant {
+        let (mut gone, end) = (0u64, Instant::now() + Duration::from_secs(60));
+        for n in 0..a.count {
+            loop {
+                if Instant::now() > end {
+                    fail(format!(
+                        "request {n} never got through ({gone} servers gone)"
+                    ));
+                }
+                let p = match client.send_copy(n) {
+                    Ok(p) => p,
+                    Err(_) => {
+                        // No server right now (one was killed): try again.
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    }
+                };
+                if tolerant_stream(n, a.svc.stream, &p) {
+                    break;
+                }
+                gone += 1;
+            }
+        }
+        println!("RESULT role=request answered={} gone={gone}", a.count);
         return;
     }
     let mut in_flight = std::collections::VecDeque::new();
