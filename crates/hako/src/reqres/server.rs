@@ -396,10 +396,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
             }
             .into());
         }
-        let raw = RawLoan::new(&self.server.port.tx, env.bytes(elems))?;
-        if self.server.port.tx.loaned() >= self.server.user_loans {
-            return Err(LoanError::ExceedsMaxLoans(self.server.user_loans).into());
-        }
+        let raw = RawLoan::new_within(&self.server.port.tx, env.bytes(elems), self.server.user_loans)?;
         let to = ToClient {
             conn: self.conn,
             client: self.client,

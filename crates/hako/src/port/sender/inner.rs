@@ -282,11 +282,6 @@ impl SenderInner {
         false
     }
 
-    /// Chunks loaned now (not yet sent or given back).
-    pub(crate) fn loaned(&self) -> usize {
-        self.lock_unclaimed().loaned
-    }
-
     /// The port's id.
     pub(crate) fn id(&self) -> u64 {
         self.params.port_id

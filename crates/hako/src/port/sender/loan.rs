@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::inner::SenderInner;
 use super::settings::LoanError;
+use super::state::SenderState;
 
 /// A loaned chunk; returned to the pool if dropped unsent.
 ///
@@ -36,6 +37,36 @@ impl RawLoan {
     /// Loans a chunk of `inner`'s pool for a payload of `len` elements.
     #[inline]
     pub(crate) fn new(inner: &Arc<SenderInner>, len: usize) -> Result<Self, LoanError> {
+        Self::loan(inner, len, |_| Ok(()))
+    }
+
+    /// [`new`](Self::new), refused while `limit` chunks (fewer than the
+    /// sender's own limit) are loaned already: what a user may hold, when
+    /// the sender keeps chunks beyond it for itself (a server's ends of
+    /// streams).
+    #[inline]
+    pub(crate) fn new_within(
+        inner: &Arc<SenderInner>,
+        len: usize,
+        limit: usize,
+    ) -> Result<Self, LoanError> {
+        Self::loan(inner, len, |st| {
+            if st.loaned >= limit {
+                Err(LoanError::ExceedsMaxLoans(limit))
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    /// Loans a chunk for `len` elements once `check` passed on the state,
+    /// under one lock.
+    #[inline(always)]
+    fn loan(
+        inner: &Arc<SenderInner>,
+        len: usize,
+        check: impl FnOnce(&SenderState) -> Result<(), LoanError>,
+    ) -> Result<Self, LoanError> {
         let p = &inner.params;
         if len > p.max_len {
             return Err(LoanError::SliceTooLong {
@@ -43,7 +74,10 @@ impl RawLoan {
                 max: p.max_len,
             });
         }
-        let idx = inner.lock().alloc(p)?;
+        let mut st = inner.lock();
+        check(&st)?;
+        let idx = st.alloc(p)?;
+        drop(st);
         Ok(Self {
             publisher: std::ptr::NonNull::from(&**inner),
             payload: p.payload_ptr(idx),
