@@ -39,7 +39,7 @@ use hako::{
 };
 
 use crate::transport::{
-    check_reached, poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
+    check_reached, pipeline, poll, tag, Follower, Leader, PayloadMode, RowSpec, Transport, Waiting,
 };
 use crate::Result;
 
@@ -219,6 +219,12 @@ impl Transport for HakoPubSub {
         }
     }
 
+    /// Pings in flight, each answered by a pong: both queues hold the
+    /// row's depth.
+    fn in_flight_skip(&self, _size: usize, _depth: u32) -> Option<String> {
+        None
+    }
+
     fn leader(&self, row: &RowSpec) -> Result<HakoLeader> {
         check_size(row.size)?;
         let node = node(row, "pingpong-leader")?;
@@ -237,7 +243,8 @@ impl Transport for HakoPubSub {
                 .subscriber_max_buffer_size(if one_way {
                     row.stream_depth(self.stream_buffer as usize) as u32
                 } else {
-                    self.buffer
+                    // Request/response rows: room for every message in flight.
+                    self.buffer.max(row.depth)
                 })
                 .overflow_policy(OverflowPolicy::Backpressure)
                 .create()
@@ -279,7 +286,7 @@ impl Transport for HakoPubSub {
                 .open()
         };
         let mut services = vec![open(&ping_name)?];
-        if row.pattern == Pattern::PingPong {
+        if !row.pattern.one_way() {
             services.push(open(&pong_name)?);
         }
         let ping = self.subscriber(&services[0])?;
@@ -336,6 +343,21 @@ impl Leader for HakoLeader {
     fn send(&mut self, seq: u64) -> Result<()> {
         let reached = loan_tagged(&self.ping, self.size, self.payload, tag(seq))?;
         check_reached("message", seq, reached, self.followers)
+    }
+
+    fn pipeline(&mut self, seqs: std::ops::RangeInclusive<u64>, depth: usize) -> Result<()> {
+        let (size, payload, wait) = (self.size, self.payload, self.wait);
+        let pong = self.pong.as_ref().ok_or_else(|| one_way_only("pipeline"))?;
+        pipeline(
+            &mut &self.ping,
+            seqs,
+            depth,
+            |ping, seq| check_reached("ping", seq, loan_tagged(ping, size, payload, tag(seq))?, 1),
+            |_, seq, ()| {
+                let answer = next_sample(wait, pong, "a pong")?;
+                payload.check(&answer, size, tag(seq).wrapping_add(1), "pong")
+            },
+        )
     }
 }
 

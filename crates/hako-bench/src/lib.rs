@@ -42,6 +42,8 @@
 //! * [`floor`] — the floor: one cache-line-aligned `AtomicU64` in shared memory.
 //! * [`futex_floor`] — the blocking floor: one futex word in shared memory,
 //!   each side wakes the other and sleeps.
+//! * [`hako_reqres`] — hako request/response: a client and a server, `[u8]`
+//!   requests and responses, up to 64 in flight.
 //! * [`hako_pubsub`] — hako publish/subscribe: services "ping" and "pong",
 //!   payload `[u8]`, written and checked at both ends only; busy-polling
 //!   `receive()`, or `blocking_receive()` with a `WaitStrategy`.
@@ -52,11 +54,15 @@
 //!   design costs before any library overhead.
 //! * [`harness`] — starts the follower as a child process of the same binary,
 //!   pins CPUs, runs warm-up and timed iterations, and summarises the round
-//!   trips in an HDR histogram (optionally dumping the raw times).
+//!   trips in an HDR histogram (optionally dumping the raw times);
+//!   [`follower`] — the follower process's side of it; [`timing`] — the
+//!   clock, the timed loop and the statistics of a row.
 //! * [`blocks`] — a row measured in blocks between floor probes, so a floor
 //!   that changes mid-row does not skew the ratio; transports of a row are
 //!   also compared block by block.
 //! * [`select`] — every transport by name, for `--transports`.
+//! * [`stream`] — one-way and request/response rate rows, measured in
+//!   rounds and compared run by run.
 //! * [`suite`] — the whole comparison: every pattern, mode, size and
 //!   transport in one session; one-way rows fitted to a time budget.
 //! * [`memory`] — writing and reading a payload once in one process.
@@ -65,7 +71,7 @@
 //!   [`rundir`] — the per-run domain root and the cleanup of dead runs'
 //!   leftovers; [`report`] — the table and the JSON file.
 //!
-//! A binary built on this crate calls [`harness::follower_main`] first thing
+//! A binary built on this crate calls [`follower::follower_main`] first thing
 //! when it finds [`harness::FOLLOWER_ARG`] as its first argument; the leader
 //! side is a [`harness::Session`].
 
@@ -76,8 +82,10 @@
 pub mod blocks;
 pub mod cpu;
 pub mod floor;
+pub mod follower;
 pub mod futex_floor;
 pub mod hako_pubsub;
+pub mod hako_reqres;
 pub mod harness;
 pub mod kernel;
 pub mod memory;
@@ -88,7 +96,9 @@ pub mod report;
 pub mod rundir;
 pub mod select;
 pub mod shm;
+pub mod stream;
 pub mod suite;
+pub mod timing;
 pub mod transport;
 
 /// The error type of this crate: benchmarks report, they do not recover.

@@ -5,6 +5,7 @@
 //! | `floor`          | one cache line ([`crate::floor`])                      | busy-poll   |
 //! | `floor2`         | a doorbell and a payload line ([`crate::floor::TwoLineFloor`]) | busy-poll |
 //! | `hako`           | hako pub/sub, `receive()` polled ([`crate::hako_pubsub`]) | busy-poll |
+//! | `hako-reqres`    | hako request/response, polled ([`crate::hako_reqres`]) | busy-poll   |
 //! | `hako-spin`      | hako, `blocking_receive()`, `WaitStrategy::BusySpin`   | busy-poll   |
 //! | `hako-spin-park` | hako, `blocking_receive()`, `WaitStrategy::SpinThenPark` | blocking  |
 //! | `hako-park`      | hako, `blocking_receive()`, `WaitStrategy::Park`       | blocking    |
@@ -16,6 +17,7 @@
 //! | `tcp`            | TCP over loopback ([`crate::kernel::Tcp`])             | blocking    |
 //! | `mq`             | POSIX message queues ([`crate::kernel::MessageQueue`]) | blocking    |
 //! | `iceoryx2`       | iceoryx2 pub/sub, polled (feature `peers`)             | busy-poll   |
+//! | `iceoryx2-reqres`| iceoryx2 request/response, polled (feature `peers`)    | busy-poll   |
 //! | `shmipc`         | shmipc streams (feature `peers`)                       | blocking    |
 //!
 //! The peers exist only in a build with the `peers` feature; without it
@@ -25,12 +27,14 @@
 use hako::WaitStrategy;
 
 use crate::floor::{Floor, TwoLineFloor};
+use crate::follower::DynTransport;
 use crate::futex_floor::FutexFloor;
 use crate::hako_pubsub::{HakoPubSub, HakoWait};
-use crate::harness::{DynTransport, RunRow};
+use crate::hako_reqres::HakoReqRes;
+use crate::harness::RunRow;
 use crate::kernel::{Fifo, MessageQueue, Pipe, Tcp, UnixSocket};
 #[cfg(feature = "peers")]
-use crate::peers::{iceoryx2::Iceoryx2, shmipc::Shmipc};
+use crate::peers::{iceoryx2::Iceoryx2, iceoryx2_reqres::Iceoryx2ReqRes, shmipc::Shmipc};
 use crate::reference::Reference;
 
 /// A transport, by name.
@@ -48,6 +52,8 @@ pub enum Kind {
     HakoSpinPark,
     /// `hako-park`.
     HakoPark,
+    /// `hako-reqres`.
+    HakoReqRes,
     /// `reference`.
     Reference,
     /// `futex`.
@@ -65,13 +71,16 @@ pub enum Kind {
     /// `iceoryx2`.
     #[cfg(feature = "peers")]
     Iceoryx2,
+    /// `iceoryx2-reqres`.
+    #[cfg(feature = "peers")]
+    Iceoryx2ReqRes,
     /// `shmipc`.
     #[cfg(feature = "peers")]
     Shmipc,
 }
 
 /// Names of the peer transports, known in every build.
-pub const PEER_NAMES: [&str; 2] = ["iceoryx2", "shmipc"];
+pub const PEER_NAMES: [&str; 3] = ["iceoryx2", "iceoryx2-reqres", "shmipc"];
 
 impl Kind {
     /// Every transport of this build.
@@ -82,6 +91,7 @@ impl Kind {
         Kind::HakoSpin,
         Kind::HakoSpinPark,
         Kind::HakoPark,
+        Kind::HakoReqRes,
         Kind::Reference,
         Kind::Futex,
         Kind::Pipe,
@@ -91,6 +101,8 @@ impl Kind {
         Kind::Mq,
         #[cfg(feature = "peers")]
         Kind::Iceoryx2,
+        #[cfg(feature = "peers")]
+        Kind::Iceoryx2ReqRes,
         #[cfg(feature = "peers")]
         Kind::Shmipc,
     ];
@@ -131,6 +143,22 @@ impl Kind {
         Kind::Mq,
     ];
 
+    /// What the request/response rows of `hako bench` compare unless told
+    /// otherwise: hako request/response, hako publish/subscribe ping-pong
+    /// (the reference), the peers' request/response (iceoryx2's, and
+    /// shmipc's streams) and a client and server over a unix socket and
+    /// over TCP.
+    pub const REQRES: &'static [Kind] = &[
+        Kind::HakoReqRes,
+        Kind::Hako,
+        #[cfg(feature = "peers")]
+        Kind::Iceoryx2ReqRes,
+        #[cfg(feature = "peers")]
+        Kind::Shmipc,
+        Kind::Unix,
+        Kind::Tcp,
+    ];
+
     /// The name (the transport's [`Transport::name`](crate::transport::Transport::name)).
     pub fn name(self) -> &'static str {
         match self {
@@ -140,6 +168,7 @@ impl Kind {
             Kind::HakoSpin => "hako-spin",
             Kind::HakoSpinPark => "hako-spin-park",
             Kind::HakoPark => "hako-park",
+            Kind::HakoReqRes => "hako-reqres",
             Kind::Reference => "reference",
             Kind::Futex => "futex",
             Kind::Pipe => "pipe",
@@ -149,6 +178,8 @@ impl Kind {
             Kind::Mq => "mq",
             #[cfg(feature = "peers")]
             Kind::Iceoryx2 => "iceoryx2",
+            #[cfg(feature = "peers")]
+            Kind::Iceoryx2ReqRes => "iceoryx2-reqres",
             #[cfg(feature = "peers")]
             Kind::Shmipc => "shmipc",
         }
@@ -232,6 +263,10 @@ macro_rules! each {
                 let $t = &$self.hako_park;
                 $body
             }
+            Kind::HakoReqRes => {
+                let $t = &$self.hako_reqres;
+                $body
+            }
             Kind::Reference => {
                 let $t = &$self.reference;
                 $body
@@ -266,6 +301,11 @@ macro_rules! each {
                 $body
             }
             #[cfg(feature = "peers")]
+            Kind::Iceoryx2ReqRes => {
+                let $t = &$self.iceoryx2_reqres;
+                $body
+            }
+            #[cfg(feature = "peers")]
             Kind::Shmipc => {
                 let $t = &$self.shmipc;
                 $body
@@ -283,6 +323,7 @@ pub struct Transports {
     hako_spin: HakoPubSub,
     hako_spin_park: HakoPubSub,
     hako_park: HakoPubSub,
+    hako_reqres: HakoReqRes,
     reference: Reference,
     futex: FutexFloor,
     pipe: Pipe,
@@ -292,6 +333,8 @@ pub struct Transports {
     mq: MessageQueue,
     #[cfg(feature = "peers")]
     iceoryx2: Iceoryx2,
+    #[cfg(feature = "peers")]
+    iceoryx2_reqres: Iceoryx2ReqRes,
     #[cfg(feature = "peers")]
     shmipc: Shmipc,
 }
@@ -308,6 +351,7 @@ impl Transports {
             hako_spin: with(HakoWait::Blocking(WaitStrategy::BusySpin)),
             hako_spin_park: with(HakoWait::Blocking(WaitStrategy::SpinThenPark)),
             hako_park: with(HakoWait::Blocking(WaitStrategy::Park)),
+            hako_reqres: HakoReqRes,
             reference: Reference,
             futex: FutexFloor,
             pipe: Pipe,
@@ -318,6 +362,8 @@ impl Transports {
             #[cfg(feature = "peers")]
             iceoryx2: Iceoryx2::matching(&hako),
             #[cfg(feature = "peers")]
+            iceoryx2_reqres: Iceoryx2ReqRes,
+            #[cfg(feature = "peers")]
             shmipc: Shmipc,
         }
     }
@@ -327,12 +373,12 @@ impl Transports {
         each!(self, kind, t => t)
     }
 
-    /// Transport `kind`, for [`crate::harness::follower_main`].
+    /// Transport `kind`, for [`crate::follower::follower_main`].
     fn get_dyn(&self, kind: Kind) -> &dyn DynTransport {
         each!(self, kind, t => t)
     }
 
-    /// Every transport, for [`crate::harness::follower_main`].
+    /// Every transport, for [`crate::follower::follower_main`].
     pub fn for_follower(&self) -> Vec<&dyn DynTransport> {
         Kind::ALL.iter().map(|&k| self.get_dyn(k)).collect()
     }
@@ -358,7 +404,7 @@ mod tests {
         let follower: Vec<&str> = t.for_follower().iter().map(|t| t.dyn_name()).collect();
         let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
         assert_eq!(follower, names);
-        for &k in Kind::SUITE {
+        for &k in Kind::SUITE.iter().chain(Kind::REQRES) {
             assert!(Kind::ALL.contains(&k));
         }
     }

@@ -18,6 +18,13 @@
 //!    reports its median run, and ratios between transports are taken run
 //!    by run, within a round ([`paired_rate_ratio`]).
 //!
+//! 4. **request/response**, per payload mode and size: the round trip of
+//!    one request at a time, all of [`SuiteConfig::reqres`] together in
+//!    blocks between floor probes as in ping-pong; then per payload mode,
+//!    size of [`SuiteConfig::in_flight_sizes`] and depth of
+//!    [`SuiteConfig::depths`], requests per second with that many in flight,
+//!    in rounds as one-way rows are.
+//!
 //! Transports that cannot carry a size (POSIX message queues above
 //! `msgsize_max`) or a pattern (the floors are ping-pong only) are listed
 //! as skipped with the reason. With both processes on one CPU the
@@ -29,9 +36,10 @@ use std::time::Duration;
 
 use crate::blocks::{self, Plan, Row};
 use crate::cpu;
-use crate::harness::{OneWay, OneWayResult, RunRow, Session, SessionConfig, Stats};
+use crate::harness::{OneWayResult, RunRow, Session, SessionConfig, Stats};
 use crate::memory;
 use crate::select::{Kind, Transports};
+use crate::stream::measure_one_way;
 use crate::transport::{Pattern, PayloadMode, Waiting};
 use crate::Result;
 
@@ -93,6 +101,12 @@ pub struct SuiteConfig {
     pub follower_cpu: Option<usize>,
     /// The transports' settings.
     pub all: Transports,
+    /// Transports of the request/response rows, in table order.
+    pub reqres: Vec<Kind>,
+    /// Requests in flight of the request/response rate rows.
+    pub depths: Vec<u32>,
+    /// Message sizes of the request/response rate rows.
+    pub in_flight_sizes: Vec<usize>,
 }
 
 /// One ping-pong row: all transports at one size and payload mode.
@@ -104,7 +118,8 @@ pub struct PingPongRow {
     pub row: Row,
 }
 
-/// One one-way row: a transport at one size, payload mode and pattern.
+/// One one-way or request/response rate row: a transport at one size,
+/// payload mode, pattern (and depth).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OneWayRow {
     /// Throughput or fan-out.
@@ -115,6 +130,8 @@ pub struct OneWayRow {
     pub size: usize,
     /// Receivers.
     pub followers: u32,
+    /// Requests in flight (request/response; 1 otherwise).
+    pub depth: u32,
     /// The transport's name.
     pub transport: &'static str,
     /// Why the row was not measured, if it was not.
@@ -185,6 +202,10 @@ pub struct SuiteResult {
     pub ping_pong: Vec<PingPongRow>,
     /// Throughput and fan-out rows.
     pub one_way: Vec<OneWayRow>,
+    /// Request/response round trips, one request at a time.
+    pub request_response: Vec<PingPongRow>,
+    /// Request/response rates, with [`SuiteConfig::depths`] in flight.
+    pub in_flight: Vec<OneWayRow>,
 }
 
 /// Whether a floor probe of `median_ns` shows the VM's low or high level.
@@ -212,7 +233,7 @@ pub struct Progress {
 /// The run's progress: steps finished out of all, and what runs now.
 /// Reports go to a callback (the `hako bench` progress bar); the count
 /// only grows and never passes the total.
-struct Steps<'a> {
+pub(crate) struct Steps<'a> {
     done: u64,
     total: u64,
     progress: &'a mut dyn FnMut(Progress),
@@ -228,7 +249,7 @@ impl<'a> Steps<'a> {
     }
 
     /// Reports that `what` runs now.
-    fn show(&mut self, what: String) {
+    pub(crate) fn show(&mut self, what: String) {
         (self.progress)(Progress {
             done: self.done,
             total: self.total,
@@ -237,7 +258,7 @@ impl<'a> Steps<'a> {
     }
 
     /// Counts `n` more steps as finished.
-    fn finish(&mut self, n: u64) {
+    pub(crate) fn finish(&mut self, n: u64) {
         self.done = (self.done + n).min(self.total);
     }
 
@@ -254,33 +275,43 @@ impl SuiteConfig {
         self.leader_cpu.is_some() && self.leader_cpu == self.follower_cpu
     }
 
-    /// The transports that run, and those left out on one CPU.
-    fn split(&self) -> (Vec<Kind>, Vec<&'static str>) {
+    /// The transports of `kinds` that run, and those left out on one CPU.
+    fn split(&self, kinds: &[Kind]) -> (Vec<Kind>, Vec<&'static str>) {
         if !self.same_cpu() {
-            return (self.transports.clone(), Vec::new());
+            return (kinds.to_vec(), Vec::new());
         }
-        let (busy, rest): (Vec<Kind>, Vec<Kind>) = self
-            .transports
+        let (busy, rest): (Vec<Kind>, Vec<Kind>) = kinds
             .iter()
             .partition(|&&k| self.all.get(k).row_waiting() == Waiting::BusyPoll);
         (rest, busy.into_iter().map(Kind::name).collect())
     }
 
-    /// Steps of the run (ping-pong groups and one-way rows).
+    /// Steps of the run (ping-pong and round-trip groups, one-way and
+    /// request/response rate rows).
     pub fn steps(&self) -> u64 {
-        let (kinds, _) = self.split();
+        let (kinds, _) = self.split(&self.transports);
         let n = |p: Pattern| u64::from(self.patterns.contains(&p));
         let groups = (self.sizes.len() * self.payloads.len()) as u64;
+        let (reqres, _) = self.split(&self.reqres);
+        let rates = (self.in_flight_sizes.len() * self.depths.len() * self.payloads.len()) as u64;
         groups
             * (n(Pattern::PingPong)
                 + kinds.len() as u64 * (n(Pattern::Throughput) + n(Pattern::FanOut)))
+            + n(Pattern::RequestResponse) * (groups + rates * reqres.len() as u64)
     }
 }
 
 /// Runs the suite; `progress` hears of every step.
 pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<SuiteResult> {
-    let (kinds, left_out) = cfg.split();
-    if kinds.is_empty() {
+    let (kinds, mut left_out) = cfg.split(&cfg.transports);
+    let (reqres_kinds, reqres_left_out) = cfg.split(&cfg.reqres);
+    for name in reqres_left_out {
+        if !left_out.contains(&name) {
+            left_out.push(name);
+        }
+    }
+    let reqres = cfg.patterns.contains(&Pattern::RequestResponse) && !reqres_kinds.is_empty();
+    if kinds.is_empty() && !reqres {
         return Err(
             "nothing to measure: every transport given busy-polls, and both processes \
                     are on one CPU"
@@ -365,6 +396,7 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
                         payload,
                         size,
                         followers,
+                        depth: 1,
                         transport: t.row_name(),
                         skipped: t.row_skip_reason(size, pattern),
                         probe: None,
@@ -376,185 +408,63 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
             }
         }
     }
+    if reqres {
+        let rows: Vec<&dyn RunRow> = reqres_kinds.iter().map(|&k| cfg.all.get(k)).collect();
+        measure_reqres(cfg, &mut session, probe, &rows, &mut result, &mut steps)?;
+    }
     steps.done();
     session.finish()?;
     Ok(result)
 }
 
-/// Measures one cell of the one-way tables: every transport of `rows` at
-/// one pattern, payload mode and size (`cell`, one row per transport, in
-/// the same order; skipped rows stay empty). A floor probe, then each
-/// transport's calibration, then [`StreamPlan::blocks`] rounds, each of
-/// which runs every transport once. This VM's one-way rates jump between
-/// levels from one second to the next, so the runs of different transports
-/// are interleaved: the runs with the same index were taken in the same
-/// stretch of time, and ratios between transports are taken run by run
-/// ([`paired_rate_ratio`]). Rounds alternate their order, so no transport
-/// always runs first after another.
-fn measure_one_way(
+/// The request/response rows: round trips of one request at a time at
+/// every size, then rates with each depth in flight at the rate sizes.
+fn measure_reqres(
     cfg: &SuiteConfig,
     session: &mut Session,
     probe: &dyn RunRow,
     rows: &[&dyn RunRow],
-    cell: &mut [OneWayRow],
+    result: &mut SuiteResult,
     steps: &mut Steps<'_>,
 ) -> Result<()> {
-    let plan = &cfg.plan;
-    let context = |row: &OneWayRow, e: crate::BoxError| -> crate::BoxError {
-        format!(
-            "{} through {}, {} mode, {}: {e}",
-            row.pattern.name(),
-            row.transport,
-            row.payload.name(),
-            crate::report::format_size(row.size)
-        )
-        .into()
-    };
-    // One step per row of the cell; a measured row's step ends with its
-    // last round.
-    let label = |row: &OneWayRow, doing: &str| {
-        format!(
-            "{} {} {}: {doing}",
-            row.pattern.name(),
-            row.payload.name(),
-            crate::report::format_size(row.size),
-        )
-    };
-    let Some(first) = cell.iter().find(|r| r.skipped.is_none()) else {
-        // Nothing to measure here: no probe either.
-        steps.finish(cell.len() as u64);
-        return Ok(());
-    };
-    steps.show(label(first, "floor probe"));
-    let probed = probe
-        .run_row(
-            session,
-            8,
-            PayloadMode::Touch,
-            plan.probe_warmup,
-            plan.probe,
-        )
-        .map_err(|e| context(first, format!("the floor probe: {e}").into()))?
-        .stats;
-    let mut specs: Vec<Option<OneWay>> = Vec::with_capacity(rows.len());
-    for (t, row) in rows.iter().zip(cell.iter_mut()) {
-        if row.skipped.is_some() {
-            specs.push(None);
+    for &payload in &cfg.payloads {
+        for &size in &cfg.sizes {
+            steps.show(format!(
+                "request/response {} {}",
+                payload.name(),
+                crate::report::format_size(size)
+            ));
+            let row = blocks::measure_row(session, probe, rows, size, payload, &cfg.plan)?;
+            result.request_response.push(PingPongRow { payload, row });
             steps.finish(1);
-            continue;
         }
-        steps.show(label(row, &format!("calibrating {}", row.transport)));
-        row.probe = Some(probed);
-        let spec = calibrate(cfg, session, *t, row).map_err(|e| context(row, e))?;
-        specs.push(Some(spec));
     }
-    let rounds = cfg.stream.blocks.max(1);
-    for round in 0..rounds {
-        let order: Vec<usize> = if round % 2 == 0 {
-            (0..rows.len()).collect()
-        } else {
-            (0..rows.len()).rev().collect()
-        };
-        for i in order {
-            if let Some(spec) = specs[i] {
-                let doing = format!("round {} of {rounds}, {}", round + 1, cell[i].transport);
-                steps.show(label(&cell[i], &doing));
-                let run = rows[i]
-                    .run_one_way(session, spec)
-                    .map_err(|e| context(&cell[i], e))?;
-                cell[i].runs.push(run);
-                if round + 1 == rounds {
-                    steps.finish(1);
-                }
+    for &payload in &cfg.payloads {
+        for &size in &cfg.in_flight_sizes {
+            for &depth in &cfg.depths {
+                let pattern = Pattern::RequestResponse;
+                let mut cell: Vec<OneWayRow> = rows
+                    .iter()
+                    .map(|t| OneWayRow {
+                        pattern,
+                        payload,
+                        size,
+                        followers: 1,
+                        depth,
+                        transport: t.row_name(),
+                        skipped: t
+                            .row_skip_reason(size, pattern)
+                            .or_else(|| t.row_in_flight_skip(size, depth)),
+                        probe: None,
+                        runs: Vec::new(),
+                    })
+                    .collect();
+                measure_one_way(cfg, session, probe, rows, &mut cell, steps)?;
+                result.in_flight.extend(cell);
             }
         }
     }
     Ok(())
-}
-
-/// The run of `t` for `row`: a transport that buffers looks fast while its
-/// buffers fill, so the count grows (×8) until a run takes a quarter of the
-/// budget or reaches the count its speed calls for.
-fn calibrate(
-    cfg: &SuiteConfig,
-    session: &mut Session,
-    t: &dyn RunRow,
-    row: &OneWayRow,
-) -> Result<OneWay> {
-    let mut spec = OneWay {
-        pattern: row.pattern,
-        payload: row.payload,
-        size: row.size,
-        followers: row.followers,
-        // A transport whose buffers fault in as they are first written
-        // says how many messages pass through them once.
-        warmup: t.row_one_way_warmup(row.size),
-        messages: 4,
-    };
-    let per_message = loop {
-        let r = t.run_one_way(session, spec)?;
-        let per = r.elapsed_ns / spec.messages;
-        let want = cfg.stream.messages_for(row.size, per);
-        if u128::from(r.elapsed_ns) * 4 >= cfg.stream.budget.as_nanos() || spec.messages >= want {
-            break per;
-        }
-        spec.messages = (spec.messages * 8).min(want);
-    };
-    spec.messages = cfg.stream.messages_for(row.size, per_message);
-    spec.warmup = (spec.messages / 10)
-        .clamp(1, 100)
-        .max(t.row_one_way_warmup(row.size));
-    Ok(spec)
-}
-
-/// A 1 MiB touch-mode throughput row of `transport` whose runs each moved
-/// 1000 messages in `elapsed_us` microseconds (50 µs is 20 M messages/s):
-/// for tests of what is computed from rows.
-#[doc(hidden)]
-pub fn example_row(transport: &'static str, elapsed_us: &[u64]) -> OneWayRow {
-    let spec = OneWay {
-        pattern: Pattern::Throughput,
-        payload: PayloadMode::Touch,
-        size: 1 << 20,
-        followers: 1,
-        warmup: 0,
-        messages: 1000,
-    };
-    OneWayRow {
-        pattern: spec.pattern,
-        payload: spec.payload,
-        size: spec.size,
-        followers: 1,
-        transport,
-        skipped: None,
-        probe: None,
-        runs: elapsed_us
-            .iter()
-            .map(|&us| OneWayResult {
-                transport,
-                spec,
-                elapsed_ns: us * 1000,
-                leader_cpu: Default::default(),
-                follower_cpu: Default::default(),
-            })
-            .collect(),
-    }
-}
-
-/// `a`'s rate over `b`'s, taken run by run (runs with the same index ran
-/// in the same round of [`measure_one_way`]) and the median of those
-/// ratios; `None` if either has no runs.
-pub fn paired_rate_ratio(a: &OneWayRow, b: &OneWayRow) -> Option<f64> {
-    let mut ratios: Vec<f64> = a
-        .runs
-        .iter()
-        .zip(&b.runs)
-        .map(|(x, y)| x.messages_per_s() / y.messages_per_s().max(1e-9))
-        .collect();
-    if ratios.is_empty() {
-        return None;
-    }
-    Some(crate::blocks::median(&mut ratios))
 }
 
 /// The CPUs to pin to by default: the first two this process may use (the
@@ -609,24 +519,5 @@ mod tests {
         for ((done, total, what), (d, w)) in seen.iter().zip(want) {
             assert_eq!((*done, *total, what.as_str()), (d, 3, w));
         }
-    }
-
-    #[test]
-    fn rates_are_compared_run_by_run() {
-        // Round 2 ran while the machine was slow for both: the medians
-        // (20 M and 5 M/s) would say 4x, the rounds say 4x, 10x and 5x.
-        let a = example_row("a", &[50, 100, 40]);
-        let b = example_row("b", &[200, 1000, 200]);
-        let rate = |r: &OneWayRow| r.median_run().unwrap().messages_per_s();
-        assert!((rate(&a) / rate(&b) - 4.0).abs() < 1e-9);
-        let r = paired_rate_ratio(&a, &b).unwrap();
-        assert!((r - 5.0).abs() < 1e-9, "{r}");
-        assert!((paired_rate_ratio(&b, &a).unwrap() - 0.2).abs() < 1e-9);
-        // An even count takes the mean of the middle two; runs beyond the
-        // other row's count are not paired.
-        let c = example_row("c", &[100, 100, 100, 100, 7]);
-        let d = example_row("d", &[100, 200, 300, 400]);
-        assert!((paired_rate_ratio(&c, &d).unwrap() - 2.5).abs() < 1e-9);
-        assert_eq!(paired_rate_ratio(&c, &example_row("e", &[])), None);
     }
 }

@@ -22,6 +22,11 @@
 //! * [`Pattern::FanOut`] — as throughput, with `followers` receivers: every
 //!   message reaches each of them (one publisher and N subscribers, or N
 //!   connections the leader writes in turn).
+//! * [`Pattern::RequestResponse`] — one follower, the server; the leader, the
+//!   client, keeps up to [`RowSpec::depth`] requests in flight
+//!   ([`Leader::pipeline`], usually through [`pipeline`]) and the follower
+//!   answers each in turn ([`Follower::serve_one`]). With a depth of 1 this
+//!   is a ping-pong.
 //!
 //! How much of each message the sides touch is the row's [`PayloadMode`]:
 //! `touch` writes and checks the first and last byte, `full` writes every
@@ -31,7 +36,9 @@
 //! so a transport that loses or reorders messages fails loudly instead of
 //! producing a fast number.
 
+use std::collections::VecDeque;
 use std::mem::MaybeUninit;
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -51,18 +58,27 @@ pub enum Pattern {
     Throughput,
     /// One way, leader to every follower, back to back.
     FanOut,
+    /// Requests from the leader, each answered by the follower, with up to
+    /// [`RowSpec::depth`] of them in flight.
+    RequestResponse,
 }
 
 impl Pattern {
     /// Every pattern.
-    pub const ALL: [Pattern; 3] = [Pattern::PingPong, Pattern::Throughput, Pattern::FanOut];
+    pub const ALL: [Pattern; 4] = [
+        Pattern::PingPong,
+        Pattern::Throughput,
+        Pattern::FanOut,
+        Pattern::RequestResponse,
+    ];
 
-    /// `pingpong`, `throughput`, `fanout`.
+    /// `pingpong`, `throughput`, `fanout`, `reqres`.
     pub fn name(self) -> &'static str {
         match self {
             Pattern::PingPong => "pingpong",
             Pattern::Throughput => "throughput",
             Pattern::FanOut => "fanout",
+            Pattern::RequestResponse => "reqres",
         }
     }
 
@@ -72,12 +88,14 @@ impl Pattern {
         Pattern::ALL
             .into_iter()
             .find(|p| p.name() == name)
-            .ok_or_else(|| format!("unknown pattern {name:?}; known: pingpong, throughput, fanout"))
+            .ok_or_else(|| {
+                format!("unknown pattern {name:?}; known: pingpong, throughput, fanout, reqres")
+            })
     }
 
     /// Whether messages flow one way only (no answers).
     pub fn one_way(self) -> bool {
-        self != Pattern::PingPong
+        matches!(self, Pattern::Throughput | Pattern::FanOut)
     }
 }
 
@@ -218,6 +236,9 @@ pub struct RowSpec {
     pub followers: u32,
     /// Which follower this is, `0..followers` (0 on the leader's side).
     pub index: u32,
+    /// Requests the leader keeps in flight: 1 unless the pattern is
+    /// request/response.
+    pub depth: u32,
 }
 
 impl RowSpec {
@@ -231,6 +252,7 @@ impl RowSpec {
             payload: PayloadMode::Touch,
             followers: 1,
             index: 0,
+            depth: 1,
         }
     }
 
@@ -275,9 +297,49 @@ pub trait Leader {
         let _ = seq;
         Err(ONE_WAY_UNSUPPORTED.into())
     }
+
+    /// Request/response rows: sends requests `seqs` in order, never more
+    /// than `depth` of them unanswered, and returns once every answer is
+    /// in and checked (see [`pipeline`]). Default: the transport answers one
+    /// message at a time ([`Transport::in_flight_skip`] says so).
+    fn pipeline(&mut self, seqs: RangeInclusive<u64>, depth: usize) -> Result<()> {
+        let _ = (seqs, depth);
+        Err(NO_PIPELINE.into())
+    }
 }
 
 const ONE_WAY_UNSUPPORTED: &str = "this transport measures ping-pong only";
+const NO_PIPELINE: &str = "this transport answers one request at a time";
+
+/// Sends requests `seqs` through `request`, keeping at most `depth` (at
+/// least 1) without an answer, and waits for each answer, oldest first,
+/// through `response`, which gets what `request` returned for it (a
+/// pending response, say). `state` is what both work on. Returns once the
+/// last answer is in.
+#[inline]
+pub fn pipeline<S, T>(
+    state: &mut S,
+    seqs: RangeInclusive<u64>,
+    depth: usize,
+    mut request: impl FnMut(&mut S, u64) -> Result<T>,
+    mut response: impl FnMut(&mut S, u64, T) -> Result<()>,
+) -> Result<()> {
+    let depth = depth.max(1);
+    let mut in_flight: VecDeque<(u64, T)> = VecDeque::with_capacity(depth);
+    for seq in seqs {
+        if in_flight.len() == depth {
+            if let Some((s, t)) = in_flight.pop_front() {
+                response(state, s, t)?;
+            }
+        }
+        let t = request(state, seq)?;
+        in_flight.push_back((seq, t));
+    }
+    while let Some((s, t)) = in_flight.pop_front() {
+        response(state, s, t)?;
+    }
+    Ok(())
+}
 
 /// The follower's side of a row.
 pub trait Follower {
@@ -322,6 +384,14 @@ pub trait Transport: Send + Sync {
     fn skip_reason(&self, size: usize, pattern: Pattern) -> Option<String> {
         let _ = size;
         (pattern.one_way() && self.ping_pong_only()).then(|| "a floor: ping-pong only".to_owned())
+    }
+
+    /// Why it cannot keep `depth` requests of `size` bytes in flight in a
+    /// request/response row, if it cannot. Default: it answers one message
+    /// at a time (no [`Leader::pipeline`]).
+    fn in_flight_skip(&self, size: usize, depth: u32) -> Option<String> {
+        let _ = (size, depth);
+        Some(NO_PIPELINE.to_owned())
     }
 
     /// Whether it only measures round trips (the floors). Default: no.
@@ -495,6 +565,50 @@ mod tests {
         }
         assert!(Pattern::parse("carrier").is_err());
         assert!(!Pattern::PingPong.one_way());
+        assert!(!Pattern::RequestResponse.one_way());
         assert!(Pattern::FanOut.one_way());
+    }
+
+    #[test]
+    fn a_pipeline_keeps_at_most_depth_in_flight_and_answers_in_order() {
+        for depth in [0, 1, 3, 16] {
+            // (in flight now, most in flight, answered in order)
+            let mut st = (0usize, 0usize, Vec::new());
+            pipeline(
+                &mut st,
+                5..=14,
+                depth,
+                |st, seq| {
+                    st.0 += 1;
+                    st.1 = st.1.max(st.0);
+                    Ok(seq * 10)
+                },
+                |st, seq, t| {
+                    assert_eq!(t, seq * 10);
+                    st.0 -= 1;
+                    st.2.push(seq);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(st.0, 0);
+            assert_eq!(st.1, depth.clamp(1, 10));
+            assert_eq!(st.2, (5..=14).collect::<Vec<u64>>());
+        }
+        // An error stops it.
+        let e = pipeline(
+            &mut (),
+            1..=3,
+            2,
+            |_, s| Ok(s),
+            |_, s, _| {
+                if s == 2 {
+                    Err("lost".into())
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        assert!(e.is_err());
     }
 }

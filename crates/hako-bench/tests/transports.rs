@@ -2,7 +2,8 @@
 //! and sends a few messages one way (throughput) and to several followers
 //! (fan-out), in both payload modes: the followers are the `hako-pingpong`
 //! binary, the leader this test, talking through the same harness as the
-//! benchmark. With the `peers` feature this covers iceoryx2 and shmipc too. Sequence tags at both ends of
+//! benchmark, and keeps requests in flight through the request/response
+//! transports. With the `peers` feature this covers iceoryx2 and shmipc too. Sequence tags at both ends of
 //! every message make a lost, reordered or truncated message fail the row.
 //! Asserts behaviour only, never speed; a watchdog turns a hang into a
 //! failure.
@@ -129,6 +130,7 @@ fn one_way(session: &mut Session, kinds: &[Kind], sizes: &[usize]) {
                         followers,
                         warmup: 5,
                         messages: 40,
+                        depth: 1,
                     };
                     let r = t.run_one_way(session, spec).unwrap_or_else(|e| {
                         panic!("{} {pattern:?} at {size} B, {payload:?}: {e}", kind.name())
@@ -189,6 +191,7 @@ fn shmipc_streams_in_order_when_its_shared_memory_fills() {
                 followers,
                 warmup: 10,
                 messages: 500,
+                depth: 1,
             };
             let r = shmipc
                 .run_one_way(s, spec)
@@ -196,6 +199,67 @@ fn shmipc_streams_in_order_when_its_shared_memory_fills() {
             assert!(r.messages_per_s() > 0.0);
         }
     });
+}
+
+/// Sends 200 requests (after 7 untimed) through every transport that keeps
+/// requests in flight, 1, 16 and 64 at a time, at each size and in both
+/// payload modes: every answer reaches its request, in order.
+#[test]
+fn request_response_transports_keep_requests_in_flight() {
+    let _watchdog = watchdog("request_response_transports_keep_requests_in_flight");
+    let all = Transports::default();
+    let mut ran = Vec::new();
+    in_session("reqres", false, |s| {
+        for &kind in Kind::ALL {
+            let t = all.get(kind);
+            for size in [1, 64, 1024, 64 << 10] {
+                for depth in [1, 16, 64] {
+                    let pattern = Pattern::RequestResponse;
+                    if t.row_skip_reason(size, pattern).is_some()
+                        || t.row_in_flight_skip(size, depth).is_some()
+                    {
+                        continue;
+                    }
+                    for payload in PayloadMode::ALL {
+                        let spec = OneWay {
+                            pattern,
+                            payload,
+                            size,
+                            followers: 1,
+                            warmup: 7,
+                            messages: 200,
+                            depth,
+                        };
+                        let r = t.run_one_way(s, spec).unwrap_or_else(|e| {
+                            panic!(
+                                "{} at {size} B, {depth} in flight, {payload:?}: {e}",
+                                kind.name()
+                            )
+                        });
+                        assert!(r.elapsed_ns > 0 && r.messages_per_s() > 0.0);
+                    }
+                    if !ran.contains(&kind.name()) {
+                        ran.push(kind.name());
+                    }
+                }
+            }
+        }
+    });
+    for &k in Kind::REQRES {
+        assert!(ran.contains(&k.name()), "{} never ran", k.name());
+    }
+    // Those that answer one message at a time say so; sockets refuse what
+    // their buffers cannot hold.
+    let why = all.get(Kind::Floor).row_in_flight_skip(64, 16).unwrap();
+    assert!(why.contains("one request at a time"), "{why}");
+    let why = all.get(Kind::Unix).row_in_flight_skip(4096, 64).unwrap();
+    assert!(why.contains("socket buffers"), "{why}");
+    assert!(all.get(Kind::Unix).row_in_flight_skip(1024, 64).is_none());
+    let why = all
+        .get(Kind::HakoReqRes)
+        .row_skip_reason(64, Pattern::Throughput)
+        .unwrap();
+    assert!(why.contains("request/response"), "{why}");
 }
 
 #[test]

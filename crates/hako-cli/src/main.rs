@@ -33,7 +33,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use hako_bench::harness::{self, FOLLOWER_ARG};
+use hako_bench::follower;
+use hako_bench::harness::FOLLOWER_ARG;
 use hako_bench::select::Transports;
 
 pub mod bench;
@@ -164,7 +165,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some(FOLLOWER_ARG) {
         let all = Transports::default();
-        return match harness::follower_main(&args[2..], &all.for_follower()) {
+        return match follower::follower_main(&args[2..], &all.for_follower()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("hako bench follower: {e}");

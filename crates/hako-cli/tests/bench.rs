@@ -74,6 +74,7 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
         .args(["--transports", &transports.join(",")])
         .args(["--sizes", "64,4K", "--iterations", "40", "--blocks", "1"])
         .args(["--block-ms", "1", "--min-messages", "10", "--fanout", "2"])
+        .args(["--in-flight", "1,16", "--in-flight-sizes", "64"])
         .arg("--shm-dir")
         .arg(&shm)
         .arg("--json")
@@ -86,7 +87,15 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
         .unwrap();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    for heading in ["Ping-pong", "Throughput", "Fan-out", "Memory", "Summary"] {
+    for heading in [
+        "Ping-pong",
+        "Throughput",
+        "Fan-out",
+        "Request/response: one request at a time",
+        "Request/response: requests in flight",
+        "Memory",
+        "Summary",
+    ] {
         assert!(stdout.contains(heading), "{heading}: {stdout}");
     }
 
@@ -157,7 +166,17 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
                     } else {
                         // The floors measure ping-pong only; shmipc's
                         // one-way rows are skipped (see its module).
-                        let ok = ["floor", "floor2", "futex", "reference", "shmipc"];
+                        // Request/response transports answer every
+                        // message.
+                        let ok = [
+                            "floor",
+                            "floor2",
+                            "futex",
+                            "reference",
+                            "shmipc",
+                            "hako-reqres",
+                            "iceoryx2-reqres",
+                        ];
                         assert!(ok.contains(&t.as_str()), "{row}");
                     }
                     if pattern == "fanout" {
@@ -168,6 +187,43 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
         }
     }
     assert_eq!(v["memory"].as_array().unwrap().len(), 2);
+
+    // Request/response: round trips at both sizes and modes, then rates at
+    // 64 B with 1 and 16 in flight; every transport of a row measured
+    // against every other.
+    let reqres = v["request_response"].as_array().unwrap();
+    let (trips, rates): (Vec<&Value>, Vec<&Value>) =
+        reqres.iter().partition(|r| r["kind"] == "round_trip");
+    assert_eq!(trips.len(), 4, "2 sizes x 2 modes");
+    assert_eq!(rates.len(), 4, "2 depths x 2 modes");
+    for row in &trips {
+        assert_eq!(row["in_flight"], 1);
+    }
+    for row in &rates {
+        assert_eq!(row["size"], 64);
+        assert!(row["in_flight"] == 1 || row["in_flight"] == 16, "{row}");
+    }
+    for row in trips.iter().chain(&rates) {
+        let measured = row["transports"].as_array().unwrap();
+        let names: Vec<&str> = measured
+            .iter()
+            .map(|t| t["transport"].as_str().unwrap())
+            .collect();
+        for want in ["hako-reqres", "hako", "unix", "tcp"] {
+            assert!(names.contains(&want), "{want} missing in {row}");
+        }
+        for t in measured {
+            assert!(t["median_ns"].as_f64().unwrap() > 0.0, "{t}");
+            for other in names.iter().filter(|&&n| n != t["transport"]) {
+                assert!(t["vs"][*other].as_f64().unwrap() > 0.0, "{other}: {t}");
+            }
+        }
+    }
+    assert!(v["goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g.as_str().unwrap().contains("hako request/response round trip")));
 
     // The SVG is XML with an <svg> root, and one line per transport in each
     // of the two panels (the series are the polylines 2 px wide; axes and
@@ -180,8 +236,10 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
         .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("2"))
         .count();
     let measured = ping_pong[0]["transports"].as_array().unwrap().len();
-    assert_eq!(lines, 2 * measured, "{svg_text}");
+    let measured_reqres = trips[0]["transports"].as_array().unwrap().len();
+    assert_eq!(lines, 2 * measured + 2 * measured_reqres, "{svg_text}");
     assert!(svg_text.contains("touch mode") && svg_text.contains("full mode"));
+    assert!(svg_text.contains("request/response: round trip"));
     for t in &transports {
         assert!(svg_text.contains(&format!(">\n{t}\n<")), "legend for {t}");
     }

@@ -23,8 +23,9 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 
 use hako_bench::blocks::{self, Plan};
+use hako_bench::follower;
 use hako_bench::hako_pubsub::HakoPubSub;
-use hako_bench::harness::{self, RunRow, Session, SessionConfig, FOLLOWER_ARG};
+use hako_bench::harness::{RunRow, Session, SessionConfig, FOLLOWER_ARG};
 use hako_bench::report::{self, format_size, parse_size, RunReport};
 use hako_bench::rundir::{self, RunDir};
 use hako_bench::select::{Kind, Transports};
@@ -126,7 +127,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let result = if args.get(1).map(String::as_str) == Some(FOLLOWER_ARG) {
         let all = Transports::default();
-        harness::follower_main(&args[2..], &all.for_follower())
+        follower::follower_main(&args[2..], &all.for_follower())
     } else {
         run(Cli::parse())
     };
@@ -228,7 +229,7 @@ fn run(cli: Cli) -> Result<()> {
         )
     })?;
 
-    let clock = harness::clock_cost_ns();
+    let clock = hako_bench::harness::clock_cost_ns();
     println!(
         "hako-pingpong: round trips between two processes; {} blocks per row, each transport \
          doing as many round trips per block as fit in {} ms ({}..={}), between floor probes \

@@ -32,7 +32,7 @@ use iceoryx2::service::port_factory::publish_subscribe::PortFactory as PubSubFac
 
 use crate::hako_pubsub::HakoPubSub;
 use crate::transport::{
-    check_reached, poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
+    check_reached, poll, tag, Follower, Leader, PayloadMode, RowSpec, Transport, Waiting,
 };
 use crate::Result;
 
@@ -71,7 +71,7 @@ type Pub = Publisher<ipc::Service, [u8], ()>;
 type Sub = Subscriber<ipc::Service, [u8], ()>;
 type Factory = PubSubFactory<ipc::Service, [u8], ()>;
 
-fn err(what: &str, e: impl std::fmt::Debug) -> crate::BoxError {
+pub(super) fn err(what: &str, e: impl std::fmt::Debug) -> crate::BoxError {
     format!("iceoryx2: {what}: {e:?}").into()
 }
 
@@ -91,7 +91,7 @@ fn config(row: &RowSpec, follower: bool) -> Result<Config> {
     Ok(config)
 }
 
-fn node(row: &RowSpec, follower: bool) -> Result<Node<ipc::Service>> {
+pub(super) fn node(row: &RowSpec, follower: bool) -> Result<Node<ipc::Service>> {
     // Warnings about stale nodes of killed runs are not for the table.
     set_log_level(LogLevel::Error);
     NodeBuilder::new()
@@ -101,7 +101,7 @@ fn node(row: &RowSpec, follower: bool) -> Result<Node<ipc::Service>> {
         .map_err(|e| err("creating a node", e))
 }
 
-fn service_name(row: &RowSpec, what: &str) -> Result<ServiceName> {
+pub(super) fn service_name(row: &RowSpec, what: &str) -> Result<ServiceName> {
     ServiceName::new(&format!("hako-bench/{}/{what}", row.row_id))
         .map_err(|e| err("service name", e))
 }
@@ -250,7 +250,7 @@ impl Transport for Iceoryx2 {
                 .map_err(|e| err("opening a service", e))
         };
         let mut services = vec![open("ping")?];
-        if row.pattern == Pattern::PingPong {
+        if !row.pattern.one_way() {
             services.push(open("pong")?);
         }
         let ping = services[0]

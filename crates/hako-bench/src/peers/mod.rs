@@ -4,6 +4,8 @@
 //!   publish/subscribe over shared memory, measured exactly as hako is
 //!   (slices of `u8` loaned, written in place, sent; busy-polled
 //!   `receive()`; the same queue depths and flow control).
+//! * [`iceoryx2_reqres`] — iceoryx2's request/response, measured as hako's
+//!   is ([`crate::hako_reqres`]).
 //! * [`shmipc`](mod@shmipc) — CloudWeGo shmipc: byte streams whose data goes
 //!   through shared memory and whose wake-ups go through a unix socket or an
 //!   eventfd, driven by tokio.
@@ -12,6 +14,7 @@
 //! was killed leaves nothing that the next one does not clean up.
 
 pub mod iceoryx2;
+pub mod iceoryx2_reqres;
 pub mod shmipc;
 
 /// The pid of the run's leader: this process on the leader's side, its

@@ -10,8 +10,12 @@
 //! with the leader (`PR_SET_PDEATHSIG`). Leftovers of runs that were killed
 //! outright (SIGKILL) are removed by the next run.
 
+pub mod json;
 pub mod output;
 pub mod plot;
+pub mod reqres;
+pub mod summary;
+pub mod table;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -78,10 +82,25 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_size)]
     pub sizes: Option<Vec<usize>>,
     /// Patterns: pingpong (round-trip latency), throughput (one way),
-    /// fanout (one sender, --fanout receivers).
+    /// fanout (one sender, --fanout receivers), reqres (request/response:
+    /// round trips, and requests per second with --in-flight requests in
+    /// flight).
     #[arg(long, value_delimiter = ',', value_parser = Pattern::parse,
-          default_value = "pingpong,throughput,fanout")]
+          default_value = "pingpong,throughput,fanout,reqres")]
     pub patterns: Vec<Pattern>,
+    /// Transports of the request/response rows, in table order [default:
+    /// hako-reqres, hako (pub/sub ping-pong, the reference),
+    /// iceoryx2-reqres, shmipc, unix, tcp].
+    #[arg(long, value_delimiter = ',', value_parser = Kind::parse)]
+    pub reqres_transports: Option<Vec<Kind>>,
+    /// Requests in flight of the request/response rate rows.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub in_flight: Vec<u32>,
+    /// Message sizes of the request/response rate rows [default: 64,1K;
+    /// --quick: 64].
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    pub in_flight_sizes: Option<Vec<usize>>,
     /// Payload modes: touch (first and last byte written and checked), full
     /// (every byte written, every byte read into a checksum).
     #[arg(long, value_delimiter = ',', value_parser = PayloadMode::parse,
@@ -158,7 +177,7 @@ pub struct RunInfo {
     pub fanout: u32,
     /// Wall time of the run.
     pub wall: Duration,
-    /// The machine ([`output::machine`]).
+    /// The machine ([`json::machine`]).
     pub machine: serde_json::Value,
 }
 
@@ -190,7 +209,33 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
         &[64, 1 << 10, 4 << 10, 64 << 10, 1 << 20, 4 << 20]
     };
     let sizes = dedup(args.sizes.clone().unwrap_or_else(|| default_sizes.to_vec()));
-    if let Some(&big) = sizes.iter().find(|&&s| s > MAX_SIZE) {
+    let default_in_flight: &[usize] = if args.quick { &[64] } else { &[64, 1 << 10] };
+    let in_flight_sizes = dedup(
+        args.in_flight_sizes
+            .clone()
+            .unwrap_or_else(|| default_in_flight.to_vec()),
+    );
+    let mut depths: Vec<u32> = Vec::new();
+    for &d in &args.in_flight {
+        if !depths.contains(&d) {
+            depths.push(d);
+        }
+    }
+    let mut reqres: Vec<Kind> = Vec::new();
+    for k in args
+        .reqres_transports
+        .clone()
+        .unwrap_or_else(|| Kind::REQRES.to_vec())
+    {
+        if !reqres.contains(&k) {
+            reqres.push(k);
+        }
+    }
+    if let Some(&big) = sizes
+        .iter()
+        .chain(&in_flight_sizes)
+        .find(|&&s| s > MAX_SIZE)
+    {
         return Err(format!(
             "size {} is above the largest the suite supports ({})",
             format_size(big),
@@ -199,10 +244,15 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
         .into());
     }
     let patterns = args.patterns.clone();
-    if explicit {
+    let named: Vec<Kind> = if explicit { kinds.clone() } else { Vec::new() }
+        .into_iter()
+        .chain(args.reqres_transports.iter().flatten().copied())
+        .collect();
+    {
         // A transport the user named must carry every size given (the
-        // floors' "ping-pong only" is no error: one-way rows just skip them).
-        for &k in &kinds {
+        // floors' "ping-pong only" is no error: one-way rows just skip them,
+        // as rate rows skip what cannot keep requests in flight).
+        for &k in &named {
             for &size in &sizes {
                 if let Some(why) = all.get(k).row_skip_reason(size, Pattern::PingPong) {
                     return Err(format!(
@@ -268,6 +318,9 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
             leader_cpu,
             follower_cpu,
             all,
+            reqres,
+            depths,
+            in_flight_sizes,
         },
         args.pinning,
     ))
@@ -309,7 +362,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     })?;
     let (cfg, pinning) = configure(&args, run_dir.path())?;
     // Before any pinning narrows what this process sees.
-    let machine = output::machine();
+    let machine = json::machine();
     clean_on_signal(run_dir.path().to_owned())?;
 
     let bar = if args.no_progress {
@@ -346,7 +399,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
 
     print!("{}", output::text(&result, &info));
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&output::json(&result, &info))?;
+        let json = serde_json::to_string_pretty(&json::json(&result, &info))?;
         std::fs::write(path, json + "\n")
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         println!("wrote {}", path.display());

@@ -1,7 +1,9 @@
-//! `--plot FILE.svg`: ping-pong latency against payload size, log–log.
+//! `--plot FILE.svg`: round-trip latency against payload size, log–log.
 //!
-//! One panel per payload mode that ran (touch, full), one line per
-//! transport: the median round trip at each size. Drawn with plotters'
+//! One panel per pattern (ping-pong, and request/response one request at a
+//! time) and payload mode (touch, full) that ran, patterns in rows and
+//! modes in columns, one line per transport: the median round trip at each
+//! size. Drawn with plotters'
 //! SVG backend only, so no font or image library of the system is needed:
 //! text is written as SVG `<text>` elements, which any viewer renders with
 //! its own fonts (plotters only estimates their extent for the layout).
@@ -11,16 +13,16 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use hako_bench::report::format_size;
-use hako_bench::suite::SuiteResult;
+use hako_bench::suite::{PingPongRow, SuiteResult};
 use hako_bench::transport::PayloadMode;
 use hako_bench::Result;
 
 /// The median round trip (µs) of each transport at each size, per mode.
 type Lines = Vec<(&'static str, Vec<(f64, f64)>)>;
 
-fn lines(result: &SuiteResult, payload: PayloadMode) -> Lines {
+fn lines(rows: &[PingPongRow], payload: PayloadMode) -> Lines {
     let mut out: Lines = Vec::new();
-    for r in result.ping_pong.iter().filter(|r| r.payload == payload) {
+    for r in rows.iter().filter(|r| r.payload == payload) {
         for m in &r.row.transports {
             let point = (
                 r.row.size as f64,
@@ -41,19 +43,37 @@ fn plot_err(e: impl std::fmt::Display) -> hako_bench::BoxError {
 
 /// Draws the plot into `path` (an SVG file).
 pub fn latency_svg(result: &SuiteResult, path: &Path) -> Result<()> {
+    let patterns: Vec<(&str, &[PingPongRow])> = [
+        ("ping-pong", result.ping_pong.as_slice()),
+        ("request/response", result.request_response.as_slice()),
+    ]
+    .into_iter()
+    .filter(|(_, rows)| !rows.is_empty())
+    .collect();
     let modes: Vec<PayloadMode> = PayloadMode::ALL
         .into_iter()
-        .filter(|&p| result.ping_pong.iter().any(|r| r.payload == p))
+        .filter(|&p| {
+            patterns
+                .iter()
+                .any(|(_, rows)| rows.iter().any(|r| r.payload == p))
+        })
         .collect();
     if modes.is_empty() {
-        return Err("--plot needs the pingpong pattern".into());
+        return Err("--plot needs the pingpong or the reqres pattern".into());
     }
     let width = 720 * modes.len() as u32;
-    let root = SVGBackend::new(path, (width, 540)).into_drawing_area();
+    let height = 540 * patterns.len() as u32;
+    let root = SVGBackend::new(path, (width, height)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
-    let panels = root.split_evenly((1, modes.len()));
-    for (panel, &mode) in panels.iter().zip(&modes) {
-        let data = lines(result, mode);
+    let panels = root.split_evenly((patterns.len(), modes.len()));
+    let cells = patterns
+        .iter()
+        .flat_map(|&(what, rows)| modes.iter().map(move |&mode| (what, rows, mode)));
+    for (panel, (what, rows, mode)) in panels.iter().zip(cells) {
+        let data = lines(rows, mode);
+        if data.is_empty() {
+            continue;
+        }
         let (mut xmin, mut xmax, mut ymin, mut ymax) = (f64::MAX, 0.0f64, f64::MAX, 0.0f64);
         for (_, pts) in &data {
             for &(x, y) in pts {
@@ -74,7 +94,7 @@ pub fn latency_svg(result: &SuiteResult, path: &Path) -> Result<()> {
         let (ymin, ymax) = (ymin / 1.5, (ymax * 1.5).max(ymin * 2.0));
         let mut chart = ChartBuilder::on(panel)
             .caption(
-                format!("round trip vs payload size ({} mode)", mode.name()),
+                format!("{what}: round trip vs payload size ({} mode)", mode.name()),
                 ("sans-serif", 20),
             )
             .margin(12)

@@ -1,0 +1,229 @@
+//! hako request/response, busy-polled.
+//!
+//! One service per row, `reqres/<row>`, requests and responses `[u8]` of
+//! the row's size: the leader creates it (one client, one server, as many
+//! requests in flight as the row's depth) and is the client; the follower
+//! opens it and is the server. For request `seq` the client loans a slice
+//! in its pool, writes it as the row's payload mode says and sends it; the
+//! server busy-polls `receive()`, checks the request in place, loans a
+//! response from its own pool, writes it, sends it, and drops the request,
+//! which ends the response stream. The client busy-polls its pending
+//! response, checks the answer in place, and drops both. Nothing is copied;
+//! only descriptors cross.
+//!
+//! A round trip ([`Leader::round_trip`]) is one request and its answer; a
+//! request/response row keeps up to its depth in flight
+//! ([`Leader::pipeline`]), each pending response held until its answer is
+//! checked, oldest first.
+
+use hako::{Client, Config, Node, NodeBuilder, ReqResService, Server, ServiceName};
+
+use crate::transport::{
+    pipeline, poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
+};
+use crate::Result;
+
+/// Most requests a client may keep in flight here.
+pub const MAX_DEPTH: u32 = 1024;
+
+/// hako request/response, busy-polled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HakoReqRes;
+
+/// The leader's side: the client.
+pub struct ReqResLeader {
+    // Field order is drop order: the port before the service before the node.
+    client: Client<[u8], [u8]>,
+    service: ReqResService<[u8], [u8]>,
+    _node: Node,
+    size: usize,
+    payload: PayloadMode,
+}
+
+/// The follower's side: the server.
+pub struct ReqResFollower {
+    server: Server<[u8], [u8]>,
+    _service: ReqResService<[u8], [u8]>,
+    _node: Node,
+    size: usize,
+    payload: PayloadMode,
+}
+
+impl std::fmt::Debug for ReqResLeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReqResLeader")
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for ReqResFollower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReqResFollower")
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+fn node(row: &RowSpec, name: &str) -> Result<Node> {
+    let config = Config::default().with_root(&row.root);
+    Ok(NodeBuilder::new().name(name)?.config(&config).create()?)
+}
+
+fn service_name(row: &RowSpec) -> Result<ServiceName> {
+    Ok(ServiceName::new(&format!("reqres/{}", row.row_id))?)
+}
+
+/// Sends request tag `t` of `size` bytes, written as `payload` says.
+#[inline]
+fn send_request(
+    client: &Client<[u8], [u8]>,
+    size: usize,
+    payload: PayloadMode,
+    t: u8,
+) -> Result<hako::PendingResponse<'_, [u8], [u8]>> {
+    let mut request = client.loan_slice_uninit(size)?;
+    payload.write_uninit(request.payload_mut(), t);
+    // SAFETY: in full mode every byte was written; in touch mode the others
+    // hold what the chunk held before (zeros from the kernel, or earlier
+    // payloads): initialised memory, and `u8` has no invalid values. The
+    // same reasoning as for publish/subscribe (see crate::hako_pubsub).
+    let request = unsafe { request.assume_init() };
+    Ok(request.send()?)
+}
+
+/// Busy-polls `pending` for its answer and checks it against tag `t`.
+#[inline]
+fn await_answer(
+    pending: &hako::PendingResponse<'_, [u8], [u8]>,
+    size: usize,
+    payload: PayloadMode,
+    t: u8,
+) -> Result<()> {
+    let answer = poll("a response", || {
+        let r = pending.receive()?;
+        if r.is_none() && pending.is_finished() {
+            return Err("the server ended the stream without a response".into());
+        }
+        Ok(r)
+    })?;
+    payload.check(&answer, size, t, "response")
+}
+
+impl Transport for HakoReqRes {
+    type Leader = ReqResLeader;
+    type Follower = ReqResFollower;
+
+    fn name(&self) -> &'static str {
+        "hako-reqres"
+    }
+
+    fn waiting(&self) -> Waiting {
+        Waiting::BusyPoll
+    }
+
+    fn skip_reason(&self, _size: usize, pattern: Pattern) -> Option<String> {
+        pattern
+            .one_way()
+            .then(|| "request/response: every request is answered".to_owned())
+    }
+
+    fn in_flight_skip(&self, _size: usize, depth: u32) -> Option<String> {
+        (depth > MAX_DEPTH).then(|| format!("more than {MAX_DEPTH} requests in flight"))
+    }
+
+    fn leader(&self, row: &RowSpec) -> Result<ReqResLeader> {
+        if row.size == 0 {
+            return Err("message size must be at least 1 byte".into());
+        }
+        let node = node(row, "reqres-client")?;
+        let service = node
+            .service_builder(&service_name(row)?)
+            .request_response::<[u8], [u8]>()
+            .max_clients(1)
+            .max_servers(1)
+            .max_nodes(2)
+            .max_requests_in_flight(row.depth.clamp(1, MAX_DEPTH))
+            .max_response_buffer(2)
+            .create()?;
+        let client = service
+            .client_builder()
+            .max_slice_len(row.size)
+            .max_loaned_requests(1)
+            .create()?;
+        Ok(ReqResLeader {
+            client,
+            service,
+            _node: node,
+            size: row.size,
+            payload: row.payload,
+        })
+    }
+
+    fn follower(&self, row: &RowSpec) -> Result<ReqResFollower> {
+        let node = node(row, "reqres-server")?;
+        let service = node
+            .service_builder(&service_name(row)?)
+            .request_response::<[u8], [u8]>()
+            .open()?;
+        let server = service
+            .server_builder()
+            .max_slice_len(row.size)
+            .max_loaned_responses(1)
+            .create()?;
+        Ok(ReqResFollower {
+            server,
+            _service: service,
+            _node: node,
+            size: row.size,
+            payload: row.payload,
+        })
+    }
+}
+
+impl Leader for ReqResLeader {
+    fn connect(&mut self) -> Result<()> {
+        poll("the server to come", || {
+            Ok((self.client.server_count() == 1).then_some(()))
+        })?;
+        // Kept for the row: the service lives as long as the leader.
+        let _ = &self.service;
+        Ok(())
+    }
+
+    #[inline]
+    fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()> {
+        let t = tag(seq);
+        let pending = send_request(&self.client, self.size, self.payload, t)?;
+        sent();
+        await_answer(&pending, self.size, self.payload, t.wrapping_add(1))
+    }
+
+    fn pipeline(&mut self, seqs: std::ops::RangeInclusive<u64>, depth: usize) -> Result<()> {
+        let (size, payload) = (self.size, self.payload);
+        pipeline(
+            &mut &self.client,
+            seqs,
+            depth,
+            |client, seq| send_request(client, size, payload, tag(seq)),
+            |_, seq, pending| await_answer(&pending, size, payload, tag(seq).wrapping_add(1)),
+        )
+    }
+}
+
+impl Follower for ReqResFollower {
+    #[inline]
+    fn serve_one(&mut self, seq: u64) -> Result<()> {
+        let t = tag(seq);
+        let request = poll("a request", || Ok(self.server.receive()?))?;
+        self.payload.check(&request, self.size, t, "request")?;
+        let mut response = request.loan_slice_uninit(self.size)?;
+        self.payload
+            .write_uninit(response.payload_mut(), t.wrapping_add(1));
+        // SAFETY: as for the request (see send_request).
+        let response = unsafe { response.assume_init() };
+        response.send()?;
+        Ok(())
+        // The request drops here: the stream ends, its chunk goes back.
+    }
+}

@@ -1,0 +1,322 @@
+//! Kernel mechanisms that copy the message: pipes, FIFOs, unix and TCP
+//! sockets, POSIX message queues.
+//!
+//! For message `seq` the sender writes a whole `size`-byte buffer (tagged,
+//! or filled in full mode, as in the other transports) and the receiver
+//! reads a whole one: the kernel copies every byte twice per direction (into
+//! its buffers and out again), and a reader sleeps in the kernel until the
+//! data is there. Kernel defaults are kept (pipe capacity, socket buffer
+//! sizes), as a program that just uses the mechanism would have them, and a
+//! sender that gets ahead blocks in `write` — the flow control each of them
+//! has.
+//!
+//! * [`Pipe`] — anonymous pipes (`pipe2`), one per direction. The follower,
+//!   started before the row, opens its ends through `/proc/<leader>/fd/<n>`
+//!   (the numbers are in a small file in the run's root), which yields the
+//!   very same pipe; the leader then closes its copies of those ends.
+//! * [`Fifo`] — named pipes (`mkfifo`) in the run's root; the names are
+//!   removed once both ends are open. Reads and writes go through the same
+//!   `pipe_read`/`pipe_write` as an anonymous pipe's; only opening differs.
+//! * [`UnixSocket`] — a `SOCK_STREAM` unix socket bound in the run's root;
+//!   the follower connects, the leader accepts, the name is then removed.
+//! * [`Tcp`] — a TCP connection over loopback (127.0.0.1, an ephemeral port
+//!   written to a file in the run's root), `TCP_NODELAY` on both ends.
+//! * [`MessageQueue`] — POSIX message queues (`mq_open`), one per direction
+//!   and follower, each holding one message of `size` bytes (ping-pong) or a
+//!   few (one-way). A message arrives whole or not at all. Sizes above
+//!   `/proc/sys/fs/mqueue/msgsize_max` are skipped
+//!   ([`Transport::skip_reason`]).
+//!
+//! A stream (pipe, FIFO, socket) has no message boundaries: each side reads
+//! until it has `size` bytes. One-way rows use the leader→follower direction
+//! only; in fan-out the leader writes each message to every follower's
+//! channel in turn. All five share one leader and one follower side
+//! ([`KernelLeader`], [`KernelFollower`]) over a [`Channel`].
+//!
+//! A side whose peer died sees end-of-file or a broken pipe (streams) or a
+//! receive that times out after [`PEER_TIMEOUT`] (message queue).
+
+mod mq;
+mod pipes;
+mod sockets;
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{fcntl_getfl, fcntl_setfl, open, Mode, OFlags};
+
+use mq::unlink_queue;
+pub use mq::{msgsize_max, MessageQueue, Mq, MSGSIZE_MAX_PATH};
+pub use pipes::{Fifo, Pipe};
+pub use sockets::{Tcp, UnixSocket, SOCKET_IN_FLIGHT_BYTES};
+
+#[cfg(doc)]
+use crate::transport::Transport;
+#[cfg(doc)]
+use crate::transport::PEER_TIMEOUT;
+use crate::transport::{pipeline, tag, Follower, Leader, PayloadMode, RowSpec};
+use crate::Result;
+
+/// The two buffers of one side: what it writes, what it reads into.
+#[derive(Debug)]
+struct Buffers {
+    out: Vec<u8>,
+    inp: Vec<u8>,
+    payload: PayloadMode,
+}
+
+impl Buffers {
+    fn new(row: &RowSpec) -> Result<Self> {
+        if row.size == 0 {
+            return Err("message size must be at least 1 byte".into());
+        }
+        // Zero-filled now, so that no page fault lands in the timing.
+        Ok(Self {
+            out: vec![0; row.size],
+            inp: vec![0; row.size],
+            payload: row.payload,
+        })
+    }
+
+    /// The outgoing message, tagged `t`.
+    #[inline]
+    fn tagged(&mut self, t: u8) -> &[u8] {
+        self.payload.write(&mut self.out, t);
+        &self.out
+    }
+
+    /// Checks the first `n` bytes received against tag `t`.
+    #[inline]
+    fn check(&self, n: usize, t: u8, what: &str) -> Result<()> {
+        self.payload.check(&self.inp[..n], self.inp.len(), t, what)
+    }
+}
+
+/// One direction of a kernel mechanism, as one side sees it.
+pub trait Channel {
+    /// Sends the whole message `msg`, blocking while the kernel's buffers
+    /// are full.
+    fn put(&mut self, msg: &[u8]) -> Result<()>;
+
+    /// Receives one whole message into `buf` (exactly `buf.len()` bytes of a
+    /// stream); returns its length.
+    fn get(&mut self, buf: &mut [u8]) -> Result<usize>;
+}
+
+impl<T: Read + Write> Channel for T {
+    #[inline]
+    fn put(&mut self, msg: &[u8]) -> Result<()> {
+        Ok(self.write_all(msg)?)
+    }
+
+    #[inline]
+    fn get(&mut self, buf: &mut [u8]) -> Result<usize> {
+        self.read_exact(buf)?;
+        Ok(buf.len())
+    }
+}
+
+/// Makes the leader's channel to the next follower once the followers have
+/// built their side (sockets: accepts), and for ping-pong the one back.
+type Accept<C> = Box<dyn FnMut() -> Result<(C, Option<C>)>>;
+
+/// The leader's side of every kernel mechanism.
+pub struct KernelLeader<C> {
+    name: &'static str,
+    /// One channel to each follower (built in `connect` if `accept` is set).
+    outs: Vec<C>,
+    /// From the follower (ping-pong).
+    inp: Option<C>,
+    /// Makes the channel to the next follower (sockets: accepts), and for
+    /// ping-pong the one back, from the same connection.
+    accept: Option<(Accept<C>, usize)>,
+    /// Descriptors kept open only until the followers have opened theirs.
+    keep: Vec<OwnedFd>,
+    /// Names removed once everybody is connected (and on drop).
+    paths: Vec<PathBuf>,
+    queues: Vec<CString>,
+    bufs: Buffers,
+}
+
+impl<C> std::fmt::Debug for KernelLeader<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelLeader")
+            .field("name", &self.name)
+            .field("outs", &self.outs.len())
+            .field("paths", &self.paths)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> KernelLeader<C> {
+    fn new(name: &'static str, row: &RowSpec) -> Result<Self> {
+        Ok(Self {
+            name,
+            outs: Vec::new(),
+            inp: None,
+            accept: None,
+            keep: Vec::new(),
+            paths: Vec::new(),
+            queues: Vec::new(),
+            bufs: Buffers::new(row)?,
+        })
+    }
+
+    fn remove_names(&mut self) {
+        for p in self.paths.drain(..) {
+            let _ = std::fs::remove_file(p);
+        }
+        for q in self.queues.drain(..) {
+            unlink_queue(&q);
+        }
+    }
+}
+
+impl<C> Drop for KernelLeader<C> {
+    fn drop(&mut self) {
+        self.remove_names();
+    }
+}
+
+/// The follower's side of every kernel mechanism.
+#[derive(Debug)]
+pub struct KernelFollower<C> {
+    name: &'static str,
+    inp: C,
+    /// To the leader (ping-pong).
+    out: Option<C>,
+    bufs: Buffers,
+}
+
+impl<C: Channel> Leader for KernelLeader<C> {
+    fn connect(&mut self) -> Result<()> {
+        if let Some((mut accept, n)) = self.accept.take() {
+            for _ in 0..n {
+                let (out, inp) = accept()?;
+                self.outs.push(out);
+                if inp.is_some() {
+                    self.inp = inp;
+                }
+            }
+        }
+        // Everybody has its ends open: the names and our copies of the
+        // followers' ends are no longer needed.
+        self.keep.clear();
+        self.remove_names();
+        Ok(())
+    }
+
+    #[inline]
+    fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()> {
+        let t = tag(seq);
+        let name = self.name;
+        let out = self.outs.first_mut().ok_or("not connected")?;
+        out.put(self.bufs.tagged(t))
+            .map_err(|e| format!("{name}: writing ping {seq}: {e}"))?;
+        sent();
+        let inp = self.inp.as_mut().ok_or("this row is one-way")?;
+        let n = inp
+            .get(&mut self.bufs.inp)
+            .map_err(|e| format!("{name}: reading pong {seq}: {e}"))?;
+        self.bufs.check(n, t.wrapping_add(1), "pong")
+    }
+
+    fn pipeline(&mut self, seqs: std::ops::RangeInclusive<u64>, depth: usize) -> Result<()> {
+        let name = self.name;
+        pipeline(
+            self,
+            seqs,
+            depth,
+            |side, seq| {
+                let out = side.outs.first_mut().ok_or("not connected")?;
+                out.put(side.bufs.tagged(tag(seq)))
+                    .map_err(|e| format!("{name}: writing request {seq}: {e}").into())
+            },
+            |side, seq, ()| {
+                let inp = side.inp.as_mut().ok_or("this row is one-way")?;
+                let n = inp
+                    .get(&mut side.bufs.inp)
+                    .map_err(|e| format!("{name}: reading response {seq}: {e}"))?;
+                side.bufs.check(n, tag(seq).wrapping_add(1), "response")
+            },
+        )
+    }
+
+    #[inline]
+    fn send(&mut self, seq: u64) -> Result<()> {
+        let name = self.name;
+        let msg = self.bufs.tagged(tag(seq));
+        for out in &mut self.outs {
+            out.put(msg)
+                .map_err(|e| format!("{name}: writing message {seq}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+impl<C: Channel> Follower for KernelFollower<C> {
+    #[inline]
+    fn serve_one(&mut self, seq: u64) -> Result<()> {
+        self.receive(seq)?;
+        let name = self.name;
+        let out = self.out.as_mut().ok_or("this row is one-way")?;
+        out.put(self.bufs.tagged(tag(seq).wrapping_add(1)))
+            .map_err(|e| format!("{name}: writing pong {seq}: {e}").into())
+    }
+
+    #[inline]
+    fn receive(&mut self, seq: u64) -> Result<()> {
+        let name = self.name;
+        let n = self
+            .inp
+            .get(&mut self.bufs.inp)
+            .map_err(|e| format!("{name}: reading message {seq}: {e}"))?;
+        self.bufs.check(n, tag(seq), "ping")
+    }
+}
+
+/// Clears `O_NONBLOCK` (FIFOs are opened non-blocking so that opening does
+/// not wait for the other end).
+fn set_blocking(fd: &OwnedFd) -> Result<()> {
+    let flags = fcntl_getfl(fd)?;
+    fcntl_setfl(fd, flags - OFlags::NONBLOCK)?;
+    Ok(())
+}
+
+/// Opens a FIFO (or a pipe through `/proc`) without waiting for the other
+/// end, then makes it blocking.
+fn open_fifo(path: &Path, access: OFlags) -> Result<File> {
+    let fd = open(
+        path,
+        access | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    set_blocking(&fd)?;
+    Ok(File::from(fd))
+}
+
+/// A file of the row in the run's root: `<kind>_<row>_<what>`.
+fn row_path(row: &RowSpec, kind: &str, what: &str) -> PathBuf {
+    row.root.join(format!("{kind}_{}_{what}", row.row_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_tag_and_check() {
+        let row = RowSpec::ping_pong("/".into(), 0, 3);
+        let mut b = Buffers::new(&row).unwrap();
+        assert_eq!(b.tagged(9), &[9, 0, 9]);
+        b.inp.copy_from_slice(&[9, 0, 9]);
+        b.check(3, 9, "x").unwrap();
+        assert!(b.check(3, 8, "x").is_err());
+        assert!(b.check(2, 9, "x").is_err());
+        assert!(Buffers::new(&RowSpec::ping_pong("/".into(), 0, 0)).is_err());
+    }
+}
