@@ -40,10 +40,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut next = adder.receive_timeout(Duration::from_millis(1))?;
         while let Some(request) = next {
             // A request is a view into the client's shared memory; so is a
-            // response into ours once sent. Dropping the request ends its
-            // response stream.
+            // response into ours once sent. One answer: `send_last_copy`
+            // sends it and ends the stream in the same message (sending it
+            // and dropping the request would make two).
             let sum = request.a + request.b;
-            request.send_copy(AddResponse { sum })?;
+            request.send_last_copy(AddResponse { sum })?;
             served += 1;
             next = adder.receive()?;
         }
@@ -53,6 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 response.send()?;
             }
             served += 1;
+            // Dropping the request ends its response stream.
         }
     }
     println!("served {served} requests");

@@ -43,6 +43,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             assert!(!(m.no_response && responses));
+            assert!(!(m.last && (m.end || !responses)));
             let id = hako::unstable::envelope::request_id(m.slot, m.generation);
             assert_eq!(u64::from_le_bytes(data[..8].try_into().unwrap()), id);
         }

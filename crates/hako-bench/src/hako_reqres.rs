@@ -6,8 +6,9 @@
 //! opens it and is the server. For request `seq` the client loans a slice
 //! in its pool, writes it as the row's payload mode says and sends it; the
 //! server busy-polls `receive()`, checks the request in place, loans a
-//! response from its own pool, writes it, sends it, and drops the request,
-//! which ends the response stream. The client busy-polls its pending
+//! response from its own pool, writes it and sends it as the last of the
+//! stream (`ActiveRequest::send_last`: the response and the end of the
+//! stream in one message). The client busy-polls its pending
 //! response, checks the answer in place, and drops both. Nothing is copied;
 //! only descriptors cross.
 //!
@@ -222,8 +223,9 @@ impl Follower for ReqResFollower {
             .write_uninit(response.payload_mut(), t.wrapping_add(1));
         // SAFETY: as for the request (see send_request).
         let response = unsafe { response.assume_init() };
-        response.send()?;
+        // The one response ends the stream: one message, not two. The
+        // request's chunk goes back as it drops.
+        request.send_last(response)?;
         Ok(())
-        // The request drops here: the stream ends, its chunk goes back.
     }
 }

@@ -170,12 +170,19 @@ pub fn serve(a: ServeArgs) -> Result<(), CliError> {
                 request.len(),
                 a.max_len
             );
-        } else if request.expects_response() {
-            request.send_slice_copy(&request).map_err(failure)?;
         }
         served += 1;
+        let bytes = request.len();
+        if bytes <= a.max_len && request.expects_response() {
+            // The echo is the stream's one response, and its end.
+            let echo = request
+                .loan_slice_uninit(bytes)
+                .map_err(failure)?
+                .write_from_slice(&request);
+            request.send_last(echo).map_err(failure)?;
+        }
         if a.domain.json {
-            println!("{}", serde_json::json!({ "request_bytes": request.len() }));
+            println!("{}", serde_json::json!({ "request_bytes": bytes }));
         }
     }
     Ok(())

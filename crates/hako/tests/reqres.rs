@@ -68,6 +68,45 @@ fn a_request_gets_its_response_and_the_end_of_the_stream() {
 }
 
 #[test]
+fn a_last_response_ends_the_stream_in_one_message() {
+    let d = Domain::new("last");
+    let svc = d.service(4, 4);
+    let server = svc.server_builder().create().unwrap();
+    let client = svc.client_builder().create().unwrap();
+    let (a, b) = (client.send_copy(1).unwrap(), client.send_copy(2).unwrap());
+    let (ra, rb) = (
+        server.receive().unwrap().unwrap(),
+        server.receive().unwrap().unwrap(),
+    );
+    // A response of one request is refused as another's last: it is given
+    // back unsent, and that request drops, ending its stream as usual.
+    let wrong = ra.loan_uninit().unwrap().write_payload(99);
+    assert!(matches!(
+        rb.send_last(wrong),
+        Err(hako::ResponseSendError::OtherRequest)
+    ));
+    ra.send_copy(10).unwrap();
+    ra.send_last_copy(11).unwrap();
+    assert_eq!(*a.receive().unwrap().unwrap(), 10);
+    assert!(!a.is_finished());
+    let last = a.receive().unwrap().unwrap();
+    assert_eq!(*last, 11);
+    // Finished as soon as the last response was taken: no end message
+    // follows.
+    assert!(a.is_finished());
+    assert_eq!(a.receive().unwrap().map(|r| *r), None);
+    drop((last, a));
+    assert_eq!(client.requests_in_flight(), 1);
+    // The other request got no response, only the end of its stream.
+    assert_eq!(b.receive().unwrap().map(|r| *r), None);
+    assert!(b.is_finished());
+    drop(b);
+    assert_eq!(client.requests_in_flight(), 0);
+    drop(client);
+    assert_eq!(server.free_chunks() as u32, server.pool_size());
+}
+
+#[test]
 fn a_stream_of_responses_arrives_in_order_then_ends() {
     let d = Domain::new("stream");
     let svc = d.service(2, 16);

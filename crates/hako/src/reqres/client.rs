@@ -18,7 +18,7 @@ use std::sync::Arc;
 use super::duplex::PortSpec;
 use super::envelope::{request_id, Envelope, NO_RESPONSE};
 use super::errors::{PortCreateError, RequestSendError};
-use super::inbox::{Inbox, Slot, Slots};
+use super::inbox::{Inbox, Routed, Slot, Slots};
 use super::message::{stamp, Destination, MessageMut, MessageMutUninit, Sealed};
 use super::pending::PendingResponse;
 use super::settings::{ReqResSettings, Types};
@@ -304,7 +304,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
         // they do not fill the servers' queues towards us. Errors show at
         // the next receive.
         for _ in 0..ROUTE_BEFORE_SEND {
-            if !matches!(self.inbox.route_one(), Ok(true)) {
+            if !matches!(self.inbox.route_one(None), Ok(Routed::Elsewhere)) {
                 break;
             }
         }

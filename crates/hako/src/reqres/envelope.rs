@@ -4,6 +4,8 @@
 //! ```text
 //!  +0   id: u64       generation << 32 | the client's request slot
 //!  +8   flags: u64    END (a response: the stream is over, no payload),
+//!                     LAST (a response with a payload, and the stream's
+//!                     last: it ends the stream too),
 //!                     NO_RESPONSE (a request: fire and forget)
 //!  +hdr payload       hdr = 16, or the payload's alignment if larger
 //! ```
@@ -24,6 +26,9 @@ const HEADER: usize = 16;
 pub const END: u64 = 1;
 /// A request that expects no response.
 pub const NO_RESPONSE: u64 = 2;
+/// A response that carries a payload and ends its stream: one message
+/// where a response and an END would be two.
+pub const LAST: u64 = 4;
 
 /// How one side's messages are laid out in its chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +110,8 @@ pub struct Opened {
     pub generation: u32,
     /// A response that ends its stream (no payload).
     pub end: bool,
+    /// A response with a payload that also ends its stream.
+    pub last: bool,
     /// A request that expects no response.
     pub no_response: bool,
     /// Payload elements.
@@ -139,6 +146,7 @@ impl Envelope {
             slot,
             generation,
             end,
+            last: responses && !end && flags & LAST != 0,
             no_response: !responses && flags & NO_RESPONSE != 0,
             elems,
         })

@@ -66,6 +66,10 @@ pub enum ResponseSendError {
     /// The client left, died, or stopped reading (its queue stayed full).
     #[error("the client is gone or does not read its responses")]
     ClientGone,
+    /// A response loaned from one request was given to another's
+    /// `send_last`.
+    #[error("the response was loaned from another request")]
+    OtherRequest,
 }
 
 /// Why receiving a request or a response failed.

@@ -31,6 +31,18 @@ pub(crate) struct Slots {
     pub(super) free: Vec<u32>,
 }
 
+/// What [`Inbox::route_one`] did.
+pub(super) enum Routed {
+    /// Nothing was there.
+    Nothing,
+    /// A message went to its slot's queue (or was stale, or ended a
+    /// stream).
+    Elsewhere,
+    /// A response to the slot asked for, handed over directly, with its
+    /// payload's element count.
+    Mine(RawSample, usize),
+}
+
 /// The port of a client and the routing of its responses.
 pub(crate) struct Inbox {
     pub(crate) port: Duplex,
@@ -42,11 +54,12 @@ pub(crate) struct Inbox {
 }
 
 impl Inbox {
-    /// Takes one response from the receiver and routes it to its slot;
-    /// false if none was there.
-    pub(super) fn route_one(&self) -> Result<bool, ReqResReceiveError> {
+    /// Takes one response from the receiver and routes it to its slot; a
+    /// response to slot `mine` (the caller's, whose queue is empty) is
+    /// handed back instead of queued.
+    pub(super) fn route_one(&self, mine: Option<u32>) -> Result<Routed, ReqResReceiveError> {
         let Some(raw) = self.port.rx.receive(|r| r)? else {
-            return Ok(false);
+            return Ok(Routed::Nothing);
         };
         // SAFETY: a received chunk of `len` bytes, aligned to 64, mapped
         // while `raw` lives.
@@ -62,6 +75,11 @@ impl Inbox {
                 if m.end {
                     s.ended = true;
                 } else if !s.ended {
+                    // A last response ends the stream as it arrives.
+                    s.ended = m.last;
+                    if mine == Some(m.slot) {
+                        return Ok(Routed::Mine(raw, m.elems));
+                    }
                     s.queue.push_back((raw, m.elems));
                 }
                 // A response after the end (sent from a loan that outlived
@@ -70,7 +88,7 @@ impl Inbox {
         }
         // Anything else is stale (its pending response was dropped) and
         // goes back to the server as `raw` drops.
-        Ok(true)
+        Ok(Routed::Elsewhere)
     }
 
     /// Ends a slot's request when its pending response goes.

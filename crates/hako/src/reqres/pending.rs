@@ -6,7 +6,7 @@ use std::ops::Deref;
 use std::time::{Duration, Instant};
 
 use super::errors::ReqResReceiveError;
-use super::inbox::Inbox;
+use super::inbox::{Inbox, Routed};
 use super::settings::Types;
 use crate::port::payload::Payload;
 use crate::port::receiver::sample::RawSample;
@@ -72,12 +72,18 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
                     return Ok(None);
                 }
             }
-            if !self.client.route_one()? {
-                return if self.client.server_listed(self.slot) {
-                    Ok(None)
-                } else {
-                    Err(ReqResReceiveError::ServerGone)
-                };
+            match self.client.route_one(Some(self.slot))? {
+                Routed::Mine(raw, elems) => {
+                    return Ok(Some(Response::new(raw, self.client.resp_env.hdr, elems)));
+                }
+                Routed::Elsewhere => {}
+                Routed::Nothing => {
+                    return if self.client.server_listed(self.slot) {
+                        Ok(None)
+                    } else {
+                        Err(ReqResReceiveError::ServerGone)
+                    };
+                }
             }
         }
         Ok(None)

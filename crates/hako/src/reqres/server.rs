@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::duplex::{Duplex, PortSpec};
-use super::envelope::{request_id, Envelope, END};
+use super::envelope::{request_id, Envelope, END, LAST};
 use super::errors::{PortCreateError, ReqResReceiveError, ResponseSendError};
 use super::message::{stamp, Destination, MessageMut, MessageMutUninit, Sealed};
 use super::settings::{ReqResSettings, Types};
@@ -269,6 +269,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
             elems: m.elems,
             id: request_id(m.slot, m.generation),
             no_response: m.no_response,
+            ended: false,
         }))
     }
 
@@ -318,11 +319,13 @@ pub struct ActiveRequest<'s, Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     conn: usize,
     client: u64,
     no_response: bool,
+    /// A last response ended the stream already (see `send_last`).
+    ended: bool,
 }
 
 impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for ActiveRequest<'_, Req, Resp> {
     fn drop(&mut self) {
-        if self.no_response {
+        if self.no_response || self.ended {
             return;
         }
         // The end of the stream: a response with no payload. A chunk is
@@ -384,6 +387,38 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
         !self.no_response
     }
 
+    /// Sends `response`, loaned from this request, as the last of the
+    /// stream, and ends the stream with it: one message where sending it
+    /// and then dropping the request would make two (the response, then
+    /// an end). The answer to a request that has exactly one goes this way.
+    /// The request is gone afterwards, whatever happened: a response loaned
+    /// from another request is refused ([`ResponseSendError::OtherRequest`])
+    /// and given back, and this request's stream ends as if it were dropped.
+    ///
+    /// ```no_run
+    /// # fn f(server: &hako::Server<u64, u64>) -> Result<(), Box<dyn std::error::Error>> {
+    /// if let Some(request) = server.receive()? {
+    ///     let response = request.loan_uninit()?.write_payload(*request * 2);
+    ///     request.send_last(response)?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn send_last(mut self, response: ResponseMut<Resp>) -> Result<(), ResponseSendError> {
+        let (to, raw) = response.into_parts();
+        if (to.conn, to.client, to.id) != (self.conn, self.client, self.id) {
+            // Given back as `raw` drops; this request's stream goes on.
+            return Err(ResponseSendError::OtherRequest);
+        }
+        stamp(&raw, self.id, LAST);
+        // The stream is over whether or not the client is still there.
+        self.ended = true;
+        if raw.send_to(self.conn, self.client) {
+            Ok(())
+        } else {
+            Err(ResponseSendError::ClientGone)
+        }
+    }
+
     fn loan_raw(&self, elems: usize) -> Result<ResponseMutUninit<Resp>, ResponseSendError> {
         if self.no_response {
             return Err(ResponseSendError::NoResponseExpected);
@@ -416,6 +451,13 @@ impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, Resp> {
     pub fn send_copy(&self, value: Resp) -> Result<(), ResponseSendError> {
         self.loan_uninit()?.write_payload(value).send()
     }
+
+    /// Copies `value` into a loaned response and sends it as the last of
+    /// the stream (see [`send_last`](Self::send_last)).
+    pub fn send_last_copy(self, value: Resp) -> Result<(), ResponseSendError> {
+        let response = self.loan_uninit()?.write_payload(value);
+        self.send_last(response)
+    }
 }
 
 impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, [Resp]> {
@@ -432,6 +474,18 @@ impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, [Resp]> {
         self.loan_slice_uninit(data.len())?
             .write_from_slice(data)
             .send()
+    }
+
+    /// Copies `data` into a loaned response slice and sends it as the last
+    /// of the stream (see [`send_last`](Self::send_last)).
+    pub fn send_last_slice_copy(self, data: &[Resp]) -> Result<(), ResponseSendError>
+    where
+        Resp: Copy,
+    {
+        let response = self
+            .loan_slice_uninit(data.len())?
+            .write_from_slice(data);
+        self.send_last(response)
     }
 }
 

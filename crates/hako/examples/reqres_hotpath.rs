@@ -1,0 +1,72 @@
+//! The request/response hot path in one thread: a client loans, writes and
+//! sends a request; the server receives it, loans, writes and sends a
+//! response and drops the request (ending the stream: a second message);
+//! the client receives the response and drops it and its pending response.
+//! N times. With `last` the server sends its response with `send_last`,
+//! which ends the stream in the same message. For instruction counts, run
+//! under callgrind:
+//!
+//! ```text
+//! cargo build --release -p hako --example reqres_hotpath
+//! valgrind --tool=callgrind target/release/examples/reqres_hotpath 100000 [last]
+//! ```
+//!
+//! Compare with two messages of the publish/subscribe hot path
+//! (`hotpath`): a request and its response are two messages.
+
+use hako::{Config, NodeBuilder};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n: u64 = std::env::args()
+        .nth(1)
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(1_000_000);
+    let last = match std::env::args().nth(2).as_deref() {
+        None => false,
+        Some("last") => true,
+        Some(other) => return Err(format!("unknown mode {other:?} (try last)").into()),
+    };
+    let root = std::path::PathBuf::from(format!(
+        "/dev/shm/hako-reqres-hotpath-{}",
+        std::process::id()
+    ));
+    let cfg = Config::default().with_root(&root);
+    {
+        let node = NodeBuilder::new().config(&cfg).create()?;
+        let svc = node
+            .service_builder(&"hotpath".try_into()?)
+            .request_response::<[u8], [u8]>()
+            .max_clients(1)
+            .max_servers(1)
+            .open_or_create()?;
+        let client = svc.client_builder().max_slice_len(64).create()?;
+        let server = svc.server_builder().max_slice_len(64).create()?;
+        let t0 = std::time::Instant::now();
+        let mut sum = 0u64;
+        for i in 0..n {
+            let mut q = client.loan_slice_uninit(64)?;
+            q.payload_mut()[0].write(i as u8);
+            // SAFETY: u8 has no padding; unwritten bytes hold earlier payloads.
+            let pending = unsafe { q.assume_init() }.send()?;
+            {
+                let request = server.receive()?.ok_or("no request")?;
+                let mut r = request.loan_slice_uninit(64)?;
+                r.payload_mut()[0].write(request[0].wrapping_add(1));
+                // SAFETY: as above.
+                let r = unsafe { r.assume_init() };
+                if last {
+                    request.send_last(r)?;
+                } else {
+                    r.send()?;
+                }
+            }
+            let response = pending.receive()?.ok_or("no response")?;
+            sum += u64::from(response[0]);
+        }
+        let per = t0.elapsed().as_nanos() as f64 / n as f64;
+        println!("{per:.1} ns per request and response (checksum {sum})");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(())
+}
