@@ -407,7 +407,7 @@ mod tests {
             "{g}"
         );
         assert!(
-            g.contains("0.3x iceoryx2 request/response at every size and payload mode: met"),
+            g.contains("0.3x iceoryx2 request/response at every size (touch): met"),
             "{g}"
         );
         assert!(g.contains("at least 5x iceoryx2's requests per second (touch): met (10.00M vs 1.67M req/s, medians; 6.00x run by run)"), "{g}");
@@ -421,7 +421,7 @@ mod tests {
             "{g}"
         );
         assert!(
-            g.contains("request/response at every size and payload mode: NOT met (worst 0.40x)"),
+            g.contains("request/response at every size (touch): NOT met (worst 0.40x)"),
             "{g}"
         );
         assert!(
