@@ -35,7 +35,7 @@ pub struct HakoReqRes;
 pub struct ReqResLeader {
     // Field order is drop order: the port before the service before the node.
     client: Client<[u8], [u8]>,
-    service: ReqResService<[u8], [u8]>,
+    _service: ReqResService<[u8], [u8]>,
     _node: Node,
     size: usize,
     payload: PayloadMode,
@@ -154,7 +154,7 @@ impl Transport for HakoReqRes {
             .create()?;
         Ok(ReqResLeader {
             client,
-            service,
+            _service: service,
             _node: node,
             size: row.size,
             payload: row.payload,
@@ -187,8 +187,6 @@ impl Leader for ReqResLeader {
         poll("the server to come", || {
             Ok((self.client.server_count() == 1).then_some(()))
         })?;
-        // Kept for the row: the service lives as long as the leader.
-        let _ = &self.service;
         Ok(())
     }
 

@@ -25,6 +25,14 @@ pub fn machine() -> Value {
     })
 }
 
+/// A round-trip transport's time over every other's of its row, block by
+/// block.
+pub(super) fn vs_json(m: &hako_bench::blocks::Measured) -> serde_json::Map<String, Value> {
+    m.vs.iter()
+        .map(|(n, r)| (n.to_string(), json!(r)))
+        .collect()
+}
+
 pub(super) fn stats_json(s: &hako_bench::harness::Stats) -> Value {
     json!({
         "count": s.count, "min_ns": s.min, "median_ns": s.median, "p99_ns": s.p99,
@@ -105,13 +113,11 @@ pub fn json(result: &SuiteResult, info: &RunInfo) -> Value {
                 .transports
                 .iter()
                 .map(|m| {
-                    let vs: serde_json::Map<String, Value> =
-                        m.vs.iter().map(|(n, r)| (n.to_string(), json!(r))).collect();
                     json!({
                         "transport": m.name,
                         "stats": stats_json(&m.stats),
                         "ratio_to_floor": m.ratio,
-                        "vs": vs,
+                        "vs": vs_json(m),
                         "round_trips_per_block": m.iterations,
                         "cpu_per_round_trip": {
                             "leader": cpu_json(m.leader_cpu, m.counted),

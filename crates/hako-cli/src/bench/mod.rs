@@ -244,24 +244,22 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
         .into());
     }
     let patterns = args.patterns.clone();
-    let named: Vec<Kind> = if explicit { kinds.clone() } else { Vec::new() }
-        .into_iter()
-        .chain(args.reqres_transports.iter().flatten().copied())
-        .collect();
-    {
-        // A transport the user named must carry every size given (the
-        // floors' "ping-pong only" is no error: one-way rows just skip them,
-        // as rate rows skip what cannot keep requests in flight).
-        for &k in &named {
-            for &size in &sizes {
-                if let Some(why) = all.get(k).row_skip_reason(size, Pattern::PingPong) {
-                    return Err(format!(
-                        "transport {} cannot carry {} messages: {why}",
-                        k.name(),
-                        format_size(size)
-                    )
-                    .into());
-                }
+    // A transport the user named must carry every size given (the floors'
+    // "ping-pong only" is no error: one-way rows just skip them, as rate
+    // rows skip what cannot keep requests in flight).
+    let named = kinds
+        .iter()
+        .filter(|_| explicit)
+        .chain(args.reqres_transports.iter().flatten());
+    for &k in named {
+        for &size in &sizes {
+            if let Some(why) = all.get(k).row_skip_reason(size, Pattern::PingPong) {
+                return Err(format!(
+                    "transport {} cannot carry {} messages: {why}",
+                    k.name(),
+                    format_size(size)
+                )
+                .into());
             }
         }
     }

@@ -23,7 +23,7 @@
 use std::fmt::Write as _;
 
 use hako_bench::report::{format_ratio, format_size};
-use hako_bench::suite::{PingPongRow, SuiteResult};
+use hako_bench::suite::{OneWayRow, PingPongRow, SuiteResult};
 use hako_bench::transport::{Pattern, PayloadMode};
 
 use super::summary::{goals, summary};
@@ -135,26 +135,35 @@ pub fn one_way_table(result: &SuiteResult, pattern: Pattern) -> Table {
             head(r.payload.name().to_owned()),
             r.transport.to_owned(),
         ];
-        match (&r.skipped, r.median_run()) {
-            (Some(why), _) => row.push(format!("skipped: {why}")),
-            (None, Some(m)) => {
-                let n = m.spec.messages.max(1) as f64;
-                row.extend([
-                    rate(m.messages_per_s()),
-                    format!("{:.2}", m.bytes_per_s() / 1e9),
-                    us(m.elapsed_ns as f64 / n),
-                    us(m.leader_cpu.total_ns() as f64 / n),
-                    us(m.follower_cpu.total_ns() as f64 / n),
-                    m.spec.messages.to_string(),
-                    r.probe
-                        .map_or_else(String::new, |p| probe_cell(p.median, "")),
-                ]);
-            }
-            (None, None) => row.push("no run".to_owned()),
-        }
+        row.extend(rate_cells(r, true));
         t.rows.push(row);
     }
     t
+}
+
+/// The cells of a rate row after its name: rate, (with `bytes`) GB/s,
+/// µs and CPU µs per message of each side, messages, probe; or why it has
+/// none.
+pub(super) fn rate_cells(r: &OneWayRow, bytes: bool) -> Vec<String> {
+    let m = match (&r.skipped, r.median_run()) {
+        (Some(why), _) => return vec![format!("skipped: {why}")],
+        (None, None) => return vec!["no run".to_owned()],
+        (None, Some(m)) => m,
+    };
+    let n = m.spec.messages.max(1) as f64;
+    let mut cells = vec![rate(m.messages_per_s())];
+    if bytes {
+        cells.push(format!("{:.2}", m.bytes_per_s() / 1e9));
+    }
+    cells.extend([
+        us(m.elapsed_ns as f64 / n),
+        us(m.leader_cpu.total_ns() as f64 / n),
+        us(m.follower_cpu.total_ns() as f64 / n),
+        m.spec.messages.to_string(),
+        r.probe
+            .map_or_else(String::new, |p| probe_cell(p.median, "")),
+    ]);
+    cells
 }
 
 /// The memory figure table.

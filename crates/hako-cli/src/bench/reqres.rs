@@ -17,10 +17,10 @@ use hako_bench::stream::paired_rate_ratio;
 use hako_bench::suite::{floor_level, OneWayRow, PingPongRow, SuiteResult};
 use hako_bench::transport::PayloadMode;
 
-use super::json::{cpu_json, stats_json};
-use super::output::round_trip_table;
+use super::json::{cpu_json, stats_json, vs_json};
+use super::output::{rate_cells, round_trip_table};
 use super::summary::worst_at_most;
-use super::table::{probe_cell, rate, us, Table};
+use super::table::{rate, Table};
 
 /// hako's request/response transport.
 const HAKO: &str = "hako-reqres";
@@ -79,22 +79,7 @@ fn in_flight_table(result: &SuiteResult) -> Table {
             head(r.depth.to_string()),
             r.transport.to_owned(),
         ];
-        match (&r.skipped, r.median_run()) {
-            (Some(why), _) => row.push(format!("skipped: {why}")),
-            (None, Some(m)) => {
-                let n = m.spec.messages.max(1) as f64;
-                row.extend([
-                    rate(m.messages_per_s()),
-                    us(m.elapsed_ns as f64 / n),
-                    us(m.leader_cpu.total_ns() as f64 / n),
-                    us(m.follower_cpu.total_ns() as f64 / n),
-                    m.spec.messages.to_string(),
-                    r.probe
-                        .map_or_else(String::new, |p| probe_cell(p.median, "")),
-                ]);
-            }
-            (None, None) => row.push("no run".to_owned()),
-        }
+        row.extend(rate_cells(r, false));
         t.rows.push(row);
     }
     t
@@ -250,14 +235,12 @@ pub fn json(result: &SuiteResult) -> Vec<Value> {
                 .transports
                 .iter()
                 .map(|m| {
-                    let vs: serde_json::Map<String, Value> =
-                        m.vs.iter().map(|(n, r)| (n.to_string(), json!(r))).collect();
                     json!({
                         "transport": m.name,
                         "median_ns": m.stats.median,
                         "stats": stats_json(&m.stats),
                         "ratio_to_floor": m.ratio,
-                        "vs": vs,
+                        "vs": vs_json(m),
                         "cpu_per_request": {
                             "client": cpu_json(m.leader_cpu, m.counted),
                             "server": cpu_json(m.follower_cpu, m.counted),
