@@ -173,6 +173,65 @@ fn a_response_to_a_dropped_request_never_reaches_the_next_one_in_its_slot() {
 }
 
 #[test]
+fn streams_dropped_unread_go_back_before_the_next_send() {
+    // A client that drops its pending responses at once and never
+    // receives: the streams it left go back to the server as it sends, so
+    // the server's queue towards it never fills (it holds two streams).
+    let d = Domain::new("unread");
+    let svc = d.service(1, 2);
+    let server = svc.server_builder().create().unwrap();
+    let client = svc
+        .client_builder()
+        .backpressure(hako::BackpressureStrategy::Discard)
+        .create()
+        .unwrap();
+    const N: u64 = 200;
+    std::thread::scope(move |s| {
+        let answering = s.spawn(move || {
+            for i in 0..N {
+                let request = server
+                    .receive_timeout(Duration::from_secs(10))
+                    .unwrap()
+                    .expect("a request");
+                assert_eq!(*request, i);
+                request.send_copy(i).unwrap();
+                request.send_copy(i).unwrap();
+                // Dropping it ends the stream: three messages.
+            }
+            server
+        });
+        // Without the routing the server blocks on a full queue after two
+        // streams, stops taking requests, and they no longer get through.
+        let stuck = (0..N).find(|&i| {
+            for _ in 0..10_000 {
+                match client.send_copy(i) {
+                    Ok(_pending) => return false,
+                    Err(RequestSendError::NotDelivered) => {
+                        std::thread::sleep(Duration::from_millis(1))
+                    }
+                    Err(e) => panic!("request {i}: {e}"),
+                }
+            }
+            true
+        });
+        if let Some(i) = stuck {
+            // The client's going frees the blocked server.
+            drop(client);
+            let _ = answering.join();
+            panic!("request {i} was not taken in 10 s");
+        }
+        let server = answering.join().unwrap();
+        // The last stale stream goes as the next request is sent, and that
+        // one is answered as usual.
+        let pending = client.send_copy(7).unwrap();
+        let request = server.blocking_receive().unwrap();
+        request.send_last_copy(8).unwrap();
+        assert_eq!(*pending.blocking_receive().unwrap().unwrap(), 8);
+        assert!(pending.blocking_receive().unwrap().is_none());
+    });
+}
+
+#[test]
 fn no_server_and_fire_and_forget() {
     let d = Domain::new("noserver");
     let svc = d.service(2, 2);

@@ -21,7 +21,7 @@ use super::errors::{PortCreateError, RequestSendError};
 use super::inbox::{Inbox, Routed, Slot, Slots};
 use super::message::{stamp, Destination, MessageMut, MessageMutUninit, Sealed};
 use super::pending::PendingResponse;
-use super::settings::{ReqResSettings, Types};
+use super::settings::{request_queue, ReqResSettings, Types};
 use crate::domain::config::OverflowPolicy;
 use crate::domain::service::inner::ServiceInner;
 use crate::domain::service::tables::PortKind;
@@ -139,13 +139,14 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
         let req_env = Envelope::of::<Req>(self.max_slice_len);
         let resp_env = Envelope::of::<Resp>(1);
         let max_len = spec.max_len(&req_env)?;
-        // A request goes to one server; each server may queue and hold
-        // as many as the client has in flight.
+        // A request goes to one server; each server may have queued, held
+        // or returned (before the client took it back) a queue's worth.
+        let queue = request_queue(q);
         let tx = SenderSettings {
             overflow: OverflowPolicy::Backpressure,
             strategy: self.strategy,
             history_size: 0,
-            buffer: in_flight,
+            buffer: queue,
             borrowed: in_flight,
             max_receivers: q.max_servers,
             max_senders: q.max_clients,
@@ -153,7 +154,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
             max_len,
             elem_size: 1,
             align: req_env.align,
-            chunk_count: u64::from(q.max_servers) * 2 * in_flight + u64::from(max_loans),
+            chunk_count: u64::from(q.max_servers) * queue + u64::from(max_loans),
             own: PortKind::Publisher,
             peers: PortKind::Subscriber,
             shared_id: None,
@@ -179,6 +180,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
                     })
                     .collect(),
                     free: (0..n as u32).rev().collect(),
+                    stale: 0,
                 }),
                 name,
             },
@@ -299,13 +301,17 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
     /// Sends a loaned chunk (its payload written) to the next server;
     /// returns the request's slot and generation.
     fn send(&self, raw: RawLoan, no_response: bool) -> Result<(u32, u32), RequestSendError> {
-        // Responses already here go where they belong first, and stale ones
-        // (of dropped pending responses) back to their servers, so that
-        // they do not fill the servers' queues towards us. Errors show at
-        // the next receive.
-        for _ in 0..ROUTE_BEFORE_SEND {
-            if !matches!(self.inbox.route_one(None), Ok(Routed::Elsewhere)) {
-                break;
+        // Stale responses (of pending responses dropped before their
+        // stream ended) go back to their servers first, so that they do not
+        // fill the servers' queues towards us; responses to requests in
+        // flight met on the way go to their slots. Without such drops there
+        // is nothing to do: the others wait in the queue for their receive.
+        // Errors show at the next receive.
+        if self.inbox.stale_streams() > 0 {
+            for _ in 0..ROUTE_BEFORE_SEND {
+                if !matches!(self.inbox.route_one(None), Ok(Routed::Elsewhere)) {
+                    break;
+                }
             }
         }
         // Map the segments of servers that came, before one answers.
@@ -319,27 +325,28 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
             };
             (i, slots.slot[i as usize].generation)
         };
+        let flags = if no_response { NO_RESPONSE } else { 0 };
+        stamp(&raw, request_id(slot, generation), flags);
+        let sent = raw.send_next(self.next_server.get());
         let give_back = |slots: &mut Slots| {
             if !no_response {
                 slots.free.push(slot);
             }
         };
-        let Some((conn, server)) = self.inbox.port.tx.served_from(self.next_server.get()) else {
+        let Some(sent) = sent else {
             give_back(&mut slots);
             return Err(RequestSendError::NoServer(self.inbox.name.clone()));
         };
-        self.next_server.set(conn + 1);
-        let flags = if no_response { NO_RESPONSE } else { 0 };
-        stamp(&raw, request_id(slot, generation), flags);
-        if !raw.send_to(conn, server) {
+        self.next_server.set(sent.cursor);
+        if !sent.delivered {
             give_back(&mut slots);
             return Err(RequestSendError::NotDelivered);
         }
         if !no_response {
             let s = &mut slots.slot[slot as usize];
             s.active = true;
-            s.server = server;
-            s.conn = conn;
+            s.server = sent.port;
+            s.conn = sent.conn;
             s.ended = false;
         }
         Ok((slot, generation))

@@ -29,6 +29,9 @@ pub(crate) struct Slot {
 pub(crate) struct Slots {
     pub(super) slot: Vec<Slot>,
     pub(super) free: Vec<u32>,
+    /// Streams whose pending response went before they ended, and whose
+    /// end has not come back yet: their responses are stale.
+    pub(super) stale: u32,
 }
 
 /// What [`Inbox::route_one`] did.
@@ -70,6 +73,7 @@ impl Inbox {
             }
         })?;
         let mut slots = self.slots.borrow_mut();
+        let slots = &mut *slots;
         if let Some(s) = slots.slot.get_mut(m.slot as usize) {
             if s.active && s.generation == m.generation && s.server == raw.sender_id() {
                 if m.end {
@@ -84,6 +88,9 @@ impl Inbox {
                 }
                 // A response after the end (sent from a loan that outlived
                 // its active request) is dropped.
+            } else if m.end || m.last {
+                // A stale stream ended.
+                slots.stale = slots.stale.saturating_sub(1);
             }
         }
         // Anything else is stale (its pending response was dropped) and
@@ -91,9 +98,22 @@ impl Inbox {
         Ok(Routed::Elsewhere)
     }
 
+    /// Streams ended on our side whose responses may still come.
+    pub(super) fn stale_streams(&self) -> u32 {
+        self.slots.borrow().stale
+    }
+
     /// Ends a slot's request when its pending response goes.
     pub(super) fn release(&self, slot: u32) {
+        let unended = {
+            let slots = self.slots.borrow();
+            !slots.slot[slot as usize].ended
+        };
+        // A stream not ended by a server still listed goes on arriving
+        // (stale); one whose server left never will.
+        let stale = unended && self.server_listed(slot);
         let mut slots = self.slots.borrow_mut();
+        slots.stale += u32::from(stale);
         let s = &mut slots.slot[slot as usize];
         s.active = false;
         s.queue.clear();

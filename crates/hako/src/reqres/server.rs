@@ -11,7 +11,7 @@ use super::duplex::{Duplex, PortSpec};
 use super::envelope::{request_id, Envelope, END, LAST};
 use super::errors::{PortCreateError, ReqResReceiveError, ResponseSendError};
 use super::message::{stamp, Destination, MessageMut, MessageMutUninit, Sealed};
-use super::settings::{ReqResSettings, Types};
+use super::settings::{request_queue, ReqResSettings, Types};
 use crate::domain::config::OverflowPolicy;
 use crate::domain::service::inner::ServiceInner;
 use crate::domain::service::tables::PortKind;
@@ -146,7 +146,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             align: req_env.align,
             slice: true,
             max_receivers: q.max_servers,
-            buffer: in_flight,
+            buffer: request_queue(q),
             borrowed: in_flight,
             max_held: (u64::from(q.max_clients) * in_flight) as usize,
             backpressure: true,

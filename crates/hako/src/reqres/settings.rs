@@ -70,6 +70,16 @@ impl PatternSettings for ReqResSettings {
     }
 }
 
+/// Slots of a server's queue of requests from one client. A client has at
+/// most `in_flight` requests in flight (and fire-and-forget ones besides);
+/// the queue is twice that, so that the client takes back the chunks of
+/// answered requests only every `in_flight` or so sends (it looks at them
+/// once its outstanding chunks near the queue's size), not every other
+/// one. The client's pool holds that many per server.
+pub(crate) fn request_queue(q: &ReqResQos) -> u64 {
+    2 * u64::from(q.max_requests_in_flight)
+}
+
 /// Checks the ranges of request/response settings.
 pub(crate) fn validate_qos(q: &ReqResQos) -> Result<(), ServiceError> {
     check_range("max_clients", q.max_clients, 1, 4096, "between 1 and 4096")?;

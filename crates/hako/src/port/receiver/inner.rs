@@ -131,8 +131,13 @@ impl Receiver {
 
     /// Follows the service's table now: maps the segments of senders that
     /// came (one load when nothing changed).
+    #[inline]
     pub(crate) fn update(&self) {
-        self.lock().update(&self.reg);
+        let mut st = self.lock();
+        // ORDERING: Acquire; as in receive().
+        if self.generation.load(Ordering::Acquire) != st.seen_generation {
+            st.update(&self.reg);
+        }
     }
 
     /// The service's name.

@@ -245,12 +245,6 @@ impl SenderInner {
         }
     }
 
-    /// The first served connection at or after `from` (wrapping), with its
-    /// receiver's port id: where a request goes.
-    pub(crate) fn served_from(&self, from: usize) -> Option<(usize, u64)> {
-        self.lock_unclaimed().served_from(&self.params, from)
-    }
-
     /// The receiver's port id on connection `j`, if that connection is
     /// served now (after following the table).
     pub(crate) fn served_port(&self, j: usize) -> Option<u64> {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::inner::SenderInner;
 use super::settings::LoanError;
-use super::state::SenderState;
+use super::state::{SenderState, Sent};
 
 /// A loaned chunk; returned to the pool if dropped unsent.
 ///
@@ -119,7 +119,7 @@ impl RawLoan {
     /// Sends the chunk to the receiver `port` on connection `j` alone;
     /// false if it did not get it (the chunk goes back to the pool either
     /// way).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn send_to(self, j: usize, port: u64) -> bool {
         let me = std::mem::ManuallyDrop::new(self);
         let p = me.inner();
@@ -132,6 +132,26 @@ impl RawLoan {
             unsafe { release_orphaned(me.publisher) };
         }
         got
+    }
+}
+
+impl RawLoan {
+    /// Sends the chunk to the next served receiver in turn, from `cursor`
+    /// (see [`SenderState::send_next`]); `None` if none is served (the
+    /// chunk goes back to the pool).
+    #[inline]
+    pub(crate) fn send_next(self, cursor: usize) -> Option<Sent> {
+        let me = std::mem::ManuallyDrop::new(self);
+        let p = me.inner();
+        let mut st = p.lock();
+        let sent = st.send_next(&p.params, cursor, me.idx, me.len as u64);
+        let last = st.orphaned && st.loaned == 0;
+        drop(st);
+        if last {
+            // SAFETY: as in send().
+            unsafe { release_orphaned(me.publisher) };
+        }
+        sent
     }
 }
 

@@ -14,6 +14,19 @@ use crate::core::pool::ChunkBook;
 use crate::core::ring::Push;
 use crate::core::sync::prefetch_write;
 
+/// Where [`SenderState::send_next`] sent a chunk.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sent {
+    /// The connection, and its receiver's port id.
+    pub conn: usize,
+    pub port: u64,
+    /// Where the next turn starts.
+    pub cursor: usize,
+    /// Whether the receiver got it (under backpressure its queue may have
+    /// stayed full, or it may have gone meanwhile).
+    pub delivered: bool,
+}
+
 pub(crate) struct SenderState {
     pub(super) book: ChunkBook,
     /// The chunk of the last sample delivered to anyone (see `upcoming`).
@@ -246,10 +259,11 @@ impl SenderState {
     }
 
     /// Sends chunk `idx` to the receiver `port` on connection `j` alone (no
-    /// history): a request to one server, a response to the client that
-    /// asked. False if that connection does not serve `port` now (it left
-    /// or broke, and another port may have taken its entry) or, under
-    /// backpressure, its queue stayed full.
+    /// history): a response to the client that asked. False if that
+    /// connection does not serve `port` now (it left or broke, and another
+    /// port may have taken its entry) or, under backpressure, its queue
+    /// stayed full.
+    #[inline]
     pub(super) fn send_to(
         &mut self,
         p: &SenderParams,
@@ -261,11 +275,56 @@ impl SenderState {
         if p.generation.load(Ordering::Acquire) != self.seen_generation {
             self.update_connections(p);
         }
+        // Served means connected and not broken: what `active` lists, read
+        // from the connection itself instead of searched for.
+        let served = self.served_port(j) == Some(port);
+        let got = served && self.send_on(p, j, idx, len);
+        if !served {
+            self.sent_to(idx, 0);
+        }
+        got
+    }
+
+    /// Sends chunk `idx` to the next served connection in turn, from
+    /// `cursor` (a position in the list of served connections, kept by the
+    /// caller): a request to one of the servers. `None` (the chunk goes
+    /// back) if no receiver is served now.
+    #[inline]
+    pub(super) fn send_next(
+        &mut self,
+        p: &SenderParams,
+        cursor: usize,
+        idx: u32,
+        len: u64,
+    ) -> Option<Sent> {
+        // ORDERING: Acquire; as in send().
+        if p.generation.load(Ordering::Acquire) != self.seen_generation {
+            self.update_connections(p);
+        }
         self.refresh_active();
-        let got = self.active.contains(&j) && self.conns[j].sub_port == port && {
-            let next = self.upcoming(p, j);
-            self.push_to(p, j, idx, len, next)
-        };
+        let n = self.active.len();
+        if n == 0 {
+            self.give_back(idx);
+            return None;
+        }
+        let k = if cursor < n { cursor } else { 0 };
+        let j = self.active[k];
+        let port = self.conns[j].sub_port;
+        let delivered = self.send_on(p, j, idx, len);
+        Some(Sent {
+            conn: j,
+            port,
+            cursor: k + 1,
+            delivered,
+        })
+    }
+
+    /// Queues chunk `idx` on served connection `j` and wakes its receiver
+    /// if it sleeps; the loan ends either way.
+    #[inline]
+    fn send_on(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64) -> bool {
+        let next = self.upcoming(p, j);
+        let got = self.push_to(p, j, idx, len, next);
         if got {
             // ORDERING: full barrier; as in deliver().
             full_barrier();
@@ -294,19 +353,8 @@ impl SenderState {
             .store(self.book.free_count() as u64, Ordering::Relaxed);
     }
 
-    /// The first served connection at or after `from` (wrapping), after
-    /// following the table; with it, the receiver's port id.
-    pub(super) fn served_from(&mut self, p: &SenderParams, from: usize) -> Option<(usize, u64)> {
-        self.update_connections(p);
-        self.refresh_active();
-        let n = self.conns.len();
-        (0..n)
-            .map(|k| (from + k) % n.max(1))
-            .find(|&j| self.active.contains(&j))
-            .map(|j| (j, self.conns[j].sub_port))
-    }
-
     /// The receiver's port id on connection `j`, if it is served.
+    #[inline]
     pub(super) fn served_port(&self, j: usize) -> Option<u64> {
         let c = self.conns.get(j)?;
         (c.sub_port != 0 && !c.broken).then_some(c.sub_port)
