@@ -3,12 +3,15 @@
 //! response and drops the request (ending the stream: a second message);
 //! the client receives the response and drops it and its pending response.
 //! N times. With `last` the server sends its response with `send_last`,
-//! which ends the stream in the same message. For instruction counts, run
+//! which ends the stream in the same message; with `poll`, as `last`, and
+//! the client also polls its pending response ten times while nothing is
+//! there yet (the body of a busy-polling client's loop: its cost is the
+//! difference to `last`, divided by ten). For instruction counts, run
 //! under callgrind:
 //!
 //! ```text
 //! cargo build --release -p hako --example reqres_hotpath
-//! valgrind --tool=callgrind target/release/examples/reqres_hotpath 100000 [last]
+//! valgrind --tool=callgrind target/release/examples/reqres_hotpath 100000 [last|poll]
 //! ```
 //!
 //! Compare with two messages of the publish/subscribe hot path
@@ -22,10 +25,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|a| a.parse())
         .transpose()?
         .unwrap_or(1_000_000);
-    let last = match std::env::args().nth(2).as_deref() {
-        None => false,
-        Some("last") => true,
-        Some(other) => return Err(format!("unknown mode {other:?} (try last)").into()),
+    let (last, polls) = match std::env::args().nth(2).as_deref() {
+        None => (false, 0),
+        Some("last") => (true, 0),
+        Some("poll") => (true, 10),
+        Some(other) => return Err(format!("unknown mode {other:?} (try last or poll)").into()),
     };
     let root = std::path::PathBuf::from(format!(
         "/dev/shm/hako-reqres-hotpath-{}",
@@ -49,19 +53,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             q.payload_mut()[0].write(i as u8);
             // SAFETY: u8 has no padding; unwritten bytes hold earlier payloads.
             let pending = unsafe { q.assume_init() }.send()?;
-            {
-                let request = server.receive()?.ok_or("no request")?;
-                let mut r = request.loan_slice_uninit(64)?;
-                r.payload_mut()[0].write(request[0].wrapping_add(1));
-                // SAFETY: as above.
-                let r = unsafe { r.assume_init() };
-                if last {
-                    request.send_last(r)?;
-                } else {
-                    r.send()?;
+            // One call site for each receive, so that the compiler inlines
+            // them alike in every mode: the client polls `polls` times
+            // before the server answers, then once more.
+            let mut k = 0;
+            let response = loop {
+                if k == polls {
+                    let request = server.receive()?.ok_or("no request")?;
+                    let mut r = request.loan_slice_uninit(64)?;
+                    r.payload_mut()[0].write(request[0].wrapping_add(1));
+                    // SAFETY: as above.
+                    let r = unsafe { r.assume_init() };
+                    if last {
+                        request.send_last(r)?;
+                    } else {
+                        r.send()?;
+                    }
                 }
-            }
-            let response = pending.receive()?.ok_or("no response")?;
+                match pending.receive()? {
+                    Some(response) if k == polls => break response,
+                    None if k < polls => k += 1,
+                    _ => return Err("a response out of turn, or none".into()),
+                }
+            };
             sum += u64::from(response[0]);
         }
         let per = t0.elapsed().as_nanos() as f64 / n as f64;

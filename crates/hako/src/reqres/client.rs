@@ -176,6 +176,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
                         server: 0,
                         conn: 0,
                         ended: false,
+                        listed_at: u64::MAX,
                         queue: VecDeque::with_capacity(per),
                     })
                     .collect(),
@@ -340,6 +341,9 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
         self.next_server.set(sent.cursor);
         if !sent.delivered {
             give_back(&mut slots);
+            drop(slots);
+            // The send may have given up on the server's connection.
+            self.inbox.forget_listed();
             return Err(RequestSendError::NotDelivered);
         }
         if !no_response {
@@ -348,6 +352,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
             s.server = sent.port;
             s.conn = sent.conn;
             s.ended = false;
+            s.listed_at = u64::MAX;
         }
         Ok((slot, generation))
     }

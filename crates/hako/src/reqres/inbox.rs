@@ -21,6 +21,9 @@ pub(crate) struct Slot {
     pub(super) conn: usize,
     /// The server ended the stream.
     pub(super) ended: bool,
+    /// The service's table generation at which the server was last found
+    /// listed (`u64::MAX`: not since the request was sent).
+    pub(super) listed_at: u64,
     /// Responses taken from the receiver by another pending response,
     /// with their payload's element count.
     pub(super) queue: VecDeque<(RawSample, usize)>,
@@ -104,21 +107,32 @@ impl Inbox {
     }
 
     /// Ends a slot's request when its pending response goes.
+    #[inline]
     pub(super) fn release(&self, slot: u32) {
-        let unended = {
-            let slots = self.slots.borrow();
-            !slots.slot[slot as usize].ended
-        };
-        // A stream not ended by a server still listed goes on arriving
-        // (stale); one whose server left never will.
-        let stale = unended && self.server_listed(slot);
         let mut slots = self.slots.borrow_mut();
-        slots.stale += u32::from(stale);
+        let slots = &mut *slots;
         let s = &mut slots.slot[slot as usize];
         s.active = false;
-        s.queue.clear();
         s.generation = s.generation.wrapping_add(1);
+        if !s.queue.is_empty() {
+            s.queue.clear();
+        }
+        let unended = !s.ended;
         slots.free.push(slot);
+        if unended {
+            self.count_stale(slots, slot);
+        }
+    }
+
+    /// A stream ended on our side before the server ended it: its
+    /// responses go on arriving (stale) if its server is still listed; one
+    /// whose server left never will.
+    #[cold]
+    fn count_stale(&self, slots: &mut Slots, slot: u32) {
+        let s = &slots.slot[slot as usize];
+        if self.port.tx.served_port(s.conn) == Some(s.server) {
+            slots.stale += 1;
+        }
     }
 
     /// Whether a response was taken from the receiver for a request whose
@@ -135,10 +149,34 @@ impl Inbox {
     }
 
     /// Whether the server of `slot`'s request is still in the service's
-    /// table (one load while the table does not change).
+    /// table. A busy-polling client asks after every empty poll: while the
+    /// table's generation is the one it was last found listed at, one load
+    /// answers (a server leaves the table only with a new generation; a
+    /// connection the client itself gives up on, in a send that fails,
+    /// forgets every slot's answer).
+    #[inline]
     pub(super) fn server_listed(&self, slot: u32) -> bool {
-        let (conn, server) = self.server_of(slot);
-        self.port.tx.served_port(conn) == Some(server)
+        let generation = self.port.tx.generation();
+        let (conn, server) = {
+            let slots = self.slots.borrow();
+            let s = &slots.slot[slot as usize];
+            if s.listed_at == generation {
+                return true;
+            }
+            (s.conn, s.server)
+        };
+        let listed = self.port.tx.served_port(conn) == Some(server);
+        if listed {
+            self.slots.borrow_mut().slot[slot as usize].listed_at = generation;
+        }
+        listed
+    }
+
+    /// Forgets when every slot's server was last found listed.
+    pub(super) fn forget_listed(&self) {
+        for s in &mut self.slots.borrow_mut().slot {
+            s.listed_at = u64::MAX;
+        }
     }
 
     /// Whether the server of `slot`'s request is still there: listed, and

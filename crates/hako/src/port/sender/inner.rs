@@ -245,12 +245,25 @@ impl SenderInner {
         }
     }
 
+    /// The generation of the service's tables now.
+    #[inline]
+    pub(crate) fn generation(&self) -> u64 {
+        // ORDERING: Acquire; pairs with the Release bump of the generation
+        // (DynSegment::bump): table changes before it are visible.
+        self.params.generation.load(Ordering::Acquire)
+    }
+
     /// The receiver's port id on connection `j`, if that connection is
     /// served now (after following the table).
+    #[inline]
     pub(crate) fn served_port(&self, j: usize) -> Option<u64> {
         let mut st = self.lock_unclaimed();
-        st.update_connections(&self.params);
-        st.refresh_active();
+        // ORDERING: Acquire; as in SenderState::send(). A busy-polling
+        // client asks this after every empty poll: one load while the
+        // table does not change.
+        if self.params.generation.load(Ordering::Acquire) != st.seen_generation {
+            st.update_connections(&self.params);
+        }
         st.served_port(j)
     }
 

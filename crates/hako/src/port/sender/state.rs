@@ -201,7 +201,7 @@ impl SenderState {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn alloc(&mut self, p: &SenderParams) -> Result<u32, LoanError> {
         if self.loaned >= p.max_loans {
             return Err(LoanError::ExceedsMaxLoans(p.max_loans));
@@ -323,6 +323,9 @@ impl SenderState {
     /// if it sleeps; the loan ends either way.
     #[inline]
     fn send_on(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64) -> bool {
+        if p.large_chunks {
+            self.fill.on_send();
+        }
         let next = self.upcoming(p, j);
         let got = self.push_to(p, j, idx, len, next);
         if got {
