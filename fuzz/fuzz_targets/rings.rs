@@ -3,25 +3,35 @@
 //! protocol, while a hostile peer overwrites any of the words at any time.
 //! Nothing may panic or spin without bound, and the publisher's books must
 //! always balance: every chunk is free, loaned, or outstanding on the
-//! connection, exactly once.
+//! connection, exactly once. The first byte also chooses a plain ring or a
+//! tagged one (request/response), whose tags are carried through intact
+//! while nobody overwrites them.
 #![no_main]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hako::unstable::pool::{ChunkBook, Outstanding};
-use hako::unstable::ring::{Pop, Producer, Push, Returns, Submission};
+use hako::unstable::returns::Returns;
+use hako::unstable::ring::{Pop, Producer, Push, Submission, SLOT_WORDS, TAGGED_SLOT_WORDS};
 use libfuzzer_sys::fuzz_target;
 
 const SLOTS: usize = 4;
-const WORDS: usize = SLOTS * hako::unstable::ring::SLOT_WORDS;
 const CHUNKS: u32 = 8;
 
 fuzz_target!(|data: &[u8]| {
-    let slots: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
+    let first = data.first().copied().unwrap_or(0);
+    let tagged = first & 0x80 != 0;
+    let words_per_slot = if tagged { TAGGED_SLOT_WORDS } else { SLOT_WORDS };
+    let slot_words = SLOTS * words_per_slot;
+    let slots: Vec<AtomicU64> = (0..slot_words).map(|_| AtomicU64::new(0)).collect();
     let head = AtomicU64::new(0);
     let words: Vec<AtomicU64> = (0..CHUNKS).map(|_| AtomicU64::new(0)).collect();
-    let capacity = 1 + u64::from(data.first().copied().unwrap_or(0)) % SLOTS as u64;
-    let sub = Submission::new(&slots, &head, capacity);
+    let capacity = 1 + u64::from(first & 0x7f) % SLOTS as u64;
+    let sub = Submission::with_tags(&slots, &head, capacity, tagged);
+    // Whether a hostile write has happened: until then every entry's tag
+    // is the one it was pushed with.
+    let mut scribbled = false;
+    let tag_of = |idx: u32, stamp: u64| [u64::from(idx) << 32 | stamp, !stamp];
     let returns = Returns::new(&words);
     let mut producer = Producer::default();
     let mut book = ChunkBook::new(CHUNKS);
@@ -47,7 +57,7 @@ fuzz_target!(|data: &[u8]| {
                 );
                 let Some(idx) = book.alloc() else { continue };
                 let stamp = producer.tail + 1;
-                match sub.try_push(&mut producer, idx, 1, book.top()) {
+                match sub.try_push(&mut producer, idx, 1, book.top(), tag_of(idx, stamp)) {
                     Ok(Push::Done) => {
                         assert!(out.insert(idx, stamp));
                         book.add_ref(idx);
@@ -58,7 +68,22 @@ fuzz_target!(|data: &[u8]| {
             }
             // Subscriber: take one, validate the index, hold it.
             1 => match sub.pop() {
-                Ok(Pop::Item { index: idx, pos, .. }) if idx < CHUNKS => held.push((idx, pos.wrapping_add(1))),
+                Ok(Pop::Item {
+                    index: idx,
+                    pos,
+                    tag,
+                    ..
+                }) if idx < CHUNKS => {
+                    if !scribbled {
+                        let want = if tagged {
+                            tag_of(idx, pos.wrapping_add(1))
+                        } else {
+                            [0, 0]
+                        };
+                        assert_eq!(tag, want);
+                    }
+                    held.push((idx, pos.wrapping_add(1)))
+                }
                 Ok(_) | Err(_) => {}
             },
             // Subscriber: drop the oldest sample it holds.
@@ -86,10 +111,14 @@ fuzz_target!(|data: &[u8]| {
             ),
             // Hostile peer: any slot, the head, any return word.
             5 => {
-                let i = bytes.next().unwrap_or(0) as usize % WORDS;
+                let i = bytes.next().unwrap_or(0) as usize % slot_words;
                 slots[i].store(next_u64(&mut bytes), Ordering::Relaxed);
+                scribbled = true;
             }
-            6 => head.store(next_u64(&mut bytes), Ordering::Relaxed),
+            6 => {
+                head.store(next_u64(&mut bytes), Ordering::Relaxed);
+                scribbled = true;
+            }
             _ => {
                 let i = bytes.next().unwrap_or(0) as usize % CHUNKS as usize;
                 words[i].store(next_u64(&mut bytes), Ordering::Relaxed);

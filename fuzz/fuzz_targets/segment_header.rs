@@ -29,6 +29,7 @@ fuzz_target!(|data: &[u8]| {
             max_subscribers: w(7),
             buffer: w(8),
             borrowed: w(9),
+            tagged: w(11),
         },
     };
     let file_size = w(10);
@@ -40,7 +41,9 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(g.total_size, size);
         assert_eq!(g.pool_offset % PAGE, 0);
         assert!(g.conns_offset >= LINE);
-        assert!(g.sub_offset + 16 * (1 << g.sub_log2) <= g.returns_offset);
+        assert!(p.tagged <= 1);
+        assert_eq!(g.slot_words, if p.tagged == 1 { 4 } else { 2 });
+        assert!(g.sub_offset + 8 * g.ring_words() <= g.returns_offset);
         assert!(g.returns_offset + 8 * p.chunk_count <= g.conn_stride);
         assert!(g.conns_offset + p.max_subscribers * g.conn_stride <= g.pool_offset);
         assert!(p.elem_size * p.max_len <= g.chunk_size);

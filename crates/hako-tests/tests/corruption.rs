@@ -89,6 +89,7 @@ impl Segment {
                 max_subscribers: 1,
                 buffer: 1,
                 borrowed: 1,
+                tagged: 0,
             }
             .geometry()
             .unwrap(),
@@ -100,10 +101,11 @@ impl Segment {
                 max_subscribers: 0,
                 buffer: 0,
                 borrowed: 0,
+                tagged: 0,
             },
         };
         // SegmentHeader: magic u64, version u32, chunk_count u32, port_id u64,
-        // then the seven u64 of SegmentParams.
+        // then the eight u64 of SegmentParams.
         assert_eq!(seg.read(0), SEGMENT_MAGIC);
         assert_eq!(seg.read(16), port_id);
         let p = |i: u64| seg.read(24 + 8 * i);
@@ -115,6 +117,7 @@ impl Segment {
             max_subscribers: p(4),
             buffer: p(5),
             borrowed: p(6),
+            tagged: p(7),
         };
         seg.geo = seg.params.geometry().expect("a valid segment header");
         seg
@@ -148,7 +151,10 @@ impl Segment {
         let head = self.read(base + LINE);
         let mask = (1u64 << self.geo.sub_log2) - 1;
         let stamp = (((head >> self.geo.sub_log2) + 1) & 0xffff_ffff) << 32;
-        (base + self.geo.sub_offset + 16 * (head & mask), stamp)
+        (
+            base + self.geo.sub_offset + 8 * self.geo.slot_words * (head & mask),
+            stamp,
+        )
     }
 }
 

@@ -20,7 +20,7 @@
 //! which counts the samples a subscriber connection handed out and got back
 //! and decides who frees the connection.
 
-use super::ring::DropCount;
+use super::returns::DropCount;
 use super::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// `owner` before anyone claimed the bias.

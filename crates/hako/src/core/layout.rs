@@ -20,7 +20,8 @@
 //!  +8                attached: AtomicU64   (subscriber port id that mapped the segment)
 //!  +16               dropped: AtomicU64    (samples this subscriber lost to overflow)
 //!  +LINE             head: AtomicU64       (submission consumer position)
-//!  +2·LINE           submission slots      (1 << sub_log2 × 2 u64: descriptor, length)
+//!  +2·LINE           submission slots      (1 << sub_log2 × 2 u64: descriptor, length;
+//!                                           tagged: × 4 u64, the tag after them)
 //!  +2·LINE + sub     return words          (chunk_count × u64, one per chunk)
 //!
 //!  chunk (chunk_size bytes, aligned to max(64, payload align))
@@ -42,14 +43,17 @@
 use core::mem::{offset_of, size_of};
 use core::sync::atomic::AtomicU64;
 
+use super::ring::{SLOT_WORDS, TAGGED_SLOT_WORDS};
+
 /// Padding unit between fields written by different processes (x86-64
 /// prefetches cache lines in pairs, so 128 bytes avoids false sharing).
 pub const LINE: u64 = 128;
 /// Page size assumed for mapping offsets.
 pub const PAGE: u64 = 4096;
 /// Layout version of every segment; bumped on any incompatible change
-/// (5: a wake block's fourth word says whether a sleeper was notified).
-pub const LAYOUT_VERSION: u32 = 5;
+/// (5: a wake block's fourth word says whether a sleeper was notified;
+/// 6: rings may be tagged, and the segment header says so).
+pub const LAYOUT_VERSION: u32 = 6;
 /// Magic of a publisher data segment ("HAKOPUB1").
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
 /// Magic of a service dynamic segment ("HAKODYN1").
@@ -128,6 +132,9 @@ pub struct SegmentParams {
     pub buffer: u64,
     /// Chunks a subscriber may borrow at once.
     pub borrowed: u64,
+    /// 1 if the submission rings are tagged (four words per slot, see
+    /// `core::ring`), else 0.
+    pub tagged: u64,
 }
 
 const _: () = assert!(offset_of!(SegmentHeader, magic) == 0);
@@ -135,7 +142,7 @@ const _: () = assert!(offset_of!(SegmentHeader, version) == 8);
 const _: () = assert!(offset_of!(SegmentHeader, chunk_count) == 12);
 const _: () = assert!(offset_of!(SegmentHeader, port_id) == 16);
 const _: () = assert!(offset_of!(SegmentHeader, params) == 24);
-const _: () = assert!(size_of::<SegmentHeader>() == 24 + 7 * 8);
+const _: () = assert!(size_of::<SegmentHeader>() == 24 + 8 * 8);
 const _: () = assert!(size_of::<SegmentHeader>() as u64 <= LINE);
 
 /// Where everything sits in a publisher segment.
@@ -147,6 +154,9 @@ pub struct SegmentGeometry {
     pub conn_stride: u64,
     /// log2 of the submission ring's slot count.
     pub sub_log2: u32,
+    /// Words per submission slot (`core::ring::SLOT_WORDS`, or
+    /// `TAGGED_SLOT_WORDS` for tagged rings).
+    pub slot_words: u64,
     /// Offset of the submission slots within a connection block.
     pub sub_offset: u64,
     /// Offset of the return words (one per chunk) within a connection block.
@@ -178,6 +188,7 @@ impl SegmentParams {
             || p.buffer > 1 << 20
             || p.borrowed == 0
             || p.borrowed > 1 << 20
+            || p.tagged > 1
             || p.elem_size > MAX_SEGMENT
             || p.max_len > MAX_SEGMENT
         {
@@ -188,8 +199,13 @@ impl SegmentParams {
             return None;
         }
         let sub_slots = p.buffer.next_power_of_two();
+        let slot_words = if p.tagged == 1 {
+            TAGGED_SLOT_WORDS
+        } else {
+            SLOT_WORDS
+        } as u64;
         let sub_offset = 2 * LINE;
-        let returns_offset = sub_offset + round_up(16 * sub_slots, LINE);
+        let returns_offset = sub_offset + round_up(8 * slot_words * sub_slots, LINE);
         let conn_stride = returns_offset + round_up(8 * p.chunk_count, LINE);
         let conns_offset = COUNTERS_OFFSET + LINE;
         let pool_offset = round_up(conns_offset + p.max_subscribers * conn_stride, PAGE);
@@ -205,12 +221,25 @@ impl SegmentParams {
             conns_offset,
             conn_stride,
             sub_log2: sub_slots.trailing_zeros(),
+            slot_words,
             sub_offset,
             returns_offset,
             pool_offset,
             chunk_size,
             total_size,
         })
+    }
+}
+
+impl SegmentGeometry {
+    /// Whether the submission rings are tagged.
+    pub fn tagged(&self) -> bool {
+        self.slot_words == TAGGED_SLOT_WORDS as u64
+    }
+
+    /// Words of one connection's submission ring.
+    pub fn ring_words(&self) -> u64 {
+        self.slot_words << self.sub_log2
     }
 }
 
@@ -358,6 +387,7 @@ mod tests {
             max_subscribers: 2,
             buffer: 3,
             borrowed: 2,
+            tagged: 0,
         }
     }
 
@@ -379,6 +409,15 @@ mod tests {
         .geometry()
         .unwrap();
         assert_eq!(big.chunk_size, 4096);
+        let tagged = SegmentParams {
+            tagged: 1,
+            buffer: 8,
+            ..params()
+        }
+        .geometry()
+        .unwrap();
+        assert_eq!(tagged.slot_words, 4);
+        assert_eq!(tagged.returns_offset, tagged.sub_offset + 32 * 8);
     }
 
     #[test]
@@ -386,6 +425,10 @@ mod tests {
         for p in [
             SegmentParams {
                 align: 3,
+                ..params()
+            },
+            SegmentParams {
+                tagged: 2,
                 ..params()
             },
             SegmentParams {

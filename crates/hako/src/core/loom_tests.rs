@@ -5,8 +5,14 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::pool::{ChunkBook, Outstanding};
-use super::ring::{DropCount, Pop, Producer, Push, Returns, Submission};
+use super::returns::{DropCount, Returns};
+use super::ring::{Pop, Producer, Push, Submission, Tag, NO_TAG};
 use super::sync::{AtomicU64, Ordering};
+
+/// The tag entry `i` carries in a tagged ring.
+fn tag_of(i: u32) -> Tag {
+    [u64::from(i) + 200, !u64::from(i)]
+}
 
 fn slots(n: usize) -> Vec<AtomicU64> {
     (0..n).map(|_| AtomicU64::new(0)).collect()
@@ -17,6 +23,11 @@ fn ring(n: usize) -> Vec<AtomicU64> {
     slots(n * super::ring::SLOT_WORDS)
 }
 
+/// The words of a tagged submission ring of `n` slots.
+fn tagged_ring(n: usize) -> Vec<AtomicU64> {
+    slots(n * super::ring::TAGGED_SLOT_WORDS)
+}
+
 /// The SPSC submission ring delivers every item once, in order, and a
 /// consumer that sees an item also sees the data written before it.
 #[test]
@@ -24,20 +35,25 @@ fn submission_ring_fifo() {
     fifo_model(false);
 }
 
-/// As above, with the store-only consumer of backpressure services.
+/// As above, with the store-only consumer of backpressure services, in a
+/// tagged ring (as request/response uses them): each entry's tag is
+/// published with it too.
 #[test]
 fn submission_ring_fifo_sole_consumer() {
     fifo_model(true);
 }
 
 fn fifo_model(sole: bool) {
+    // The sole consumer's model runs a tagged ring, the other a plain one.
+    let tagged = sole;
     loom::model(move || {
-        let s = Arc::new((ring(2), AtomicU64::new(0)));
+        let words = if tagged { tagged_ring(2) } else { ring(2) };
+        let s = Arc::new((words, AtomicU64::new(0)));
         let data: Arc<Vec<UnsafeCell<u32>>> =
             Arc::new((0..3).map(|_| UnsafeCell::new(0)).collect());
         let (s2, d2) = (s.clone(), data.clone());
         let consumer = thread::spawn(move || {
-            let mut ring = Submission::new(&s2.0, &s2.1, 2);
+            let mut ring = Submission::with_tags(&s2.0, &s2.1, 2, tagged);
             if sole {
                 ring = ring.sole_consumer();
             }
@@ -48,6 +64,7 @@ fn fifo_model(sole: bool) {
                         index: i,
                         len,
                         next,
+                        tag,
                         ..
                     } => {
                         // SAFETY: loom's cell pointer is valid; loom reports a
@@ -57,6 +74,8 @@ fn fifo_model(sole: bool) {
                         // The length travels in the slot, published with it.
                         assert_eq!(len, u64::from(i) + 7);
                         assert_eq!(next, Some(i + 1));
+                        let want = if tagged { tag_of(i) } else { [0, 0] };
+                        assert_eq!(tag, want);
                         got.push(i);
                     }
                     Pop::Empty => thread::yield_now(),
@@ -64,14 +83,14 @@ fn fifo_model(sole: bool) {
             }
             assert_eq!(got, vec![0, 1, 2]);
         });
-        let ring = Submission::new(&s.0, &s.1, 2);
+        let ring = Submission::with_tags(&s.0, &s.1, 2, tagged);
         let mut p = Producer::default();
         for i in 0..3u32 {
             // SAFETY: loom's cell pointer is valid; loom reports a read or
             // write racing with this one, which is what the model checks.
             data[i as usize].with_mut(|ptr| unsafe { *ptr = i + 100 });
             while ring
-                .try_push(&mut p, i, u64::from(i) + 7, Some(i + 1))
+                .try_push(&mut p, i, u64::from(i) + 7, Some(i + 1), tag_of(i))
                 .unwrap()
                 == Push::Full
             {
@@ -91,8 +110,8 @@ fn reclaim_races_pop() {
         let s2 = s.clone();
         let ring = Submission::new(&s.0, &s.1, 2);
         let mut p = Producer::default();
-        ring.try_push(&mut p, 0, 1, None).unwrap();
-        ring.try_push(&mut p, 1, 1, None).unwrap();
+        ring.try_push(&mut p, 0, 1, None, NO_TAG).unwrap();
+        ring.try_push(&mut p, 1, 1, None, NO_TAG).unwrap();
         let consumer = thread::spawn(move || {
             let ring = Submission::new(&s2.0, &s2.1, 2);
             let mut got = Vec::new();
@@ -106,7 +125,10 @@ fn reclaim_races_pop() {
         let mut reclaimed = Vec::new();
         if let Some(i) = ring.reclaim_oldest(&mut p).unwrap() {
             reclaimed.push(i);
-            assert_eq!(ring.try_push(&mut p, 2, 1, None).unwrap(), Push::Done);
+            assert_eq!(
+                ring.try_push(&mut p, 2, 1, None, NO_TAG).unwrap(),
+                Push::Done
+            );
         }
         let got = consumer.join().unwrap();
         let mut rest = Vec::new();
@@ -183,7 +205,7 @@ fn pool_reuse_is_exclusive() {
             data[idx as usize].with_mut(|ptr| unsafe { *ptr = seq });
             let stamp = p.tail + 1;
             loop {
-                match sub.try_push(&mut p, idx, 1, None).unwrap() {
+                match sub.try_push(&mut p, idx, 1, None, NO_TAG).unwrap() {
                     Push::Done => break,
                     Push::Full => thread::yield_now(),
                 }

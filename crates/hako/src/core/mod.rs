@@ -7,6 +7,7 @@ pub(crate) mod bias;
 pub mod layout;
 pub mod park;
 pub mod pool;
+pub mod returns;
 pub mod ring;
 pub(crate) mod sync;
 

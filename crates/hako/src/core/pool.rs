@@ -9,7 +9,7 @@
 //! [`Outstanding`] records, per connection, which chunks the subscriber may
 //! hold and the return stamp of each delivery. The publisher takes back only
 //! chunks outstanding on that connection whose return word holds that stamp
-//! (see `ring::Returns`), so a subscriber that returns a chunk twice, or one
+//! (see `returns::Returns`), so a subscriber that returns a chunk twice, or one
 //! it never had, cannot make the publisher reuse memory a reader still sees.
 //! When a subscriber goes away, all its outstanding chunks are released at
 //! once.

@@ -21,8 +21,16 @@
 //! bare cache lines each way (its `floor2`). The announcement is only a
 //! hint: a wrong or missing one costs a wasted prefetch, never correctness.
 //!
+//! A *tagged* ring (request/response) has two more words per slot, a tag
+//! whose meaning the pattern gives (there: the request's id and the
+//! message's flags), so that what says which request a message answers
+//! travels in the descriptor's line too. Were it written into the chunk, a
+//! 64-byte payload and its 16-byte header would be two lines to write and
+//! to fetch instead of one.
+//!
 //! ```text
-//!  slot (two u64, one cache line holds four slots)
+//!  slot (two u64, one cache line holds four slots; tagged: four u64, two
+//!  slots per line)
 //!  word 0:  63            32 31             0
 //!          +----------------+----------------+
 //!          |  lap stamp     |  chunk index   |
@@ -34,7 +42,8 @@
 //!  lap stamp of position p = (p / capacity) + 1, truncated to 32 bits;
 //!  a zeroed slot (stamp 0) is empty for every position of lap 0.
 //!  next + 1: the chunk the publisher expects to loan next, plus one (0: none).
-//!  Word 1 is written first and published by the Release store of word 0.
+//!  word 2, word 3 (tagged rings only): the tag.
+//!  Words 1-3 are written first and published by the Release store of word 0.
 //! ```
 //!
 //! * [`Submission`] (publisher → subscriber) has one producer and one consumer.
@@ -42,7 +51,7 @@
 //!   with the drop-oldest policy can take the oldest entry back; both sides
 //!   advance `head` with compare-and-swap, so exactly one of them owns each
 //!   entry. The producer position is private to the publisher.
-//! * [`Returns`] (subscriber → publisher) hands released chunks back: one
+//! * [`Returns`](super::returns::Returns) (subscriber → publisher) hands released chunks back: one
 //!   word per chunk of the pool, into which the subscriber stores the
 //!   *return stamp* of the delivery it releases (its submission position + 1).
 //!   Samples may be dropped on any thread of the subscriber's process, in any
@@ -55,24 +64,12 @@
 //! Everything read from a slot is hostile input: the callers validate chunk
 //! indices, and a stamp that cannot occur is reported as [`Corrupted`].
 
-use super::sync::{prefetch_write, AtomicU64, Ordering};
+use super::sync::{AtomicU64, Ordering};
 
 /// A slot or index held a value the protocol cannot produce: the peer on the
 /// other end of the connection wrote garbage. Only this connection is affected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Corrupted;
-
-/// The two words of slot `pos mod (words.len() / 2)`: the stamped
-/// descriptor and the payload length.
-#[inline]
-fn masked_pair(words: &[AtomicU64], pos: u64) -> (&AtomicU64, &AtomicU64) {
-    let i = 2 * (pos & (words.len() as u64 / 2 - 1)) as usize;
-    debug_assert!(i + 1 < words.len());
-    // SAFETY: the constructor asserts that words.len() / 2 is a power of two
-    // (and at least 1), so masking with it minus 1 and doubling yields an
-    // even index whose successor is still below words.len().
-    unsafe { (words.get_unchecked(i), words.get_unchecked(i + 1)) }
-}
 
 #[inline]
 fn stamp(pos: u64, log2: u32) -> u64 {
@@ -125,6 +122,17 @@ fn encode_len(len: u64, next: Option<u32>) -> u64 {
 /// learns all of them from one cache line.
 pub const SLOT_WORDS: usize = 2;
 
+/// Words per slot of a tagged ring: those of [`SLOT_WORDS`], then the tag.
+pub const TAGGED_SLOT_WORDS: usize = 4;
+
+/// What a tagged ring's slot carries besides the descriptor (see the
+/// module's drawing); as hostile as the rest of the slot. Plain rings carry
+/// none and hand out [`NO_TAG`].
+pub type Tag = [u64; 2];
+
+/// The tag of an entry of a plain ring.
+pub const NO_TAG: Tag = [0, 0];
+
 /// Result of [`Submission::pop`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pop {
@@ -142,6 +150,8 @@ pub enum Pop {
         len: u64,
         /// The chunk the publisher announced it will loan next, if any.
         next: Option<u32>,
+        /// The slot's tag ([`NO_TAG`] in a plain ring).
+        tag: Tag,
     },
 }
 
@@ -168,7 +178,11 @@ pub struct Producer {
 pub struct Submission<'a> {
     slots: &'a [AtomicU64],
     head: &'a AtomicU64,
+    /// log2 of the number of slots, and that number minus one.
     log2: u32,
+    mask: u64,
+    /// Four words per slot (a tag) instead of two.
+    tagged: bool,
     capacity: u64,
     /// The producer never takes entries back (no drop-oldest), so the
     /// consumer may advance `head` with a plain store.
@@ -176,19 +190,85 @@ pub struct Submission<'a> {
 }
 
 impl<'a> Submission<'a> {
-    /// `slots` holds two words per slot (see [`SLOT_WORDS`]); the number of
-    /// slots must be a power of two and `1 <= capacity <= slots`.
+    /// A plain ring: `slots` holds two words per slot (see [`SLOT_WORDS`]);
+    /// the number of slots must be a power of two and
+    /// `1 <= capacity <= slots`.
     pub fn new(slots: &'a [AtomicU64], head: &'a AtomicU64, capacity: u64) -> Self {
-        let n = slots.len() / SLOT_WORDS;
-        assert!(slots.len() % SLOT_WORDS == 0 && n.is_power_of_two());
+        Self::with_tags(slots, head, capacity, false)
+    }
+
+    /// A plain ring, or with `tagged` a tagged one ([`TAGGED_SLOT_WORDS`]
+    /// words per slot); otherwise as [`new`](Self::new).
+    pub fn with_tags(
+        slots: &'a [AtomicU64],
+        head: &'a AtomicU64,
+        capacity: u64,
+        tagged: bool,
+    ) -> Self {
+        let words = if tagged {
+            TAGGED_SLOT_WORDS
+        } else {
+            SLOT_WORDS
+        };
+        let n = slots.len() / words;
+        assert!(slots.len() % words == 0 && n.is_power_of_two());
         assert!(capacity >= 1 && capacity <= n as u64);
         Self {
             slots,
             head,
             log2: n.trailing_zeros(),
+            mask: n as u64 - 1,
+            tagged,
             capacity,
             sole_consumer: false,
         }
+    }
+
+    /// Index of the first word of slot `pos mod slots`.
+    #[inline]
+    fn first_word(&self, pos: u64) -> usize {
+        let i = ((pos & self.mask) << (1 + u32::from(self.tagged))) as usize;
+        debug_assert!(i + if self.tagged { 3 } else { 1 } < self.slots.len());
+        i
+    }
+
+    /// The descriptor and length words of slot `pos mod slots`.
+    #[inline]
+    fn pair(&self, pos: u64) -> (&AtomicU64, &AtomicU64) {
+        let i = self.first_word(pos);
+        // SAFETY: the constructor asserts that slots.len() is the number of
+        // slots, a power of two, times the words per slot, and mask is that
+        // number minus one; so i is the first word of a slot in range, and
+        // i + 1 (a slot has at least two words) is below slots.len().
+        unsafe { (self.slots.get_unchecked(i), self.slots.get_unchecked(i + 1)) }
+    }
+
+    /// The tag words of slot `pos mod slots`; only for a tagged ring.
+    #[inline]
+    fn tag_words(&self, pos: u64) -> (&AtomicU64, &AtomicU64) {
+        debug_assert!(self.tagged);
+        let i = self.first_word(pos);
+        // SAFETY: as in pair(); a tagged ring's slots have four words, so
+        // i + 2 and i + 3 are below slots.len() (callers check `tagged`).
+        unsafe {
+            (
+                self.slots.get_unchecked(i + 2),
+                self.slots.get_unchecked(i + 3),
+            )
+        }
+    }
+
+    /// The tag of slot `pos`, read after the Acquire load of its descriptor
+    /// ([`NO_TAG`] for a plain ring).
+    #[inline]
+    fn read_tag(&self, pos: u64) -> Tag {
+        if !self.tagged {
+            return NO_TAG;
+        }
+        let (t0, t1) = self.tag_words(pos);
+        // Relaxed (both): ordered after the producer's stores by the
+        // caller's Acquire load of the descriptor.
+        [t0.load(Ordering::Relaxed), t1.load(Ordering::Relaxed)]
     }
 
     /// The same ring, for a consumer whose producer never calls
@@ -202,17 +282,19 @@ impl<'a> Submission<'a> {
 
     #[inline]
     fn slot(&self, pos: u64) -> &AtomicU64 {
-        masked_pair(self.slots, pos).0
+        self.pair(pos).0
     }
 
     /// Producer: appends `index` (a payload of `len` elements, announcing
-    /// `next` as the chunk of the next loan) unless the ring is full.
+    /// `next` as the chunk of the next loan, with `tag` in a tagged ring)
+    /// unless the ring is full.
     pub fn try_push(
         &self,
         p: &mut Producer,
         index: u32,
         len: u64,
         next: Option<u32>,
+        tag: Tag,
     ) -> Result<Push, Corrupted> {
         if p.tail.wrapping_sub(p.cached_head) >= self.capacity {
             // ORDERING: Acquire; pairs with the AcqRel CAS of head in pop(): the
@@ -227,15 +309,21 @@ impl<'a> Submission<'a> {
                 return Ok(Push::Full);
             }
         }
-        self.write(p, index, len, next);
+        self.write(p, index, len, next, tag);
         Ok(Push::Done)
     }
 
     #[inline]
-    fn write(&self, p: &mut Producer, index: u32, len: u64, next: Option<u32>) {
-        let (desc, len_word) = masked_pair(self.slots, p.tail);
-        // Relaxed: published by the Release store of the descriptor below.
+    fn write(&self, p: &mut Producer, index: u32, len: u64, next: Option<u32>, tag: Tag) {
+        let (desc, len_word) = self.pair(p.tail);
+        // Relaxed (all): published by the Release store of the descriptor
+        // below.
         len_word.store(encode_len(len, next), Ordering::Relaxed);
+        if self.tagged {
+            let (t0, t1) = self.tag_words(p.tail);
+            t0.store(tag[0], Ordering::Relaxed);
+            t1.store(tag[1], Ordering::Relaxed);
+        }
         // ORDERING: Release; pairs with the Acquire load in pop(): publishes the
         // length above and the chunk's contents, written before, to the consumer.
         desc.store(encode(p.tail, self.log2, index), Ordering::Release);
@@ -247,8 +335,15 @@ impl<'a> Submission<'a> {
     /// (for instance because fewer chunks than that are outstanding on the
     /// connection at all); this saves reading the consumer's cache line.
     #[inline]
-    pub fn push_known_room(&self, p: &mut Producer, index: u32, len: u64, next: Option<u32>) {
-        self.write(p, index, len, next);
+    pub fn push_known_room(
+        &self,
+        p: &mut Producer,
+        index: u32,
+        len: u64,
+        next: Option<u32>,
+        tag: Tag,
+    ) {
+        self.write(p, index, len, next, tag);
     }
 
     /// Producer: takes the oldest unconsumed entry back (drop-oldest overflow).
@@ -307,7 +402,7 @@ impl<'a> Submission<'a> {
     fn pop_sole(&self) -> Result<Pop, Corrupted> {
         // Relaxed: only this consumer writes head.
         let head = self.head.load(Ordering::Relaxed);
-        let (desc, len_word) = masked_pair(self.slots, head);
+        let (desc, len_word) = self.pair(head);
         // ORDERING: Acquire; pairs with the Release store in write().
         let value = desc.load(Ordering::Acquire);
         let st = stamp_of(value);
@@ -320,6 +415,7 @@ impl<'a> Submission<'a> {
         }
         // Relaxed: ordered after the producer's store by the Acquire above.
         let word = len_word.load(Ordering::Relaxed);
+        let tag = self.read_tag(head);
         // ORDERING: Release; pairs with the Acquire loads of head in
         // try_push(): our read of the slot happens before its reuse.
         self.head.store(head.wrapping_add(1), Ordering::Release);
@@ -328,6 +424,7 @@ impl<'a> Submission<'a> {
             pos: head,
             len: word & LEN_MASK,
             next: ((word >> LEN_BITS) as u32).checked_sub(1),
+            tag,
         })
     }
 
@@ -340,7 +437,7 @@ impl<'a> Submission<'a> {
         // about to take; an honest one cannot win a thousand times in a row
         // (each reclaim needs a send), a peer rewriting head can forever.
         for _ in 0..1024 + self.slots.len() {
-            let (desc, len_word) = masked_pair(self.slots, head);
+            let (desc, len_word) = self.pair(head);
             // ORDERING: Acquire; pairs with the Release store in write().
             let value = desc.load(Ordering::Acquire);
             let st = stamp_of(value);
@@ -355,6 +452,7 @@ impl<'a> Submission<'a> {
                     pos: head,
                     len: word & LEN_MASK,
                     next: ((word >> LEN_BITS) as u32).checked_sub(1),
+                    tag: self.read_tag(head),
                 };
                 // ORDERING: AcqRel; Release lets the producer reuse the slot after
                 // our read; pairs with the Acquire loads of head in try_push and
@@ -407,314 +505,7 @@ impl<'a> Submission<'a> {
     }
 }
 
-/// The return words of one connection: word `i` belongs to chunk `i`.
-#[derive(Clone, Copy)]
-pub struct Returns<'a> {
-    words: &'a [AtomicU64],
-}
-
-impl<'a> Returns<'a> {
-    /// One word per chunk of the pool.
-    pub fn new(words: &'a [AtomicU64]) -> Self {
-        Self { words }
-    }
-
-    /// Subscriber (any thread): releases chunk `index`, delivered with
-    /// `stamp` ([`Pop::Item`]'s position + 1). An index out of range is
-    /// ignored (the caller validated it when the chunk was received).
-    #[inline]
-    pub fn release(&self, index: u32, stamp: u64) {
-        if let Some(w) = self.words.get(index as usize) {
-            // ORDERING: Release; pairs with the Acquire load in returned():
-            // our reads of the chunk happen before the publisher reuses it.
-            w.store(stamp, Ordering::Release);
-        }
-    }
-
-    /// Subscriber: starts taking ownership of the line that
-    /// [`release`](Self::release) of chunk `index` will write, so that
-    /// store does not wait for the publisher's CPU to give the line up
-    /// (it reads it in every take-back). A hint only.
-    #[inline]
-    pub fn prepare_release(&self, index: u32) {
-        if let Some(w) = self.words.get(index as usize) {
-            prefetch_write(std::ptr::from_ref(w).cast());
-        }
-    }
-
-    /// The address of chunk `index`'s word (of the first word if `index` is
-    /// out of range; 0 if there are none), for prefetching.
-    #[inline]
-    pub fn word_addr(&self, index: u32) -> usize {
-        self.words
-            .get(index as usize)
-            .or(self.words.first())
-            .map_or(0, |w| std::ptr::from_ref(w) as usize)
-    }
-
-    /// Publisher: whether chunk `index`, delivered with `stamp`, came back.
-    #[inline]
-    pub fn returned(&self, index: u32, stamp: u64) -> bool {
-        self.words
-            .get(index as usize)
-            // ORDERING: Acquire; pairs with the Release store in release().
-            .is_some_and(|w| w.load(Ordering::Acquire) == stamp)
-    }
-
-    /// Publisher, before a subscriber connects: clears every word.
-    pub fn reset(&self) {
-        for w in self.words {
-            // Relaxed: published by the Release store of the connected word.
-            w.store(0, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Bit of a [`DropCount`] raised when the owner lets go.
-const GONE: u64 = 1 << 63;
-
-/// Counts the samples of a connection dropped in a subscriber's process (on
-/// any thread) and decides who frees the connection: the subscriber's handle
-/// when it lets go, if every sample it received is dropped by then, else the
-/// last sample to drop. One atomic read-modify-write per sample, none per
-/// receive.
-#[derive(Debug)]
-pub struct DropCount(AtomicU64);
-
-impl Default for DropCount {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl DropCount {
-    /// Nothing dropped, owner present.
-    pub fn new() -> Self {
-        Self(AtomicU64::new(0))
-    }
-
-    /// Samples dropped so far.
-    #[inline]
-    pub fn dropped(&self) -> u64 {
-        // Relaxed: a count for limits; nothing is published through it here.
-        self.0.load(Ordering::Relaxed) & !GONE
-    }
-
-    /// A sample was dropped, after its last access to the connection (its
-    /// return store). True if the caller must free the connection: the owner
-    /// is gone and this was the last of `received()` samples. `received` is
-    /// read only in that case, when it is final.
-    #[inline]
-    pub fn sample_dropped(&self, received: impl FnOnce() -> u64) -> bool {
-        // ORDERING: AcqRel; Release orders our earlier accesses before the
-        // count that may let another party free the connection; Acquire,
-        // when we free it, orders every other party's accesses before that.
-        let old = self.0.fetch_add(1, Ordering::AcqRel);
-        old & GONE != 0 && (old & !GONE) + 1 == received()
-    }
-
-    /// The owner lets go, having received `received` samples in all. True if
-    /// the caller must free the connection (every sample is dropped).
-    #[inline]
-    pub fn owner_gone(&self, received: u64) -> bool {
-        // ORDERING: AcqRel; Release publishes the final `received` to the
-        // sample that sees GONE; Acquire orders every earlier drop before
-        // the free.
-        let old = self.0.fetch_or(GONE, Ordering::AcqRel);
-        old & !GONE == received
-    }
-}
-
+// The unit tests, in a file of their own beside this one.
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    /// A popped entry with no announcement.
-    fn item(index: u32, pos: u64, len: u64) -> Pop {
-        Pop::Item {
-            index,
-            pos,
-            len,
-            next: None,
-        }
-    }
-
-    /// The words of a submission ring of `n` slots (or `n * SLOT_WORDS`
-    /// return words).
-    fn slots(n: usize) -> Vec<AtomicU64> {
-        (0..n * SLOT_WORDS).map(|_| AtomicU64::new(0)).collect()
-    }
-
-    #[test]
-    fn submission_fifo_and_full() {
-        let s = slots(4);
-        let head = AtomicU64::new(0);
-        let ring = Submission::new(&s, &head, 3);
-        let mut p = Producer::default();
-        assert_eq!(ring.pop(), Ok(Pop::Empty));
-        for i in 0..3 {
-            assert_eq!(ring.try_push(&mut p, i, 1, None), Ok(Push::Done));
-        }
-        assert_eq!(ring.try_push(&mut p, 9, 1, None), Ok(Push::Full));
-        assert!(ring.has_item());
-        for i in 0..3 {
-            assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
-        }
-        assert_eq!(ring.pop(), Ok(Pop::Empty));
-        assert!(!ring.has_item());
-    }
-
-    #[test]
-    fn submission_wraps_many_laps() {
-        let s = slots(2);
-        let head = AtomicU64::new(0);
-        let ring = Submission::new(&s, &head, 2);
-        let mut p = Producer::default();
-        for i in 0..10_000u32 {
-            assert_eq!(ring.try_push(&mut p, i, 1, None), Ok(Push::Done));
-            if i % 2 == 1 {
-                assert_eq!(ring.pop(), Ok(item(i - 1, u64::from(i - 1), 1)));
-                assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
-                assert_eq!(ring.pop(), Ok(Pop::Empty));
-            }
-        }
-    }
-
-    #[test]
-    fn sole_consumer_pops_in_order() {
-        let s = slots(4);
-        let head = AtomicU64::new(0);
-        let ring = Submission::new(&s, &head, 4);
-        let consumer = ring.sole_consumer();
-        let mut p = Producer::default();
-        for round in 0..10u32 {
-            for i in 0..4 {
-                assert_eq!(
-                    ring.try_push(&mut p, round * 4 + i, 1, None),
-                    Ok(Push::Done)
-                );
-            }
-            for i in 0..4 {
-                assert_eq!(
-                    consumer.pop(),
-                    Ok(item(round * 4 + i, u64::from(round * 4 + i), 1))
-                );
-            }
-            assert_eq!(consumer.pop(), Ok(Pop::Empty));
-        }
-    }
-
-    #[test]
-    fn reclaim_oldest_keeps_order() {
-        let s = slots(4);
-        let head = AtomicU64::new(0);
-        let ring = Submission::new(&s, &head, 4);
-        let mut p = Producer::default();
-        for i in 0..4 {
-            ring.try_push(&mut p, i, 1, None).unwrap();
-        }
-        assert_eq!(ring.try_push(&mut p, 4, 1, None), Ok(Push::Full));
-        assert_eq!(ring.reclaim_oldest(&mut p), Ok(Some(0)));
-        assert_eq!(ring.try_push(&mut p, 4, 1, None), Ok(Push::Done));
-        for i in 1..5 {
-            assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
-        }
-        assert_eq!(ring.reclaim_oldest(&mut p), Ok(None));
-    }
-
-    #[test]
-    fn garbage_is_reported() {
-        let s = slots(4);
-        let head = AtomicU64::new(0);
-        let ring = Submission::new(&s, &head, 4);
-        s[0].store(0xdead_beef_0000_0001, Ordering::Relaxed); // slot 0's descriptor
-        assert_eq!(ring.pop(), Err(Corrupted));
-        // A head far beyond the producer's tail.
-        let s2 = slots(4);
-        let head2 = AtomicU64::new(1000);
-        let ring2 = Submission::new(&s2, &head2, 4);
-        let mut p = Producer {
-            tail: 4,
-            cached_head: 0,
-        };
-        assert_eq!(ring2.try_push(&mut p, 1, 1, None), Err(Corrupted));
-    }
-
-    #[test]
-    fn positions_at_the_end_of_the_range_wrap() {
-        // Found by fuzzing: a peer that sets head to u64::MAX must not make
-        // either side overflow (a panic in debug builds).
-        let s = slots(4);
-        let head = AtomicU64::new(u64::MAX);
-        let ring = Submission::new(&s, &head, 4);
-        s[3 * SLOT_WORDS].store(encode(u64::MAX, 2, 1), Ordering::Relaxed);
-        assert_eq!(ring.pop(), Ok(item(1, u64::MAX, 0)));
-        assert_eq!(head.load(Ordering::Relaxed), 0);
-        head.store(u64::MAX, Ordering::Relaxed);
-        let mut p = Producer {
-            tail: 0,
-            cached_head: 0,
-        };
-        assert!(ring.reclaim_oldest(&mut p).is_ok());
-    }
-
-    #[test]
-    fn the_next_chunk_travels_with_the_length() {
-        let s = slots(4);
-        let head = AtomicU64::new(0);
-        let ring = Submission::new(&s, &head, 4);
-        let mut p = Producer::default();
-        let max_len = 1u64 << 46; // a segment's limit
-        for (len, next) in [
-            (1, Some(0)),
-            (max_len, Some(7)),
-            (12, Some(MAX_ANNOUNCED)),
-            (5, None),
-        ] {
-            ring.try_push(&mut p, 3, len, next).unwrap();
-            let want = Pop::Item {
-                index: 3,
-                pos: p.tail - 1,
-                len,
-                next,
-            };
-            assert_eq!(ring.pop(), Ok(want));
-        }
-        // Beyond what fits, the announcement is left out, never garbled.
-        ring.push_known_room(&mut p, 3, 9, Some(MAX_ANNOUNCED + 1));
-        assert_eq!(ring.pop(), Ok(item(3, p.tail - 1, 9)));
-        ring.push_known_room(&mut p, 3, 9, Some(u32::MAX));
-        assert_eq!(ring.pop(), Ok(item(3, p.tail - 1, 9)));
-    }
-
-    #[test]
-    fn return_words_to_prefetch_stay_inside_the_pool() {
-        let w = slots(4);
-        let r = Returns::new(&w);
-        assert_eq!(r.word_addr(2), std::ptr::from_ref(&w[2]) as usize);
-        // A garbage index (an announcement is unvalidated) names the first.
-        assert_eq!(r.word_addr(99), std::ptr::from_ref(&w[0]) as usize);
-        assert_eq!(Returns::new(&[]).word_addr(0), 0);
-        // A hint only: nothing changes.
-        r.prepare_release(2);
-        r.prepare_release(99);
-        assert_eq!(w[2].load(Ordering::Relaxed), 0);
-    }
-
-    #[test]
-    fn returns_match_only_their_delivery() {
-        let w = slots(4);
-        let r = Returns::new(&w);
-        assert!(!r.returned(2, 5));
-        r.release(2, 5);
-        assert!(r.returned(2, 5));
-        // An earlier delivery of the same chunk, another chunk, or garbage
-        // beyond the pool never match.
-        assert!(!r.returned(2, 9));
-        assert!(!r.returned(1, 5));
-        r.release(99, 5);
-        assert!(!r.returned(99, 5));
-        r.reset();
-        assert!(!r.returned(2, 5));
-    }
-}
+#[path = "ring_tests.rs"]
+mod tests;

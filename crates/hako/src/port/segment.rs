@@ -78,10 +78,11 @@ pub(crate) fn still_needed(
             .load(Ordering::Acquire)
             == connected;
         let attached = map.atomic(base + ATTACHED_OFFSET).load(Ordering::Acquire) == connected;
-        let ring = Submission::new(
-            map.atomics(base + geo.sub_offset, 2 << geo.sub_log2),
+        let ring = Submission::with_tags(
+            map.atomics(base + geo.sub_offset, geo.ring_words()),
             map.atomic(base + LINE),
             buffer,
+            geo.tagged(),
         );
         registered && !attached && ring.has_item()
     })

@@ -179,6 +179,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             own: PortKind::Publisher,
             peers: PortKind::Subscriber,
             shared_id: None,
+            tagged: false,
         };
         let name = svc.name.to_string();
         let inner = SenderInner::create(svc, settings).map_err(|e| match e {

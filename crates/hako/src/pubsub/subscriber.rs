@@ -82,6 +82,7 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             borrowed: u64::from(q.subscriber_max_borrowed_samples),
             max_held: q.subscriber_max_borrowed_samples as usize,
             backpressure: q.overflow == OverflowPolicy::Backpressure,
+            tagged: false,
             strategy: self.strategy,
             own: PortKind::Subscriber,
             peers: PortKind::Publisher,

@@ -19,7 +19,7 @@ use super::duplex::PortSpec;
 use super::envelope::{request_id, Envelope, NO_RESPONSE};
 use super::errors::{PortCreateError, RequestSendError};
 use super::inbox::{Inbox, Routed, Slot, Slots};
-use super::message::{stamp, Destination, MessageMut, MessageMutUninit, Sealed};
+use super::message::{Destination, MessageMut, MessageMutUninit, Sealed};
 use super::pending::PendingResponse;
 use super::settings::{request_queue, ReqResSettings, Types};
 use crate::domain::config::OverflowPolicy;
@@ -158,6 +158,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
             own: PortKind::Publisher,
             peers: PortKind::Subscriber,
             shared_id: None,
+            tagged: true,
         };
         let rx = response_queue(q, resp_env.align, self.wait);
         let name = self.service.name.to_string();
@@ -223,6 +224,7 @@ fn response_queue(
         // stream (or a stale response) must be taken to be seen.
         max_held: (in_flight * per) as usize + 1,
         backpressure: true,
+        tagged: true,
         strategy: wait,
         own: PortKind::Publisher,
         peers: PortKind::Subscriber,
@@ -296,7 +298,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
     }
 
     fn message(&self, raw: RawLoan, elems: usize) -> RequestMutUninit<'_, Req, Resp> {
-        MessageMutUninit::new(raw, &self.req_env, elems, ToServer { client: self })
+        MessageMutUninit::new(raw, elems, ToServer { client: self })
     }
 
     /// Sends a loaned chunk (its payload written) to the next server;
@@ -327,8 +329,8 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
             (i, slots.slot[i as usize].generation)
         };
         let flags = if no_response { NO_RESPONSE } else { 0 };
-        stamp(&raw, request_id(slot, generation), flags);
-        let sent = raw.send_next(self.next_server.get());
+        let tag = [request_id(slot, generation), flags];
+        let sent = raw.send_next(self.next_server.get(), tag);
         let give_back = |slots: &mut Slots| {
             if !no_response {
                 slots.free.push(slot);

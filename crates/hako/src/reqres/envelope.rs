@@ -1,27 +1,32 @@
-//! What a request or response chunk holds: a header that says which
-//! request it belongs to, then the payload.
+//! What says which request a message belongs to, and how a message's
+//! length turns into payload elements.
+//!
+//! Requests and responses travel in tagged rings (see `core::ring`): the
+//! two words of a descriptor's tag are the message's header, and the chunk
+//! holds the payload alone, from its first byte. So a payload of up to 64
+//! bytes is one cache line to write and to fetch, as in publish/subscribe,
+//! and the header costs no line of its own.
 //!
 //! ```text
-//!  +0   id: u64       generation << 32 | the client's request slot
-//!  +8   flags: u64    END (a response: the stream is over, no payload),
-//!                     LAST (a response with a payload, and the stream's
-//!                     last: it ends the stream too),
-//!                     NO_RESPONSE (a request: fire and forget)
-//!  +hdr payload       hdr = 16, or the payload's alignment if larger
+//!  tag word 0   id: u64       generation << 32 | the client's request slot
+//!  tag word 1   flags: u64    END (a response: the stream is over, no payload),
+//!                             LAST (a response with a payload, and the stream's
+//!                             last: it ends the stream too),
+//!                             NO_RESPONSE (a request: fire and forget)
+//!  chunk +0     payload       (its length, in bytes, in the descriptor)
 //! ```
 //!
-//! The port layer moves the chunk as bytes (element size 1, the length in
-//! the descriptor counts the header too); this module turns a length into
-//! a count of payload elements, and refuses lengths no honest peer sends.
-//! The header is read once, as a copy, and checked before use: a peer
-//! may write anything there. A slot index plus a generation, never a bare
-//! index, names a request, so a response to a request whose pending
-//! response was dropped can never land on the slot's next request.
+//! The port layer moves the chunk as bytes (element size 1); this module
+//! turns a length into a count of payload elements, and refuses lengths no
+//! honest peer sends. The tag is a copy taken from the ring slot, checked
+//! before use: a peer may write anything there. A slot index plus a
+//! generation, never a bare index, names a request, so a response to a
+//! request whose pending response was dropped can never land on the
+//! slot's next request.
 
+use crate::core::ring::Tag;
 use crate::port::payload::Payload;
 
-/// Bytes of the header.
-const HEADER: usize = 16;
 /// A response that ends its stream (it carries no payload).
 pub const END: u64 = 1;
 /// A request that expects no response.
@@ -33,15 +38,13 @@ pub const LAST: u64 = 4;
 /// How one side's messages are laid out in its chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Envelope {
-    /// Offset of the payload: the header, padded to the payload's alignment.
-    pub hdr: usize,
     /// Bytes of one payload element.
     pub size: usize,
     /// Whether the payload is a slice.
     pub slice: bool,
     /// Most payload elements of one message.
     pub max_elems: usize,
-    /// Alignment of the chunk (at least the header's).
+    /// Alignment of the payload (chunks are aligned at least as much).
     pub align: u64,
 }
 
@@ -50,46 +53,44 @@ impl Envelope {
     /// a value).
     pub fn of<T: Payload + ?Sized>(max_elems: usize) -> Self {
         let t = T::details();
-        let align = t.align.max(8);
         Self {
-            hdr: HEADER.next_multiple_of(align as usize),
             size: t.size as usize,
             slice: t.slice,
             max_elems: if t.slice { max_elems } else { 1 },
-            align,
+            align: t.align.max(1),
         }
     }
 
-    /// Bytes of the largest message; `None` if that does not fit a `u64`
+    /// Bytes a chunk must hold: those of the largest message, and at least
+    /// one (an end of stream has no payload, and a payload may have no
+    /// bytes, but a pool's chunks do); `None` if that does not fit a `u64`
     /// (a slice length no segment can hold).
     pub fn max_bytes(&self) -> Option<u64> {
         let body = self.size.checked_mul(self.max_elems)?;
-        u64::try_from(self.hdr.checked_add(body)?).ok()
+        u64::try_from(body.max(1)).ok()
     }
 
     /// Bytes of a message of `elems` elements, at most `max_elems` (so
     /// within `max_bytes`, which the port's creation checked).
+    #[inline]
     pub fn bytes(&self, elems: usize) -> usize {
         debug_assert!(elems <= self.max_elems);
-        self.hdr + self.size * elems
+        self.size * elems
     }
 
     /// Payload elements of a message of `len` bytes (the port layer checked
     /// it against the largest), or why no honest peer sends that length.
     #[inline]
     pub fn elems(&self, len: usize) -> Result<usize, &'static str> {
-        let body = len
-            .checked_sub(self.hdr)
-            .ok_or("message shorter than its header")?;
         if !self.slice {
-            return if body == self.size {
+            return if len == self.size {
                 Ok(1)
             } else {
                 Err("payload length does not match its type")
             };
         }
         if self.size == 0 {
-            return if body == 0 {
+            return if len == 0 {
                 Ok(0)
             } else {
                 Err("payload length does not match its type")
@@ -99,19 +100,19 @@ impl Envelope {
         // Most element sizes are powers of two: a mask and a shift, where a
         // division would cost tens of cycles on every message.
         if self.size.is_power_of_two() {
-            if body & (self.size - 1) != 0 {
+            if len & (self.size - 1) != 0 {
                 return Err(whole);
             }
-            return Ok(body >> self.size.trailing_zeros());
+            return Ok(len >> self.size.trailing_zeros());
         }
-        if body % self.size != 0 {
+        if len % self.size != 0 {
             return Err(whole);
         }
-        Ok(body / self.size)
+        Ok(len / self.size)
     }
 }
 
-/// What a received message's header and length say, checked.
+/// What a received message's tag and length say, checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opened {
     /// The request's slot in its client.
@@ -130,26 +131,12 @@ pub struct Opened {
 
 impl Envelope {
     /// Opens a message of `len` bytes (the port layer checked it against
-    /// the sender's largest) whose chunk starts at `chunk`: reads its
-    /// header once and checks the length against it and the payload type.
-    /// Ends of streams are taken only when `responses`.
-    ///
-    /// # Safety
-    /// `chunk` is the first byte of a received chunk of at least `len`
-    /// bytes, aligned to 8, mapped while the caller uses the result.
+    /// the sender's largest) that came with `tag`: checks the length
+    /// against the flags and the payload type. Ends of streams are taken
+    /// only when `responses`.
     #[inline]
-    pub unsafe fn open(
-        &self,
-        chunk: *const u8,
-        len: usize,
-        responses: bool,
-    ) -> Result<Opened, &'static str> {
-        if len < self.hdr {
-            return Err("message shorter than its header");
-        }
-        // SAFETY: the chunk holds at least the header (checked above) and
-        // is aligned and mapped (the caller's promise).
-        let (id, flags) = unsafe { read_header(chunk) };
+    pub fn open(&self, tag: Tag, len: usize, responses: bool) -> Result<Opened, &'static str> {
+        let [id, flags] = tag;
         let (slot, generation) = split_id(id);
         let end = responses && flags & END != 0;
         let elems = if end { 0 } else { self.elems(len)? };
@@ -174,54 +161,23 @@ pub fn split_id(id: u64) -> (u32, u32) {
     (id as u32, (id >> 32) as u32)
 }
 
-/// Writes the header at the start of a loaned chunk.
-///
-/// # Safety
-/// `chunk` is the first byte of a chunk loaned to the caller (16 bytes at
-/// least, aligned to 8).
-pub unsafe fn write_header(chunk: *mut u8, id: u64, flags: u64) {
-    // SAFETY: the caller's chunk holds the header's 16 bytes, aligned to 8,
-    // and nobody else writes it while it is loaned.
-    unsafe {
-        chunk.cast::<u64>().write(id);
-        chunk.cast::<u64>().add(1).write(flags);
-    }
-}
-
-/// Reads the header of a received chunk, as a copy: (id, flags).
-///
-/// # Safety
-/// `chunk` is the first byte of a received chunk of at least the header's
-/// length (the caller checked the length), aligned to 8 and mapped while
-/// the sample that holds it lives.
-pub unsafe fn read_header(chunk: *const u8) -> (u64, u64) {
-    // SAFETY: in range and aligned (see above); a volatile read takes one
-    // copy of words a misbehaving peer might still change, and any bits
-    // are a valid u64.
-    unsafe {
-        (
-            chunk.cast::<u64>().read_volatile(),
-            chunk.cast::<u64>().add(1).read_volatile(),
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn values_and_slices_are_laid_out_after_the_header() {
+    fn values_and_slices_fill_their_chunks_from_the_first_byte() {
         let e = Envelope::of::<u64>(1);
-        assert_eq!((e.hdr, e.size, e.max_elems), (16, 8, 1));
-        assert_eq!(e.elems(24), Ok(1));
-        assert!(e.elems(23).is_err() && e.elems(8).is_err() && e.elems(32).is_err());
+        assert_eq!((e.size, e.max_elems, e.align), (8, 1, 8));
+        assert_eq!(e.elems(8), Ok(1));
+        assert!(e.elems(7).is_err() && e.elems(0).is_err() && e.elems(16).is_err());
         let e = Envelope::of::<[u16]>(10);
-        assert_eq!(e.max_bytes(), Some(36));
-        assert_eq!(Envelope::of::<[u8]>(usize::MAX).max_bytes(), None);
-        assert_eq!(e.elems(16), Ok(0));
-        assert_eq!(e.elems(20), Ok(2));
-        assert!(e.elems(21).is_err());
+        assert_eq!(e.max_bytes(), Some(20));
+        assert_eq!(Envelope::of::<[u8]>(usize::MAX).max_bytes(), Some(u64::MAX));
+        assert_eq!(Envelope::of::<[u16]>(usize::MAX).max_bytes(), None);
+        assert_eq!(e.elems(0), Ok(0));
+        assert_eq!(e.elems(4), Ok(2));
+        assert!(e.elems(5).is_err());
         #[derive(Clone, Copy)]
         #[repr(C)]
         struct Odd([u8; 3]);
@@ -230,8 +186,8 @@ mod tests {
             const TYPE_NAME: &'static str = "Odd";
         }
         let e = Envelope::of::<[Odd]>(10);
-        assert_eq!(e.elems(16 + 9), Ok(3));
-        assert!(e.elems(16 + 10).is_err());
+        assert_eq!(e.elems(9), Ok(3));
+        assert!(e.elems(10).is_err());
         #[derive(Clone, Copy)]
         #[repr(C, align(64))]
         struct Wide([u8; 64]);
@@ -239,10 +195,26 @@ mod tests {
         unsafe impl crate::port::payload::ShmSafe for Wide {
             const TYPE_NAME: &'static str = "Wide";
         }
-        let e = Envelope::of::<Wide>(1);
-        assert_eq!((e.hdr, e.align), (64, 64));
+        assert_eq!(Envelope::of::<Wide>(1).align, 64);
+        // A payload of no bytes still needs a chunk of one.
         let e = Envelope::of::<()>(1);
-        assert_eq!(e.elems(16), Ok(1));
+        assert_eq!((e.elems(0), e.max_bytes()), (Ok(1), Some(1)));
+    }
+
+    #[test]
+    fn the_tag_says_which_request_and_what_kind_of_message() {
+        let e = Envelope::of::<u32>(1);
+        let m = e.open([request_id(7, 3), LAST], 4, true).unwrap();
+        assert_eq!((m.slot, m.generation, m.last, m.end, m.elems), (7, 3, true, false, 1));
+        // An end carries no payload, whatever the length says.
+        let m = e.open([request_id(7, 3), END | LAST], 0, true).unwrap();
+        assert_eq!((m.end, m.last, m.elems), (true, false, 0));
+        // Requests know neither ends nor last responses; responses are
+        // never fire and forget.
+        let m = e.open([1, END | LAST | NO_RESPONSE], 4, false).unwrap();
+        assert_eq!((m.end, m.last, m.no_response), (false, false, true));
+        assert!(!e.open([1, NO_RESPONSE], 4, true).unwrap().no_response);
+        assert!(e.open([1, 0], 3, true).is_err());
     }
 
     #[test]

@@ -64,12 +64,10 @@ impl Inbox {
     /// response to slot `mine` (the caller's, whose queue is empty) is
     /// handed back instead of queued.
     pub(super) fn route_one(&self, mine: Option<u32>) -> Result<Routed, ReqResReceiveError> {
-        let Some(raw) = self.port.rx.receive(|r| r)? else {
+        let Some((raw, tag)) = self.port.rx.receive_tagged(|raw, tag| (raw, tag))? else {
             return Ok(Routed::Nothing);
         };
-        // SAFETY: a received chunk of `len` bytes, aligned to 64, mapped
-        // while `raw` lives.
-        let m = unsafe { self.resp_env.open(raw.payload(), raw.len(), true) }.map_err(|what| {
+        let m = self.resp_env.open(tag, raw.len(), true).map_err(|what| {
             ReqResReceiveError::Corrupted {
                 peer: raw.sender_id(),
                 what,

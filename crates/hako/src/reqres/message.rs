@@ -8,7 +8,6 @@ use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
 
-use super::envelope::{write_header, Envelope};
 use crate::port::payload::{Payload, ShmSafe};
 use crate::port::sender::loan::RawLoan;
 
@@ -25,7 +24,8 @@ mod sealed {
 pub trait Destination: sealed::Sealed {
     /// What sending returns.
     type Sent;
-    /// Writes the header and sends the chunk.
+    /// Sends the chunk, with the tag that says which request it is or
+    /// answers.
     #[doc(hidden)]
     fn send(self, raw: RawLoan) -> Self::Sent;
 }
@@ -41,8 +41,6 @@ pub(crate) use sealed::Sealed;
 /// Dropping it unsent gives the chunk back.
 pub struct MessageMutUninit<T: Payload + ?Sized, D: Destination> {
     raw: RawLoan,
-    /// Payload offset in the chunk.
-    hdr: usize,
     /// Payload elements.
     elems: usize,
     dest: D,
@@ -54,19 +52,17 @@ pub struct MessageMutUninit<T: Payload + ?Sized, D: Destination> {
 /// chunk back.
 pub struct MessageMut<T: Payload + ?Sized, D: Destination> {
     raw: RawLoan,
-    hdr: usize,
     elems: usize,
     dest: D,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
 impl<T: Payload + ?Sized, D: Destination> MessageMutUninit<T, D> {
-    /// A message of `elems` elements in the loaned chunk `raw`, laid out as
-    /// `env` says.
-    pub(crate) fn new(raw: RawLoan, env: &Envelope, elems: usize, dest: D) -> Self {
+    /// A message of `elems` elements in the loaned chunk `raw` (from its
+    /// first byte, see `envelope.rs`).
+    pub(crate) fn new(raw: RawLoan, elems: usize, dest: D) -> Self {
         Self {
             raw,
-            hdr: env.hdr,
             elems,
             dest,
             _t: PhantomData,
@@ -74,15 +70,12 @@ impl<T: Payload + ?Sized, D: Destination> MessageMutUninit<T, D> {
     }
 
     fn payload(&self) -> *mut u8 {
-        // wrapping_add: inside the chunk (the header and `elems` elements
-        // fit, see Envelope::max_bytes), so the same as add.
-        self.raw.payload().wrapping_add(self.hdr)
+        self.raw.payload()
     }
 
     fn init(self) -> MessageMut<T, D> {
         MessageMut {
             raw: self.raw,
-            hdr: self.hdr,
             elems: self.elems,
             dest: self.dest,
             _t: PhantomData,
@@ -183,8 +176,7 @@ impl<T: Payload + ?Sized, D: Destination> MessageMut<T, D> {
     }
 
     fn payload(&self) -> *mut u8 {
-        // wrapping_add: inside the chunk, as in MessageMutUninit.
-        self.raw.payload().wrapping_add(self.hdr)
+        self.raw.payload()
     }
 }
 
@@ -208,11 +200,4 @@ impl<T: Payload + ?Sized + std::fmt::Debug, D: Destination> std::fmt::Debug for 
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("MessageMut").field(&&**self).finish()
     }
-}
-
-/// Writes the header of a loaned message.
-pub(crate) fn stamp(raw: &RawLoan, id: u64, flags: u64) {
-    // SAFETY: `raw` is a loaned chunk, its first 16 bytes the header,
-    // aligned to 8 (chunks are aligned to 64).
-    unsafe { write_header(raw.payload(), id, flags) };
 }

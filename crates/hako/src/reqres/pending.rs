@@ -66,7 +66,7 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
                 let mut slots = self.client.slots.borrow_mut();
                 let s = &mut slots.slot[self.slot as usize];
                 if let Some((raw, elems)) = s.queue.pop_front() {
-                    return Ok(Some(Response::new(raw, self.client.resp_env.hdr, elems)));
+                    return Ok(Some(Response::new(raw, elems)));
                 }
                 if s.ended {
                     return Ok(None);
@@ -74,7 +74,7 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
             }
             match self.client.route_one(Some(self.slot))? {
                 Routed::Mine(raw, elems) => {
-                    return Ok(Some(Response::new(raw, self.client.resp_env.hdr, elems)));
+                    return Ok(Some(Response::new(raw, elems)));
                 }
                 Routed::Elsewhere => {}
                 Routed::Nothing => {
@@ -160,17 +160,15 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
 /// the server.
 pub struct Response<T: Payload + ?Sized> {
     raw: RawSample,
-    /// Payload offset in the chunk, and its element count (validated).
-    hdr: usize,
+    /// The payload's element count (validated).
     elems: usize,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
 impl<T: Payload + ?Sized> Response<T> {
-    fn new(raw: RawSample, hdr: usize, elems: usize) -> Self {
+    fn new(raw: RawSample, elems: usize) -> Self {
         Self {
             raw,
-            hdr,
             elems,
             _t: PhantomData,
         }
@@ -185,18 +183,13 @@ impl<T: Payload + ?Sized> Response<T> {
 impl<T: Payload + ?Sized> Deref for Response<T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: the chunk's length was validated against the envelope
-        // (the header and `elems` elements of T fit, the port layer checked
-        // it against the chunk size), the payload offset is a multiple of
-        // T's alignment in a chunk aligned at least as much, the mapping
-        // lives as long as the sample, and T is ShmSafe, so any bytes a
-        // misbehaving server writes are still a valid T.
-        unsafe {
-            &*T::make_ptr(
-                self.raw.payload().wrapping_add(self.hdr).cast_mut(),
-                self.elems,
-            )
-        }
+        // SAFETY: the message's length was validated against the envelope
+        // (`elems` elements of T, within the chunk: the port layer checked
+        // it against the chunk size), the payload starts the chunk, aligned
+        // for T (chunks are aligned at least as much), the mapping lives as
+        // long as the sample, and T is ShmSafe, so any bytes a misbehaving
+        // server writes are still a valid T.
+        unsafe { &*T::make_ptr(self.raw.payload().cast_mut(), self.elems) }
     }
 }
 

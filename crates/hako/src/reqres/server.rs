@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::duplex::{Duplex, PortSpec};
 use super::envelope::{request_id, Envelope, END, LAST};
 use super::errors::{PortCreateError, ReqResReceiveError, ResponseSendError};
-use super::message::{stamp, Destination, MessageMut, MessageMutUninit, Sealed};
+use super::message::{Destination, MessageMut, MessageMutUninit, Sealed};
 use super::settings::{request_queue, ReqResSettings, Types};
 use crate::domain::config::OverflowPolicy;
 use crate::domain::service::inner::ServiceInner;
@@ -36,8 +36,7 @@ impl Sealed for ToClient {}
 impl Destination for ToClient {
     type Sent = Result<(), ResponseSendError>;
     fn send(self, raw: RawLoan) -> Self::Sent {
-        stamp(&raw, self.id, 0);
-        if raw.send_to(self.conn, self.client) {
+        if raw.send_to(self.conn, self.client, [self.id, 0]) {
             Ok(())
         } else {
             Err(ResponseSendError::ClientGone)
@@ -140,6 +139,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             own: PortKind::Subscriber,
             peers: PortKind::Publisher,
             shared_id: None,
+            tagged: true,
         };
         let rx = ReceiverSettings {
             elem_size: 1,
@@ -150,6 +150,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             borrowed: in_flight,
             max_held: (u64::from(q.max_clients) * in_flight) as usize,
             backpressure: true,
+            tagged: true,
             strategy: self.wait,
             own: PortKind::Subscriber,
             peers: PortKind::Publisher,
@@ -250,12 +251,10 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
     /// Takes the next request, if any; never blocks. Clients are served in
     /// turn, each one's requests in the order sent.
     pub fn receive(&self) -> Result<Option<ActiveRequest<'_, Req, Resp>>, ReqResReceiveError> {
-        let Some(raw) = self.port.rx.receive(|r| r)? else {
+        let Some((raw, tag)) = self.port.rx.receive_tagged(|raw, tag| (raw, tag))? else {
             return Ok(None);
         };
-        // SAFETY: a received chunk of `len` bytes, aligned to 64, mapped
-        // while `raw` lives.
-        let m = unsafe { self.req_env.open(raw.payload(), raw.len(), false) }.map_err(|what| {
+        let m = self.req_env.open(tag, raw.len(), false).map_err(|what| {
             ReqResReceiveError::Corrupted {
                 peer: raw.sender_id(),
                 what,
@@ -332,10 +331,9 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for ActiveRequest<'_, R
         // kept in reserve for it (see ServerBuilder::create); a client that
         // left gets nothing.
         let tx = &self.server.port.tx;
-        match RawLoan::new(tx, self.server.resp_env.hdr) {
+        match RawLoan::new(tx, 0) {
             Ok(raw) => {
-                stamp(&raw, self.id, END);
-                raw.send_to(self.conn, self.client);
+                raw.send_to(self.conn, self.client, [self.id, END]);
             }
             Err(e) => tracing::warn!(error = %e, "cannot end a response stream"),
         }
@@ -358,10 +356,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Deref for ActiveRequest<'_, 
         // against the envelope, the payload is aligned for Req and mapped
         // while the sample lives, and Req is ShmSafe.
         unsafe {
-            &*Req::make_ptr(
-                self.raw.payload().wrapping_add(self.server.req_env.hdr).cast_mut(),
-                self.elems,
-            )
+            &*Req::make_ptr(self.raw.payload().cast_mut(), self.elems)
         }
     }
 }
@@ -409,10 +404,9 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
             // Given back as `raw` drops; this request's stream goes on.
             return Err(ResponseSendError::OtherRequest);
         }
-        stamp(&raw, self.id, LAST);
         // The stream is over whether or not the client is still there.
         self.ended = true;
-        if raw.send_to(self.conn, self.client) {
+        if raw.send_to(self.conn, self.client, [self.id, LAST]) {
             Ok(())
         } else {
             Err(ResponseSendError::ClientGone)
@@ -437,7 +431,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
             client: self.client,
             id: self.id,
         };
-        Ok(MessageMutUninit::new(raw, env, elems, to))
+        Ok(MessageMutUninit::new(raw, elems, to))
     }
 }
 

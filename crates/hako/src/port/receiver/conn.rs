@@ -12,7 +12,8 @@ use std::sync::Arc;
 use super::settings::ReceiverSettings;
 use crate::core::bias::SampleCount;
 use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
-use crate::core::ring::{Returns, Submission};
+use crate::core::returns::Returns;
+use crate::core::ring::Submission;
 use crate::domain::service::inner::ServiceInner;
 use crate::os::shm::Mapping;
 use crate::port::lock::{biasable, process_barrier};
@@ -117,6 +118,7 @@ impl SubConn {
             || p.max_subscribers != u64::from(s.max_receivers)
             || p.buffer != s.buffer
             || p.borrowed != s.borrowed
+            || p.tagged != u64::from(s.tagged)
             || p.max_len != slot_len
             || p.chunk_count != slot_chunks
         {
@@ -141,7 +143,7 @@ impl SubConn {
         // dropped; they are only used through it (see the field comment).
         let (slots, head, returns, connected) = unsafe {
             (
-                rw.atomics_detached(base + geo.sub_offset, 2 << geo.sub_log2),
+                rw.atomics_detached(base + geo.sub_offset, geo.ring_words()),
                 rw.atomic_detached(base + LINE),
                 rw.atomics_detached(base + geo.returns_offset, u64::from(h.chunk_count)),
                 rw.atomic_detached(base),
@@ -161,9 +163,9 @@ impl SubConn {
             slice: s.slice,
             count: SampleCount::new(biasable()),
             sub: if s.backpressure {
-                Submission::new(slots, head, p.buffer).sole_consumer()
+                Submission::with_tags(slots, head, p.buffer, s.tagged).sole_consumer()
             } else {
-                Submission::new(slots, head, p.buffer)
+                Submission::with_tags(slots, head, p.buffer, s.tagged)
             },
             returns: Returns::new(returns),
             connected,

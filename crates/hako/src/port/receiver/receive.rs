@@ -10,7 +10,7 @@ use super::inner::Receiver;
 use super::sample::RawSample;
 use super::settings::{ReceiveError, GARBAGE_IN_QUEUE};
 use super::state::{ConnEntry, SubState, Taken};
-use crate::core::ring::{Corrupted, Pop};
+use crate::core::ring::{Corrupted, Pop, Tag};
 use crate::core::sync::{prefetch_read, prefetch_write};
 
 impl Receiver {
@@ -23,6 +23,17 @@ impl Receiver {
     /// measured several ns slower per busy-polled round trip.
     #[inline]
     pub(crate) fn receive<S>(&self, wrap: fn(RawSample) -> S) -> Result<Option<S>, ReceiveError> {
+        self.receive_tagged(move |raw, _| wrap(raw))
+    }
+
+    /// [`receive`](Self::receive) for a port whose senders' rings are
+    /// tagged: `wrap` gets the sample's tag too (unvalidated: the sender
+    /// wrote it).
+    #[inline]
+    pub(crate) fn receive_tagged<S>(
+        &self,
+        wrap: impl FnOnce(RawSample, Tag) -> S,
+    ) -> Result<Option<S>, ReceiveError> {
         let mut st = self.lock();
         // ORDERING: Acquire; pairs with the Release bump of the generation
         // (DynSegment::bump): table changes before it are visible.
@@ -41,9 +52,9 @@ impl Receiver {
                     return Err(ReceiveError::ExceedsMaxBorrowed(self.max_borrowed));
                 }
                 return match self.take(entry) {
-                    Taken::Sample(sample, lines) => {
+                    Taken::Sample(sample, lines, tag) => {
                         st.conns[0].ahead = lines;
-                        Ok(Some(wrap(sample)))
+                        Ok(Some(wrap(sample, tag)))
                     }
                     Taken::Nothing => Ok(None),
                     Taken::Broken(e) => {
@@ -63,7 +74,7 @@ impl Receiver {
     fn receive_from_any<S>(
         &self,
         mut st: RefMut<'_, SubState>,
-        wrap: fn(RawSample) -> S,
+        wrap: impl FnOnce(RawSample, Tag) -> S,
     ) -> Result<Option<S>, ReceiveError> {
         if st.borrowed() >= self.max_borrowed {
             return Err(ReceiveError::ExceedsMaxBorrowed(self.max_borrowed));
@@ -82,8 +93,8 @@ impl Receiver {
                 }
             } else {
                 match self.take(entry) {
-                    Taken::Sample(sample, lines) => {
-                        result = Ok(Some(wrap(sample)));
+                    Taken::Sample(sample, lines, tag) => {
+                        result = Ok(Some(wrap(sample, tag)));
                         ahead = Some((i, lines));
                         st.next = i + 1;
                         break;
@@ -133,12 +144,13 @@ impl Receiver {
                 pos,
                 len,
                 next,
+                tag,
             }) => {
                 // When the announcement was wrong, the line the sample's
                 // drop will write has not been asked for yet.
                 conn.returns.prepare_release(index);
                 match self.accept(conn, index, pos.wrapping_add(1), len) {
-                    Ok(sample) => Taken::Sample(sample, conn.ahead(index, len, next)),
+                    Ok(sample) => Taken::Sample(sample, conn.ahead(index, len, next), tag),
                     Err(e) => Taken::Broken(e),
                 }
             }

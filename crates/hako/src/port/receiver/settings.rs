@@ -50,6 +50,9 @@ pub(crate) struct ReceiverSettings {
     pub max_held: usize,
     /// The queues are under backpressure: this port is their only consumer.
     pub backpressure: bool,
+    /// The senders' rings are tagged (request/response); a segment that
+    /// says otherwise is refused.
+    pub tagged: bool,
     /// How the blocking calls wait.
     pub strategy: WaitStrategy,
     /// The table of the receiver's own entry, and the table whose entries

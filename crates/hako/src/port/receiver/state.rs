@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::conn::{ConnHandle, Registration, SubConn};
+use crate::core::ring::Tag;
 use super::sample::RawSample;
 use super::settings::ReceiveError;
 use crate::port::lock::process_barrier;
@@ -12,8 +13,9 @@ use crate::port::segment::reap_retired;
 
 /// What `Receiver::take` found on one connection.
 pub(super) enum Taken {
-    /// A sample, and the payload lines to prefetch next on this connection.
-    Sample(RawSample, [usize; 3]),
+    /// A sample, the payload lines to prefetch next on this connection,
+    /// and the sample's tag (tagged rings).
+    Sample(RawSample, [usize; 3], Tag),
     /// Nothing queued.
     Nothing,
     /// The publisher wrote garbage; the connection must go.

@@ -5,7 +5,8 @@ use std::os::fd::OwnedFd;
 
 use crate::core::park::WakeBlock;
 use crate::core::pool::Outstanding;
-use crate::core::ring::{Producer, Returns, Submission};
+use crate::core::returns::Returns;
+use crate::core::ring::{Producer, Submission};
 
 /// One connection block of the segment: fixed views of its rings and words
 /// plus the publisher's private state of the connection. The 'static

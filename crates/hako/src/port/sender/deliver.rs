@@ -7,7 +7,7 @@ use super::params::SenderParams;
 use super::settings::BackpressureStrategy;
 use super::state::SenderState;
 use crate::core::park::{full_barrier, Kernel, Wake};
-use crate::core::ring::{Corrupted, Push};
+use crate::core::ring::{Corrupted, Push, Tag, NO_TAG};
 use crate::domain::config::OverflowPolicy;
 use crate::domain::nodefile::node_is_alive;
 use crate::os::fifo;
@@ -21,7 +21,7 @@ impl SenderState {
         if let &[j] = &self.active[..] {
             // One subscriber, the common case: no flags, no second pass.
             let next = self.upcoming(p, j);
-            if !self.push_to(p, j, idx, len, next) {
+            if !self.push_to(p, j, idx, len, next, NO_TAG) {
                 return 0;
             }
             // ORDERING: full barrier; as below.
@@ -36,7 +36,7 @@ impl SenderState {
         };
         for k in 0..self.active.len() {
             let j = self.active[k];
-            let got = self.push_to(p, j, idx, len, next);
+            let got = self.push_to(p, j, idx, len, next, NO_TAG);
             self.conns[j].delivered = got;
             delivered += usize::from(got);
         }
@@ -94,8 +94,8 @@ impl SenderState {
         self.book.top()
     }
 
-    /// Queues chunk `idx` for subscriber `j`, announcing `next`; false if
-    /// it did not get it.
+    /// Queues chunk `idx` for subscriber `j`, announcing `next`, with `tag`
+    /// (for a tagged ring); false if it did not get it.
     #[inline]
     pub(super) fn push_to(
         &mut self,
@@ -104,12 +104,14 @@ impl SenderState {
         idx: u32,
         len: u64,
         next: Option<u32>,
+        tag: Tag,
     ) -> bool {
         let conn = &self.conns[j];
         if conn.sub_port == 0 || conn.broken {
             return false;
         }
-        self.push_if_room(p, j, idx, len, next) || self.deliver_one(p, j, idx, len, next)
+        self.push_if_room(p, j, idx, len, next, tag)
+            || self.deliver_one(p, j, idx, len, next, tag)
     }
 
     /// Queues chunk `idx` for subscriber `j` if fewer chunks are outstanding
@@ -123,13 +125,15 @@ impl SenderState {
         idx: u32,
         len: u64,
         next: Option<u32>,
+        tag: Tag,
     ) -> bool {
         let conn = &mut self.conns[j];
         if conn.outstanding.count() as u64 >= p.buffer {
             return false;
         }
         let stamp = conn.producer.tail + 1;
-        conn.sub.push_known_room(&mut conn.producer, idx, len, next);
+        conn.sub
+            .push_known_room(&mut conn.producer, idx, len, next, tag);
         conn.outstanding.insert(idx, stamp);
         self.book.add_ref(idx);
         true
@@ -188,13 +192,14 @@ impl SenderState {
         idx: u32,
         len: u64,
         next: Option<u32>,
+        tag: Tag,
     ) -> bool {
         let sub = self.conns[j].sub;
         let mut attempts: u32 = 0;
         let mut spins: u32 = 0;
         let mut drained = false;
         loop {
-            if self.push_if_room(p, j, idx, len, next) {
+            if self.push_if_room(p, j, idx, len, next, tag) {
                 return true;
             }
             if !drained {
@@ -213,7 +218,7 @@ impl SenderState {
             }
             if self.conns[j].outstanding.count() < p.per_conn_limit {
                 let stamp = self.conns[j].producer.tail + 1;
-                match sub.try_push(&mut self.conns[j].producer, idx, len, next) {
+                match sub.try_push(&mut self.conns[j].producer, idx, len, next, tag) {
                     Ok(Push::Done) => {
                         self.conns[j].outstanding.insert(idx, stamp);
                         self.book.add_ref(idx);

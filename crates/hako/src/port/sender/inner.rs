@@ -16,7 +16,8 @@ use crate::core::layout::{
     LINE, SEGMENT_MAGIC,
 };
 use crate::core::pool::{ChunkBook, Outstanding};
-use crate::core::ring::{Producer, Returns, Submission};
+use crate::core::returns::Returns;
+use crate::core::ring::{Producer, Submission};
 use crate::domain::nodefile::{new_id, node_is_alive};
 use crate::domain::service::error::io_err;
 use crate::domain::service::inner::{NewPort, ServiceInner};
@@ -51,6 +52,7 @@ impl SenderInner {
             max_subscribers: s.max_receivers.into(),
             buffer: s.buffer,
             borrowed: s.borrowed,
+            tagged: u64::from(s.tagged),
         };
         let geo = params.geometry().ok_or(SenderCreateError::Geometry)?;
         let port_id = s.shared_id.unwrap_or_else(new_id);
@@ -115,7 +117,7 @@ impl SenderInner {
                 // used through it.
                 let (slots, head, returns, connected, wake, dropped_word) = unsafe {
                     (
-                        map.atomics_detached(base + geo.sub_offset, 2 << geo.sub_log2),
+                        map.atomics_detached(base + geo.sub_offset, geo.ring_words()),
                         map.atomic_detached(base + LINE),
                         map.atomics_detached(base + geo.returns_offset, chunk_count),
                         map.atomic_detached(base),
@@ -124,7 +126,7 @@ impl SenderInner {
                     )
                 };
                 ConnState {
-                    sub: Submission::new(slots, head, s.buffer),
+                    sub: Submission::with_tags(slots, head, s.buffer, s.tagged),
                     returns: Returns::new(returns),
                     connected,
                     wake,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::inner::SenderInner;
 use super::settings::LoanError;
 use super::state::{SenderState, Sent};
+use crate::core::ring::Tag;
 
 /// A loaned chunk; returned to the pool if dropped unsent.
 ///
@@ -116,15 +117,15 @@ impl RawLoan {
 }
 
 impl RawLoan {
-    /// Sends the chunk to the receiver `port` on connection `j` alone;
+    /// Sends the chunk, with `tag`, to the receiver `port` on connection `j` alone;
     /// false if it did not get it (the chunk goes back to the pool either
     /// way).
     #[inline(always)]
-    pub(crate) fn send_to(self, j: usize, port: u64) -> bool {
+    pub(crate) fn send_to(self, j: usize, port: u64, tag: Tag) -> bool {
         let me = std::mem::ManuallyDrop::new(self);
         let p = me.inner();
         let mut st = p.lock();
-        let got = st.send_to(&p.params, (j, port), me.idx, me.len as u64);
+        let got = st.send_to(&p.params, (j, port), me.idx, me.len as u64, tag);
         let last = st.orphaned && st.loaned == 0;
         drop(st);
         if last {
@@ -140,11 +141,11 @@ impl RawLoan {
     /// (see [`SenderState::send_next`]); `None` if none is served (the
     /// chunk goes back to the pool).
     #[inline]
-    pub(crate) fn send_next(self, cursor: usize) -> Option<Sent> {
+    pub(crate) fn send_next(self, cursor: usize, tag: Tag) -> Option<Sent> {
         let me = std::mem::ManuallyDrop::new(self);
         let p = me.inner();
         let mut st = p.lock();
-        let sent = st.send_next(&p.params, cursor, me.idx, me.len as u64);
+        let sent = st.send_next(&p.params, cursor, me.idx, me.len as u64, tag);
         let last = st.orphaned && st.loaned == 0;
         drop(st);
         if last {

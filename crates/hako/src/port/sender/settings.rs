@@ -66,6 +66,9 @@ pub(crate) struct SenderSettings {
     pub align: u64,
     /// Chunks of the pool.
     pub chunk_count: u64,
+    /// Tagged rings: every send carries a [`Tag`](crate::core::ring::Tag)
+    /// (request/response); plain ones carry none.
+    pub tagged: bool,
     /// The table of the sender's own entry, and the table whose entries it
     /// sends to (publishers: the first, subscribers: the second).
     pub own: PortKind,

@@ -11,7 +11,7 @@ use super::settings::LoanError;
 use crate::core::layout::PubCounters;
 use crate::core::park::full_barrier;
 use crate::core::pool::ChunkBook;
-use crate::core::ring::Push;
+use crate::core::ring::{Push, Tag, NO_TAG};
 use crate::core::sync::prefetch_write;
 
 /// Where [`SenderState::send_next`] sent a chunk.
@@ -164,7 +164,7 @@ impl SenderState {
         let skip = self.history.len().saturating_sub(p.buffer as usize);
         for &(idx, len) in self.history.iter().skip(skip) {
             let stamp = conn.producer.tail + 1;
-            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, len, None) {
+            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, len, None, NO_TAG) {
                 conn.outstanding.insert(idx, stamp);
                 self.book.add_ref(idx);
             }
@@ -270,6 +270,7 @@ impl SenderState {
         (j, port): (usize, u64),
         idx: u32,
         len: u64,
+        tag: Tag,
     ) -> bool {
         // ORDERING: Acquire; as in send().
         if p.generation.load(Ordering::Acquire) != self.seen_generation {
@@ -278,7 +279,7 @@ impl SenderState {
         // Served means connected and not broken: what `active` lists, read
         // from the connection itself instead of searched for.
         let served = self.served_port(j) == Some(port);
-        let got = served && self.send_on(p, j, idx, len);
+        let got = served && self.send_on(p, j, idx, len, tag);
         if !served {
             self.sent_to(idx, 0);
         }
@@ -296,6 +297,7 @@ impl SenderState {
         cursor: usize,
         idx: u32,
         len: u64,
+        tag: Tag,
     ) -> Option<Sent> {
         // ORDERING: Acquire; as in send().
         if p.generation.load(Ordering::Acquire) != self.seen_generation {
@@ -310,7 +312,7 @@ impl SenderState {
         let k = if cursor < n { cursor } else { 0 };
         let j = self.active[k];
         let port = self.conns[j].sub_port;
-        let delivered = self.send_on(p, j, idx, len);
+        let delivered = self.send_on(p, j, idx, len, tag);
         Some(Sent {
             conn: j,
             port,
@@ -319,15 +321,15 @@ impl SenderState {
         })
     }
 
-    /// Queues chunk `idx` on served connection `j` and wakes its receiver
-    /// if it sleeps; the loan ends either way.
+    /// Queues chunk `idx` on served connection `j`, with `tag`, and wakes
+    /// its receiver if it sleeps; the loan ends either way.
     #[inline]
-    fn send_on(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64) -> bool {
+    fn send_on(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64, tag: Tag) -> bool {
         if p.large_chunks {
             self.fill.on_send();
         }
         let next = self.upcoming(p, j);
-        let got = self.push_to(p, j, idx, len, next);
+        let got = self.push_to(p, j, idx, len, next, tag);
         if got {
             // ORDERING: full barrier; as in deliver().
             full_barrier();

@@ -1,0 +1,164 @@
+//! The subscriber → publisher side of a connection: the return words
+//! through which a subscriber hands chunks back (see `core::ring` for the
+//! connection as a whole), and the count that decides who frees a
+//! connection whose samples outlive the subscriber's handle.
+
+use super::sync::{prefetch_write, AtomicU64, Ordering};
+
+/// The return words of one connection: word `i` belongs to chunk `i`.
+#[derive(Clone, Copy)]
+pub struct Returns<'a> {
+    words: &'a [AtomicU64],
+}
+
+impl<'a> Returns<'a> {
+    /// One word per chunk of the pool.
+    pub fn new(words: &'a [AtomicU64]) -> Self {
+        Self { words }
+    }
+
+    /// Subscriber (any thread): releases chunk `index`, delivered with
+    /// `stamp` ([`Pop::Item`]'s position + 1). An index out of range is
+    /// ignored (the caller validated it when the chunk was received).
+    #[inline]
+    pub fn release(&self, index: u32, stamp: u64) {
+        if let Some(w) = self.words.get(index as usize) {
+            // ORDERING: Release; pairs with the Acquire load in returned():
+            // our reads of the chunk happen before the publisher reuses it.
+            w.store(stamp, Ordering::Release);
+        }
+    }
+
+    /// Subscriber: starts taking ownership of the line that
+    /// [`release`](Self::release) of chunk `index` will write, so that
+    /// store does not wait for the publisher's CPU to give the line up
+    /// (it reads it in every take-back). A hint only.
+    #[inline]
+    pub fn prepare_release(&self, index: u32) {
+        if let Some(w) = self.words.get(index as usize) {
+            prefetch_write(std::ptr::from_ref(w).cast());
+        }
+    }
+
+    /// The address of chunk `index`'s word (of the first word if `index` is
+    /// out of range; 0 if there are none), for prefetching.
+    #[inline]
+    pub fn word_addr(&self, index: u32) -> usize {
+        self.words
+            .get(index as usize)
+            .or(self.words.first())
+            .map_or(0, |w| std::ptr::from_ref(w) as usize)
+    }
+
+    /// Publisher: whether chunk `index`, delivered with `stamp`, came back.
+    #[inline]
+    pub fn returned(&self, index: u32, stamp: u64) -> bool {
+        self.words
+            .get(index as usize)
+            // ORDERING: Acquire; pairs with the Release store in release().
+            .is_some_and(|w| w.load(Ordering::Acquire) == stamp)
+    }
+
+    /// Publisher, before a subscriber connects: clears every word.
+    pub fn reset(&self) {
+        for w in self.words {
+            // Relaxed: published by the Release store of the connected word.
+            w.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Bit of a [`DropCount`] raised when the owner lets go.
+const GONE: u64 = 1 << 63;
+
+/// Counts the samples of a connection dropped in a subscriber's process (on
+/// any thread) and decides who frees the connection: the subscriber's handle
+/// when it lets go, if every sample it received is dropped by then, else the
+/// last sample to drop. One atomic read-modify-write per sample, none per
+/// receive.
+#[derive(Debug)]
+pub struct DropCount(AtomicU64);
+
+impl Default for DropCount {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DropCount {
+    /// Nothing dropped, owner present.
+    pub fn new() -> Self {
+        Self(AtomicU64::new(0))
+    }
+
+    /// Samples dropped so far.
+    #[inline]
+    pub fn dropped(&self) -> u64 {
+        // Relaxed: a count for limits; nothing is published through it here.
+        self.0.load(Ordering::Relaxed) & !GONE
+    }
+
+    /// A sample was dropped, after its last access to the connection (its
+    /// return store). True if the caller must free the connection: the owner
+    /// is gone and this was the last of `received()` samples. `received` is
+    /// read only in that case, when it is final.
+    #[inline]
+    pub fn sample_dropped(&self, received: impl FnOnce() -> u64) -> bool {
+        // ORDERING: AcqRel; Release orders our earlier accesses before the
+        // count that may let another party free the connection; Acquire,
+        // when we free it, orders every other party's accesses before that.
+        let old = self.0.fetch_add(1, Ordering::AcqRel);
+        old & GONE != 0 && (old & !GONE) + 1 == received()
+    }
+
+    /// The owner lets go, having received `received` samples in all. True if
+    /// the caller must free the connection (every sample is dropped).
+    #[inline]
+    pub fn owner_gone(&self, received: u64) -> bool {
+        // ORDERING: AcqRel; Release publishes the final `received` to the
+        // sample that sees GONE; Acquire orders every earlier drop before
+        // the free.
+        let old = self.0.fetch_or(GONE, Ordering::AcqRel);
+        old & !GONE == received
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn words(n: usize) -> Vec<AtomicU64> {
+        (0..n).map(|_| AtomicU64::new(0)).collect()
+    }
+
+    #[test]
+    fn return_words_to_prefetch_stay_inside_the_pool() {
+        let w = words(4);
+        let r = Returns::new(&w);
+        assert_eq!(r.word_addr(2), std::ptr::from_ref(&w[2]) as usize);
+        // A garbage index (an announcement is unvalidated) names the first.
+        assert_eq!(r.word_addr(99), std::ptr::from_ref(&w[0]) as usize);
+        assert_eq!(Returns::new(&[]).word_addr(0), 0);
+        // A hint only: nothing changes.
+        r.prepare_release(2);
+        r.prepare_release(99);
+        assert_eq!(w[2].load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn returns_match_only_their_delivery() {
+        let w = words(4);
+        let r = Returns::new(&w);
+        assert!(!r.returned(2, 5));
+        r.release(2, 5);
+        assert!(r.returned(2, 5));
+        // An earlier delivery of the same chunk, another chunk, or garbage
+        // beyond the pool never match.
+        assert!(!r.returned(2, 9));
+        assert!(!r.returned(1, 5));
+        r.release(99, 5);
+        assert!(!r.returned(99, 5));
+        r.reset();
+        assert!(!r.returned(2, 5));
+    }
+}
