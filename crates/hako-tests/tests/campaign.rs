@@ -3,15 +3,22 @@
 //!
 //! Each round starts a few victim processes (publishers sending without
 //! pause, subscribers reading or holding samples for good, processes that
-//! create a service of their own) and kills them after a random delay: while
-//! they create their node, open or create a service, create a port, loan,
-//! send, or hold samples. Meanwhile this process keeps a publisher and a
-//! subscriber on the shared service and checks every message it gets
-//! (checksum, and sequence numbers increasing per publisher).
+//! create a service of their own, request/response clients with requests in
+//! flight and servers in the middle of their streams) and kills them after
+//! a random delay: while they create their node, open or create a service,
+//! create a port, loan, send, or hold samples. Meanwhile this process keeps
+//! a publisher and a subscriber on the shared service and checks every
+//! message it gets (checksum, and sequence numbers increasing per
+//! publisher), and a client and a server on a request/response service
+//! that the victims use too: it answers every request it gets, and checks
+//! every response to its own requests (its own value, in order, the whole
+//! stream, whichever server answered; a request whose server was killed
+//! fails with `ServerGone`).
 //!
 //! Afterwards: the survivors still exchange messages, the survivor
-//! publisher's pool is whole (no chunk leaked to a dead subscriber), no
-//! message was corrupted, and once the survivors are gone and dead nodes are
+//! publisher's and server's pools are whole (no chunk leaked to a dead
+//! subscriber or client), no message was corrupted and no response reached
+//! the wrong request, and once the survivors are gone and dead nodes are
 //! reclaimed (what `hako clean` does) the domain root is empty.
 //!
 //! `HAKO_CAMPAIGN_ROUNDS` (default 300) and `HAKO_CAMPAIGN_SEED` (default:
@@ -20,12 +27,17 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use hako::{Config, NodeBuilder};
+use hako::{Client, Config, NodeBuilder, PendingResponse, ReqResReceiveError, Server};
 use hako_tests::harness::{Domain, Proc, WATCHDOG};
 use hako_tests::TestMsg;
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
+const REQRES_HELPER: &str = env!("CARGO_BIN_EXE_hako-reqres-helper");
 const SERVICE: &str = "it/campaign";
+const REQRES: &str = "it/campaign-rr";
+/// Responses per request on the request/response service (the helper's
+/// servers answer `n` with `n * 1000 + i`, i < STREAM, as ours do).
+const STREAM: u64 = 2;
 
 /// xorshift64*: enough randomness for kill points, reproducible by seed.
 struct Rng(u64);
@@ -71,6 +83,72 @@ impl Seen {
     }
 }
 
+/// What the survivor client saw of its own requests.
+#[derive(Default)]
+struct Answers {
+    /// Requests whose whole stream came, each response its own.
+    answered: u64,
+    /// Requests whose server was killed before the stream ended.
+    lost: u64,
+    /// Responses that were not the expected one (another request's, out of
+    /// order, or garbage), and streams that ended short.
+    wrong: u64,
+}
+
+/// A request of the survivor client: its number, its responses so far.
+type InFlight<'c> = (u64, PendingResponse<'c, u64, u64>, u64);
+
+/// Takes whatever came for the survivor client's requests, without
+/// waiting, and retires those that are over.
+fn take_answers(in_flight: &mut Vec<InFlight<'_>>, a: &mut Answers) {
+    in_flight.retain_mut(|(n, pending, got)| loop {
+        match pending.receive() {
+            Ok(Some(r)) => {
+                if *r != *n * 1000 + *got {
+                    a.wrong += 1;
+                }
+                *got += 1;
+            }
+            Ok(None) if pending.is_finished() => {
+                if *got == STREAM {
+                    a.answered += 1;
+                } else {
+                    a.wrong += 1;
+                }
+                return false;
+            }
+            Ok(None) => return true,
+            Err(ReqResReceiveError::ServerGone) => {
+                a.lost += 1;
+                return false;
+            }
+            Err(e) => panic!("request {n}: {e}"),
+        }
+    });
+}
+
+/// Answers every request the survivor server has, as the helper's servers
+/// do; a client killed meanwhile gets nothing.
+fn answer_all(server: &Server<u64, u64>) {
+    while let Some(request) = server.receive().unwrap() {
+        for i in 0..STREAM {
+            let _ = request.send_copy(*request * 1000 + i);
+        }
+    }
+}
+
+/// The survivor client sends request `n` if it has a slot free.
+fn ask<'c>(client: &'c Client<u64, u64>, n: u64, in_flight: &mut Vec<InFlight<'c>>) {
+    if client.requests_in_flight() < 8 {
+        match client.send_copy(n) {
+            Ok(p) => in_flight.push((n, p, 0)),
+            // A server killed before anyone noticed, with its queue full.
+            Err(hako::RequestSendError::NotDelivered) => {}
+            Err(e) => panic!("request {n}: {e}"),
+        }
+    }
+}
+
 #[test]
 fn random_kills_leave_nothing_behind() {
     let rounds = env_u64("HAKO_CAMPAIGN_ROUNDS").unwrap_or(300);
@@ -105,6 +183,35 @@ fn random_kills_leave_nothing_behind() {
             .unwrap();
         let publisher = svc.publisher_builder().create().unwrap();
         let sub = svc.subscriber_builder().create().unwrap();
+        let rr = node
+            .service_builder(&REQRES.try_into().unwrap())
+            .request_response::<u64, u64>()
+            .max_requests_in_flight(8)
+            .max_response_buffer(2)
+            .max_clients(48)
+            .max_servers(24)
+            .max_nodes(128)
+            .open_or_create()
+            .unwrap();
+        let server = rr.server_builder().create().unwrap();
+        let client = rr.client_builder().create().unwrap();
+        let mut in_flight: Vec<InFlight<'_>> = Vec::new();
+        let mut answers = Answers::default();
+        let rr_args = [
+            "--service",
+            REQRES,
+            "--in-flight",
+            "8",
+            "--buffer",
+            "2",
+            "--stream",
+            "2",
+        ];
+        let reqres_helper = |label: &str, args: &[&str]| {
+            let mut cmd = std::process::Command::new(REQRES_HELPER);
+            cmd.env("HAKO_ROOT", &d.root).env_remove("HAKO_CONFIG");
+            d.spawn_command(label, cmd, args, WATCHDOG)
+        };
         let svc_args = [
             "--service",
             SERVICE,
@@ -122,6 +229,19 @@ fn random_kills_leave_nothing_behind() {
             for k in 0..1 + rng.below(3) {
                 let id = (100 + round * 4 + k).to_string();
                 let own = format!("it/victim-{round}-{k}");
+                let label = format!("victim-{round}-{k}");
+                let reqres: Option<&[&str]> = match rng.below(8) {
+                    // A client with requests in flight, or a server in
+                    // the middle of streams (ours among them).
+                    5 | 6 => Some(&["request", "--count", "100000000", "--tolerant"]),
+                    7 => Some(&["serve"]),
+                    _ => None,
+                };
+                if let Some(role) = reqres {
+                    procs.push(reqres_helper(&label, &[role, &rr_args[..]].concat()));
+                    victims += 1;
+                    continue;
+                }
                 let args: Vec<&str> = match rng.below(5) {
                     0 | 1 => [
                         &["publish", "--id", &id, "--count", "100000000"][..],
@@ -146,16 +266,19 @@ fn random_kills_leave_nothing_behind() {
                     // while publishing on it.
                     _ => vec!["publish", "--service", &own, "--count", "100000000"],
                 };
-                procs.push(d.spawn(&format!("victim-{round}-{k}"), &args));
+                procs.push(d.spawn(&label, &args));
                 victims += 1;
             }
             let until = Instant::now() + Duration::from_micros(rng.below(20_000));
             while Instant::now() < until {
                 publisher.send_copy(TestMsg::new(1, seq)).unwrap();
+                ask(&client, seq, &mut in_flight);
                 seq += 1;
                 while let Some(s) = sub.receive().unwrap() {
                     seen.check(&s);
                 }
+                answer_all(&server);
+                take_answers(&mut in_flight, &mut answers);
                 std::thread::sleep(Duration::from_micros(200));
             }
             for p in procs {
@@ -176,6 +299,35 @@ fn random_kills_leave_nothing_behind() {
         while let Some(s) = sub.receive().unwrap() {
             seen.check(&s);
         }
+        // Every request of ours in flight ends: answered, or failed with
+        // its dead server; then ten more, which only our server can take.
+        let end = Instant::now() + Duration::from_secs(20);
+        let mut extra = 0;
+        while !in_flight.is_empty() || extra < 10 {
+            if in_flight.is_empty() {
+                let before = answers.answered;
+                ask(&client, seq, &mut in_flight);
+                seq += 1;
+                extra += 1;
+                while !in_flight.is_empty() {
+                    answer_all(&server);
+                    take_answers(&mut in_flight, &mut answers);
+                    assert!(Instant::now() < end, "our request got no answer");
+                }
+                assert_eq!(answers.answered, before + 1, "our server answers");
+            }
+            answer_all(&server);
+            take_answers(&mut in_flight, &mut answers);
+            assert!(
+                Instant::now() < end,
+                "requests still in flight: {}",
+                in_flight.len()
+            );
+        }
+        assert_eq!(client.requests_in_flight(), 0);
+        // The responses queued for dead clients came back with their ports.
+        answer_all(&server);
+        let server_leaked = server.pool_size() as usize - server.free_chunks();
         for _ in 0..10 {
             assert_eq!(publisher.send_copy(TestMsg::new(1, seq)).unwrap(), 1);
             seq += 1;
@@ -188,14 +340,22 @@ fn random_kills_leave_nothing_behind() {
         let leaked = publisher.pool_size() as usize - publisher.free_chunks();
         println!(
             "campaign: {rounds} rounds, {victims} victims, {kills} killed, {} messages checked \
-             from {} publishers, {} corrupted, {} out of order, {leaked} chunks leaked, {:.1} s",
+             from {} publishers, {} corrupted, {} out of order, {leaked} chunks leaked; \
+             {} requests answered, {} lost with their server, {} wrong responses, \
+             {server_leaked} server chunks leaked; {:.1} s",
             seen.messages,
             seen.last.len(),
             seen.corrupted,
             seen.out_of_order,
+            answers.answered,
+            answers.lost,
+            answers.wrong,
             started.elapsed().as_secs_f64()
         );
         assert_eq!(leaked, 0, "chunks leaked");
+        assert_eq!(server_leaked, 0, "server chunks leaked");
+        assert_eq!(answers.wrong, 0, "responses to the wrong request");
+        assert!(answers.answered > 0);
         assert_eq!(seen.corrupted, 0, "corrupted messages");
         assert_eq!(seen.out_of_order, 0, "messages out of order");
         assert!(kills > 0);
