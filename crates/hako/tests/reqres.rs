@@ -474,3 +474,96 @@ fn a_response_sent_after_the_end_is_dropped_and_absurd_lengths_are_refused() {
         .unwrap_err();
     assert!(e.to_string().contains("max_slice_len"), "{e}");
 }
+
+/// The tag words of the next request the server would take from the
+/// client: found through the client's data segment file, with the public
+/// layout (`hako::unstable::layout`), as a hostile process would.
+fn next_request_tag(d: &Domain, client_id: u64, server_id: u64) -> (std::fs::File, u64) {
+    use hako::unstable::layout::{SegmentParams, LINE};
+    use std::os::unix::fs::FileExt;
+    let dir = std::fs::read_dir(&d.root)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("svc_"))
+        .unwrap()
+        .path();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join(format!("pub_{client_id:016x}")))
+        .unwrap();
+    let read = |off: u64| {
+        let mut b = [0u8; 8];
+        file.read_exact_at(&mut b, off).unwrap();
+        u64::from_le_bytes(b)
+    };
+    // SegmentHeader: magic, version and chunk count, port id, then the
+    // eight words of SegmentParams.
+    let p = |i: u64| read(24 + 8 * i);
+    let params = SegmentParams {
+        elem_size: p(0),
+        align: p(1),
+        max_len: p(2),
+        chunk_count: p(3),
+        max_subscribers: p(4),
+        buffer: p(5),
+        borrowed: p(6),
+        tagged: p(7),
+    };
+    assert_eq!(params.tagged, 1, "request rings are tagged");
+    let geo = params.geometry().unwrap();
+    let conn = (0..params.max_subscribers)
+        .map(|j| geo.conns_offset + j * geo.conn_stride)
+        .find(|&base| read(base) == server_id)
+        .expect("the server is connected");
+    let head = read(conn + LINE);
+    let slot = head & ((1 << geo.sub_log2) - 1);
+    let tag = conn + geo.sub_offset + 8 * geo.slot_words * slot + 16;
+    (file, tag)
+}
+
+#[test]
+fn a_garbage_tag_loses_only_its_own_request() {
+    use std::os::unix::fs::FileExt;
+    let d = Domain::new("tag");
+    let svc = d.service(2, 2);
+    let server = svc.server_builder().create().unwrap();
+    let client = svc.client_builder().create().unwrap();
+    // Answers as asked: a request whose flags say fire and forget gets
+    // nothing.
+    let answer = |request: hako::ActiveRequest<'_, u64, u64>| {
+        let n = *request;
+        if request.expects_response() {
+            request.send_last_copy(n + 1).unwrap();
+        }
+    };
+    // A healthy exchange first.
+    let pending = client.send_copy(1).unwrap();
+    answer(server.receive().unwrap().unwrap());
+    assert_eq!(*pending.receive().unwrap().unwrap(), 2);
+    drop(pending);
+    // A request whose tag (its header: slot, generation, flags) a hostile
+    // process rewrites while it is queued: it names no request in flight,
+    // so the server's answer to it is dropped as stale (or, with the
+    // fire-and-forget flag among the garbage, there is none), and that
+    // pending response never gets one: it ends when dropped.
+    for garbage in [[u64::MAX - 5, 0], [u64::MAX - 5, 0xdead_beef]] {
+        let (file, tag) = next_request_tag(&d, client.id(), server.id());
+        let lost = client.send_copy(10).unwrap();
+        for (i, word) in garbage.into_iter().enumerate() {
+            file.write_all_at(&word.to_le_bytes(), tag + 8 * i as u64)
+                .unwrap();
+        }
+        let request = server.receive().unwrap().unwrap();
+        assert_eq!(*request, 10);
+        assert_eq!(request.expects_response(), garbage[1] & 2 == 0);
+        answer(request);
+        assert!(lost.receive().unwrap().is_none());
+        assert!(!lost.is_finished());
+    }
+    // The next request, in the same slot, gets its own answer.
+    let pending = client.send_copy(20).unwrap();
+    answer(server.receive().unwrap().unwrap());
+    assert_eq!(*pending.blocking_receive().unwrap().unwrap(), 21);
+    assert!(pending.blocking_receive().unwrap().is_none());
+}
