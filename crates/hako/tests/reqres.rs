@@ -567,3 +567,35 @@ fn a_garbage_tag_loses_only_its_own_request() {
     assert_eq!(*pending.blocking_receive().unwrap().unwrap(), 21);
     assert!(pending.blocking_receive().unwrap().is_none());
 }
+
+#[test]
+fn a_server_that_must_not_wait_fails_its_sends_to_a_full_queue_and_still_ends_the_stream() {
+    let d = Domain::new("discard");
+    let svc = d.service(1, 1);
+    let server = svc
+        .server_builder()
+        .backpressure(hako::BackpressureStrategy::Discard)
+        .create()
+        .unwrap();
+    let client = svc.client_builder().create().unwrap();
+    let pending = client.send_copy(1).unwrap();
+    let request = server.receive().unwrap().unwrap();
+    // The client reads nothing: its queue fills, and the next response
+    // fails at once instead of waiting.
+    let mut sent = 0;
+    let e = loop {
+        match request.send_copy(sent) {
+            Ok(()) => sent += 1,
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(e, hako::ResponseSendError::ClientGone), "{e}");
+    assert!(sent >= 2, "{sent}");
+    // What was sent arrives, and then the end of the stream.
+    for i in 0..sent {
+        assert_eq!(*pending.receive().unwrap().unwrap(), i);
+    }
+    drop(request);
+    assert!(pending.receive().unwrap().is_none());
+    assert!(pending.is_finished());
+}

@@ -238,6 +238,19 @@ fn response_queue(
 ///
 /// `Send` but not `Sync`: one thread at a time uses it (and the pending
 /// responses it hands out borrow it). Requests go to the servers in turn.
+///
+/// ```no_run
+/// # fn f(client: &hako::Client<[u8], [u8]>) -> Result<(), Box<dyn std::error::Error>> {
+/// // Write the request in place, in the client's shared memory...
+/// let request = client.loan_slice_uninit(5)?.write_from_slice(b"hello");
+/// let pending = request.send()?;
+/// // ...or copy a small one: client.send_slice_copy(b"hello")?
+/// while let Some(response) = pending.blocking_receive()? {
+///     println!("{} bytes", response.len()); // in the server's memory
+/// }
+/// // None: the server ended the stream.
+/// # Ok(()) }
+/// ```
 pub struct Client<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     inbox: Inbox,
     req_env: Envelope,

@@ -21,6 +21,25 @@ const ROUTE_PER_RECEIVE: usize = 256;
 /// their way are given back to the server unread, and the request's slot
 /// is free for another one (under a new generation, so that no late
 /// response can reach the new request).
+///
+/// ```no_run
+/// # use std::time::Duration;
+/// # fn f(client: &hako::Client<u64, u64>) -> Result<(), Box<dyn std::error::Error>> {
+/// // Many requests in flight, each getting its own responses.
+/// let pending: Vec<_> = (0..4).map(|n| client.send_copy(n)).collect::<Result<_, _>>()?;
+/// for p in &pending {
+///     loop {
+///         match p.receive_timeout(Duration::from_millis(100)) {
+///             Ok(Some(response)) => println!("{}", *response),
+///             Ok(None) if p.is_finished() => break, // the stream ended
+///             Ok(None) => {}                         // nothing yet
+///             Err(hako::ReqResReceiveError::ServerGone) => break, // it died mid-stream
+///             Err(e) => return Err(e.into()),
+///         }
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 pub struct PendingResponse<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     client: &'c Inbox,
     slot: u32,

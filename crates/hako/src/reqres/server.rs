@@ -56,6 +56,7 @@ pub struct ServerBuilder<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     settings: Arc<ReqResSettings>,
     max_loans: Option<u32>,
     max_slice_len: usize,
+    strategy: BackpressureStrategy,
     wait: WaitStrategy,
     _t: Types<Req, Resp>,
 }
@@ -77,9 +78,22 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             settings,
             max_loans: None,
             max_slice_len: 1,
+            strategy: BackpressureStrategy::Block,
             wait: WaitStrategy::default(),
             _t: PhantomData,
         }
+    }
+
+    /// What sending a response does while the client's queue is full: wait
+    /// until the client makes room, or goes (`Block`, the default), or fail
+    /// with [`ResponseSendError::ClientGone`] at once (`Discard`) or after
+    /// so many tries (`Retry`), so that a slow client cannot hold the
+    /// server up. The end of a stream (an [`ActiveRequest`] dropped, or a
+    /// last response that was refused) always waits: a lost end would
+    /// leave the client waiting for ever.
+    pub fn backpressure(mut self, strategy: BackpressureStrategy) -> Self {
+        self.strategy = strategy;
+        self
     }
 
     /// Responses that may be loaned (not yet sent or dropped) at once.
@@ -122,10 +136,10 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
         let (buffer, borrowed) = (2 * in_flight * (per + 1), in_flight * per);
         let tx = SenderSettings {
             overflow: OverflowPolicy::Backpressure,
-            // A response, and the end of a stream above all, waits for room
-            // in the client's queue, or for the client to go: a lost end
-            // would leave the client waiting.
-            strategy: BackpressureStrategy::Block,
+            // Under Block a response waits for room in the client's queue,
+            // or for the client to go; the end of a stream always does (see
+            // `backpressure`).
+            strategy: self.strategy,
             history_size: 0,
             buffer,
             borrowed,
@@ -179,6 +193,21 @@ impl<Req: Payload + ?Sized, Resp: ShmSafe> ServerBuilder<Req, [Resp]> {
 
 /// Receives requests of `Req` from every client of a service and answers
 /// them with responses of `Resp`.
+///
+/// ```no_run
+/// # fn f(server: &hako::Server<u64, u64>) -> Result<(), Box<dyn std::error::Error>> {
+/// loop {
+///     let request = server.blocking_receive()?; // the client's memory, read in place
+///     // A stream: three responses, then the end as the request drops...
+///     for i in 0..3 {
+///         request.send_copy(*request + i)?;
+///     }
+///     drop(request);
+///     // ...or one answer that ends the stream in the same message:
+///     // request.send_last_copy(*request * 2)?;
+/// }
+/// # }
+/// ```
 ///
 /// `Send` but not `Sync`: one thread at a time uses it. Clients are served
 /// in turn; a server that wakes takes every request waiting before it
@@ -327,15 +356,39 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for ActiveRequest<'_, R
         if self.no_response || self.ended {
             return;
         }
-        // The end of the stream: a response with no payload. A chunk is
-        // kept in reserve for it (see ServerBuilder::create); a client that
-        // left gets nothing.
+        self.end_stream();
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp> {
+    /// Sends the end of the stream: a message with no payload, from a
+    /// chunk kept in reserve for it (see ServerBuilder::create). Under a
+    /// backpressure strategy that gives up (retry, discard) it still waits
+    /// for room in the client's queue, or for the client to go; a client
+    /// that left gets nothing.
+    fn end_stream(&self) {
         let tx = &self.server.port.tx;
-        match RawLoan::new(tx, 0) {
-            Ok(raw) => {
-                raw.send_to(self.conn, self.client, [self.id, END]);
+        let mut tries = 0u32;
+        loop {
+            let raw = match RawLoan::new(tx, 0) {
+                Ok(raw) => raw,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot end a response stream");
+                    return;
+                }
+            };
+            if raw.send_to(self.conn, self.client, [self.id, END]) {
+                return;
             }
-            Err(e) => tracing::warn!(error = %e, "cannot end a response stream"),
+            // The client went, or its queue stayed full.
+            if tx.served_port(self.conn) != Some(self.client) {
+                return;
+            }
+            tries = tries.wrapping_add(1);
+            if tries % 1024 == 0 && !tx.peer_alive(self.conn, self.client) {
+                return;
+            }
+            std::thread::yield_now();
         }
     }
 }
@@ -388,7 +441,10 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
     /// an end). The answer to a request that has exactly one goes this way.
     /// The request is gone afterwards, whatever happened: a response loaned
     /// from another request is refused ([`ResponseSendError::OtherRequest`])
-    /// and given back, and this request's stream ends as if it were dropped.
+    /// and given back, and this request's stream ends as if it were dropped;
+    /// so does a response the client's full queue refused (under a
+    /// [`backpressure`](ServerBuilder::backpressure) strategy that gives
+    /// up), its end waiting for room.
     ///
     /// ```no_run
     /// # fn f(server: &hako::Server<u64, u64>) -> Result<(), Box<dyn std::error::Error>> {
@@ -404,13 +460,14 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
             // Given back as `raw` drops; this request's stream goes on.
             return Err(ResponseSendError::OtherRequest);
         }
-        // The stream is over whether or not the client is still there.
-        self.ended = true;
         if raw.send_to(self.conn, self.client, [self.id, LAST]) {
-            Ok(())
-        } else {
-            Err(ResponseSendError::ClientGone)
+            self.ended = true;
+            return Ok(());
         }
+        // A client that went gets nothing more; one whose queue stayed full
+        // (a strategy that gives up) still gets the end, as this drops.
+        self.ended = self.server.port.tx.served_port(self.conn) != Some(self.client);
+        Err(ResponseSendError::ClientGone)
     }
 
     fn loan_raw(&self, elems: usize) -> Result<ResponseMutUninit<Resp>, ResponseSendError> {

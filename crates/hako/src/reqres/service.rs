@@ -178,6 +178,21 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> PatternRequest for ReqResBui
 /// `Send` and `Sync`; cheap to clone. Create ports with
 /// [`client_builder`](Self::client_builder) and
 /// [`server_builder`](Self::server_builder).
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let node = hako::NodeBuilder::new().create()?;
+/// let service = node
+///     .service_builder(&"My/Echo".try_into()?)
+///     .request_response::<[u8], [u8]>() // or ShmSafe types: ::<Query, Answer>()
+///     .max_clients(8)
+///     .max_requests_in_flight(16) // per client
+///     .max_response_buffer(4) // responses queued per request
+///     .open_or_create()?;
+/// let server = service.server_builder().max_slice_len(4096).create()?;
+/// let client = service.client_builder().max_slice_len(4096).create()?;
+/// # Ok(()) }
+/// ```
 pub struct ReqResService<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     pub(crate) inner: Arc<ServiceInner>,
     pub(crate) settings: Arc<ReqResSettings>,
