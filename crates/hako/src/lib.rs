@@ -169,6 +169,8 @@ macro_rules! not_under_loom {
 }
 
 not_under_loom! {
+    #[cfg(feature = "tokio")]
+    pub mod aio;
     mod describe;
     mod domain;
     mod event;

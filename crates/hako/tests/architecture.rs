@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["domain"],
     &["port"],
     &["pubsub", "event", "reqres"],
-    &["describe", "waitset", "inspect"],
+    &["describe", "waitset", "inspect", "aio"],
     &["lib"],
 ];
 /// Folders of the pattern layer: none imports another.

@@ -197,22 +197,33 @@ impl Listener {
             },
             || self.pending(),
             || {
-                let alive = self.notifiers_alive();
-                // Relaxed: used by this thread only.
-                if alive {
-                    self.saw_notifier.store(true, Ordering::Relaxed);
-                    Ok(())
-                } else if self.saw_notifier.load(Ordering::Relaxed) && !self.pending() {
-                    Err(ListenerError::NotifiersGone(self.service.name.to_string()))
-                } else {
-                    Ok(())
-                }
+                // Relaxed (both): used by this thread only.
+                let mut saw = self.saw_notifier.load(Ordering::Relaxed);
+                let r = self.notifiers_gone(&mut saw);
+                self.saw_notifier.store(saw, Ordering::Relaxed);
+                r
             },
         )?;
         Ok(r.unwrap_or_default())
     }
 
-    fn notifiers_registered(&self) -> bool {
+    /// The check of a wait that slept a while: fails with
+    /// [`ListenerError::NotifiersGone`] once every notifier seen during the
+    /// wait (`saw`, which this keeps) has left or died and nothing is
+    /// pending. A system call per notifier (its node's lock).
+    pub(crate) fn notifiers_gone(&self, saw: &mut bool) -> Result<(), ListenerError> {
+        if self.notifiers_alive() {
+            *saw = true;
+            Ok(())
+        } else if *saw && !self.pending() {
+            Err(ListenerError::NotifiersGone(self.service.name.to_string()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Whether a notifier is in the table (a cheap look, no system call).
+    pub(crate) fn notifiers_registered(&self) -> bool {
         let svc = &self.service;
         (0..svc.table_len(PortKind::Publisher)).any(|i| {
             // Relaxed: a hint; notifiers_alive() does the real check.
@@ -236,6 +247,24 @@ impl Listener {
 
     /// Registers interest before a waitset sleeps; true if events are
     /// already pending.
+    /// Registers interest in the wake-up descriptor (`as_fd`): from now on
+    /// a sender writes a byte to it after each send, until
+    /// [`disarm_wakeup`](Self::disarm_wakeup). Returns true if something is
+    /// waiting already (take it rather than sleep). For event loops other
+    /// than a [`WaitSet`](crate::WaitSet) and hako's tokio support: register
+    /// the descriptor for reading, take what is there, arm, sleep until it
+    /// is readable, disarm, take again (the docs of `hako::aio`, with the
+    /// `tokio` feature, say it whole).
+    pub fn arm_wakeup(&self) -> bool {
+        self.arm()
+    }
+
+    /// Withdraws the interest registered by
+    /// [`arm_wakeup`](Self::arm_wakeup), and empties the descriptor.
+    pub fn disarm_wakeup(&self) {
+        self.disarm()
+    }
+
     pub(crate) fn arm(&self) -> bool {
         self.service
             .wake_block(PortKind::Subscriber, self.index)

@@ -160,6 +160,24 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     pub fn publisher_count(&self) -> usize {
         self.rx.publisher_count()
     }
+
+    /// Registers interest in the wake-up descriptor (`as_fd`): from now on
+    /// a sender writes a byte to it after each send, until
+    /// [`disarm_wakeup`](Self::disarm_wakeup). Returns true if something is
+    /// waiting already (take it rather than sleep). For event loops other
+    /// than a [`WaitSet`](crate::WaitSet) and hako's tokio support: register
+    /// the descriptor for reading, take what is there, arm, sleep until it
+    /// is readable, disarm, take again (the docs of `hako::aio`, with the
+    /// `tokio` feature, say it whole).
+    pub fn arm_wakeup(&self) -> bool {
+        self.rx.arm()
+    }
+
+    /// Withdraws the interest registered by
+    /// [`arm_wakeup`](Self::arm_wakeup), and empties the descriptor.
+    pub fn disarm_wakeup(&self) {
+        self.rx.disarm()
+    }
 }
 
 impl<T: Payload + ?Sized> AsFd for Subscriber<T> {

@@ -248,6 +248,24 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
         self.port.rx.has_samples()
     }
 
+    /// Registers interest in the wake-up descriptor (`as_fd`): from now on
+    /// a sender writes a byte to it after each send, until
+    /// [`disarm_wakeup`](Self::disarm_wakeup). Returns true if something is
+    /// waiting already (take it rather than sleep). For event loops other
+    /// than a [`WaitSet`](crate::WaitSet) and hako's tokio support: register
+    /// the descriptor for reading, take what is there, arm, sleep until it
+    /// is readable, disarm, take again (the docs of `hako::aio`, with the
+    /// `tokio` feature, say it whole).
+    pub fn arm_wakeup(&self) -> bool {
+        self.wait_arm()
+    }
+
+    /// Withdraws the interest registered by
+    /// [`arm_wakeup`](Self::arm_wakeup), and empties the descriptor.
+    pub fn disarm_wakeup(&self) {
+        self.wait_disarm()
+    }
+
     /// Registers interest before a waitset sleeps; true if requests wait.
     pub(crate) fn wait_arm(&self) -> bool {
         self.port.rx.arm()

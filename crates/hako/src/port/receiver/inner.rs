@@ -190,19 +190,25 @@ impl Receiver {
             deadline,
             || self.receive(wrap),
             || self.ready(),
-            || {
-                if self.publishers_alive() {
-                    saw_publisher = true;
-                    Ok(())
-                } else if saw_publisher && !self.ready() {
-                    Err(ReceiveError::PublishersGone(
-                        self.reg.service.name.to_string(),
-                    ))
-                } else {
-                    Ok(())
-                }
-            },
+            || self.publishers_gone(&mut saw_publisher),
         )
+    }
+
+    /// The check of a wait that slept a while: fails with
+    /// [`ReceiveError::PublishersGone`] once every publisher seen during
+    /// the wait (`saw`, which this keeps) has left or died and nothing is
+    /// queued. A system call per publisher (its node's lock).
+    pub(crate) fn publishers_gone(&self, saw: &mut bool) -> Result<(), ReceiveError> {
+        if self.publishers_alive() {
+            *saw = true;
+            Ok(())
+        } else if *saw && !self.ready() {
+            Err(ReceiveError::PublishersGone(
+                self.reg.service.name.to_string(),
+            ))
+        } else {
+            Ok(())
+        }
     }
 
     /// Waits as the port's strategy says (spin, then park on its wake
@@ -237,7 +243,8 @@ impl Receiver {
             .any(|e| e.conn.connected() && e.conn.submission().has_item())
     }
 
-    fn publishers_registered(&self) -> bool {
+    /// Whether a publisher is in the table (a cheap look, no system call).
+    pub(crate) fn publishers_registered(&self) -> bool {
         let svc = &self.reg.service;
         (0..svc.table_len(self.reg.settings.peers)).any(|i| {
             let slot = svc.port_slot(self.reg.settings.peers, i);

@@ -1,0 +1,69 @@
+//! Ports awaitable under tokio (the `tokio` feature).
+//!
+//! [`AsyncSubscriber`] and [`AsyncListener`] wrap a [`Subscriber`](crate::Subscriber) or a
+//! [`Listener`](crate::Listener): `receive().await` / `wait().await` for the next sample or
+//! events, and a [`futures_core::Stream`] of them. Sending stays
+//! synchronous: a publisher or notifier never waits for a reader.
+//!
+//! ```no_run
+//! # async fn f(node: hako::Node) -> Result<(), Box<dyn std::error::Error>> {
+//! use hako::aio::AsyncSubscriber;
+//! let service = node
+//!     .service_builder(&"My/Topic".try_into()?)
+//!     .publish_subscribe::<u64>()
+//!     .open_or_create()?;
+//! let mut subscriber = AsyncSubscriber::new(service.subscriber_builder().create()?)?;
+//! tokio::spawn(async move {
+//!     while let Ok(sample) = subscriber.receive().await {
+//!         println!("{}", *sample);
+//!     }
+//! });
+//! # Ok(()) }
+//! ```
+//!
+//! **How it waits.** A task that finds nothing registers its interest in
+//! the port's wake block in shared memory (a count, a fence, a second
+//! look) and sleeps in tokio's reactor on the port's FIFO; a sender that
+//! sees the registration after its send writes one byte to the FIFO. While
+//! the reader keeps up, nothing is registered and no system call is made
+//! on either side; a burst of sends to a sleeping task costs a write each
+//! until it wakes, and its wake-up one read. A peer that dies cannot write:
+//! while a task waits, a tokio timer wakes it every 100 ms to ask whether
+//! its peers are still there, and a wait whose peers all went ends with
+//! the error the blocking calls give (`PublishersGone`, `NotifiersGone`).
+//!
+//! **Runtime.** Make the async ports inside a tokio runtime with its I/O
+//! and time drivers (`#[tokio::main]` and `Runtime::new` enable both); they
+//! stay registered with that runtime. They are `Send`, and so are the
+//! futures and streams they return: move them into spawned tasks of a
+//! multi-threaded runtime freely. A runtime shut down while tasks wait
+//! leaves the ports usable: `into_inner` gives the port back, with nothing
+//! registered. A wait polled after its runtime's driver is gone fails with
+//! [`AsyncError::Runtime`].
+//!
+//! **Cancellation.** Every future here is cancel-safe: dropped at any
+//! point (a `select!` that took another branch, a timeout), it has taken
+//! nothing, and the next call gets what it would have.
+//!
+//! **Other runtimes.** A port's wake-up descriptor is public (`AsFd` on
+//! [`Subscriber`](crate::Subscriber), [`Listener`](crate::Listener), [`Server`](crate::Server) and
+//! [`Client`](crate::Client)), and so is the registration that makes
+//! senders write to it (`arm_wakeup` / `disarm_wakeup` on each). To wait
+//! for a port in another event loop (async-io, mio, an epoll loop):
+//! register the descriptor for reading once (edge-triggered is fine), then
+//! for each wait: take what is there without blocking; if nothing,
+//! `arm_wakeup()` (true means something came meanwhile: take it, and
+//! `disarm_wakeup()`), else sleep until the descriptor is readable, then
+//! `disarm_wakeup()` (it drains the descriptor) and take again. Armed, a
+//! port costs every send a system call, so disarm once awake; a peer that
+//! dies cannot write, so wake now and then to ask (the ports' blocking
+//! calls and this module look every 100 ms).
+
+mod error;
+mod listener;
+mod readiness;
+mod subscriber;
+
+pub use error::AsyncError;
+pub use listener::{AsyncListener, Events, Wait};
+pub use subscriber::{AsyncSubscriber, Receive};

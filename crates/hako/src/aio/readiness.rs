@@ -1,0 +1,168 @@
+//! Waiting for a port under tokio: the port's FIFO registered with tokio's
+//! reactor, and the arm / re-check / sleep / disarm protocol of the port's
+//! wake block (see `core::park`) around it.
+//!
+//! A poll first tries to take what the port has: while the reader keeps
+//! up, that is all, with no system call and nothing registered. Only when
+//! nothing is there does it arm the port (a waiter count in the wake block
+//! that senders read after each send, then a fence and a re-check), and
+//! only then do senders write a byte to the port's FIFO, which wakes the
+//! task through tokio. A wake-up disarms (and drains the FIFO) before the
+//! next try, so a reader that keeps up again costs senders nothing.
+//!
+//! A peer that dies cannot write to the FIFO: while armed, a tokio timer
+//! also wakes the task every [`LIVENESS_TICK`] to ask whether the peers are
+//! still there, as the blocking waits do after each timed-out sleep.
+
+use std::future::Future;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+
+use super::error::AsyncError;
+
+/// How often a task that waits on a port asks whether its peers are alive.
+pub(crate) const LIVENESS_TICK: Duration = Duration::from_millis(100);
+
+/// A port that can be waited on: the three steps of the protocol, and what
+/// it does when its peers died.
+pub(crate) trait Waitable {
+    /// The port's errors.
+    type Error;
+    /// Registers interest with a fence; true if something is there now.
+    fn arm(&self) -> bool;
+    /// Withdraws the interest and empties the FIFO.
+    fn disarm(&self);
+    /// Whether a peer is registered (a cheap look at the table).
+    fn peers_registered(&self) -> bool;
+    /// After a while asleep: an error if every peer seen during the wait
+    /// (`saw`, kept here) is gone and nothing is queued.
+    fn peers_gone(&self, saw: &mut bool) -> Result<(), Self::Error>;
+}
+
+/// The port's FIFO as the reactor sees it: a raw descriptor the port owns
+/// (the port outlives the registration, see [`Readiness`]).
+struct Fifo(RawFd);
+
+impl AsRawFd for Fifo {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+/// A port's registration with tokio and its waiting state. Must be dropped
+/// before the port whose FIFO it registered (the async ports declare it
+/// first).
+pub(crate) struct Readiness {
+    fd: AsyncFd<Fifo>,
+    /// The port's interest is registered in its wake block.
+    armed: bool,
+    /// A peer was seen during the current wait.
+    saw_peer: bool,
+    /// The next liveness check, while armed.
+    tick: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Readiness {
+    /// Registers `fifo` with the reactor of the current tokio runtime.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime (as tokio's own I/O types do).
+    ///
+    /// # Safety
+    /// `fifo` stays open, the same open file, until the result is dropped
+    /// (its owner declares the result before the port that owns `fifo`,
+    /// so that it drops first).
+    pub(crate) unsafe fn new(fifo: BorrowedFd<'_>) -> io::Result<Self> {
+        // SAFETY: tokio's condition for the registration, which is ours
+        // (above): the descriptor stays valid and the same while it lasts.
+        let fd = unsafe {
+            AsyncFd::register_with_interest(Fifo(fifo.as_raw_fd()), Interest::READABLE)?
+        };
+        Ok(Self {
+            fd,
+            armed: false,
+            saw_peer: false,
+            tick: None,
+        })
+    }
+
+    /// Polls `take` on `port` until it yields, sleeping in between as the
+    /// module doc says. Nothing is taken unless it is returned: a caller
+    /// that stops polling (a dropped future) loses nothing, and calls
+    /// [`cancel`](Self::cancel).
+    pub(crate) fn poll_take<P: Waitable, R>(
+        &mut self,
+        port: &P,
+        cx: &mut Context<'_>,
+        mut take: impl FnMut(&P) -> Result<Option<R>, P::Error>,
+    ) -> Poll<Result<R, AsyncError<P::Error>>> {
+        loop {
+            match take(port) {
+                Ok(Some(r)) => {
+                    self.cancel(port);
+                    return Poll::Ready(Ok(r));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.cancel(port);
+                    return Poll::Ready(Err(AsyncError::Port(e)));
+                }
+            }
+            if !self.armed {
+                self.armed = true;
+                if self.tick.is_none() {
+                    // A new wait: who is there now (no system call).
+                    self.saw_peer = port.peers_registered();
+                }
+                if port.arm() {
+                    // It came between the try and the registration.
+                    continue;
+                }
+            }
+            match self.fd.poll_read_ready(cx) {
+                Poll::Ready(Ok(mut guard)) => {
+                    // Readiness is cleared before the FIFO is drained (in
+                    // disarm): a byte written in between sets it again, and
+                    // a byte drained was for data the next try finds.
+                    guard.clear_ready();
+                    port.disarm();
+                    self.armed = false;
+                    continue;
+                }
+                Poll::Ready(Err(e)) => {
+                    self.cancel(port);
+                    return Poll::Ready(Err(AsyncError::Runtime(e)));
+                }
+                Poll::Pending => {}
+            }
+            let tick = self
+                .tick
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(LIVENESS_TICK)));
+            if tick.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.tick = None;
+            if let Err(e) = port.peers_gone(&mut self.saw_peer) {
+                self.cancel(port);
+                return Poll::Ready(Err(AsyncError::Port(e)));
+            }
+            // Still there: try again, and sleep for another tick.
+        }
+    }
+
+    /// Ends the current wait: withdraws the port's interest if registered,
+    /// so that senders stop writing to the FIFO.
+    pub(crate) fn cancel<P: Waitable>(&mut self, port: &P) {
+        if self.armed {
+            port.disarm();
+            self.armed = false;
+        }
+        self.tick = None;
+    }
+}
