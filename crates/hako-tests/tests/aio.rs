@@ -398,3 +398,64 @@ fn a_runtime_shut_down_while_a_task_waits_leaves_the_port_usable() {
         6
     );
 }
+
+const REQRES_HELPER: &str = env!("CARGO_BIN_EXE_hako-reqres-helper");
+
+#[test]
+fn a_server_task_answers_a_client_in_another_process() {
+    use hako::aio::AsyncServer;
+    let d = Domain::new("aio-server", HELPER);
+    let node = node(&d);
+    let service = node
+        .service_builder(&"it/aio-rr".try_into().unwrap())
+        .request_response::<u64, u64>()
+        .max_requests_in_flight(4)
+        .max_response_buffer(2)
+        .open_or_create()
+        .unwrap();
+    let server = service.server_builder().create().unwrap();
+    let mut cmd = std::process::Command::new(REQRES_HELPER);
+    cmd.env("HAKO_ROOT", &d.root).env_remove("HAKO_CONFIG");
+    let client = d.spawn_command(
+        "client",
+        cmd,
+        &[
+            "request",
+            "--service",
+            "it/aio-rr",
+            "--in-flight",
+            "4",
+            "--buffer",
+            "2",
+            "--stream",
+            "2",
+            "--count",
+            "500",
+        ],
+        hako_tests::harness::WATCHDOG,
+    );
+    let served = runtime(2).block_on(async move {
+        let task = tokio::spawn(async move {
+            let mut server = AsyncServer::new(server).unwrap();
+            for _ in 0..500 {
+                let request = server.receive().await.unwrap();
+                let n = *request;
+                for i in 0..2 {
+                    // The request is held across an await: it is Send.
+                    tokio::task::yield_now().await;
+                    request.send_copy(n * 1000 + i).unwrap();
+                }
+                // Dropped: the end of its stream.
+            }
+            server.into_inner()
+        });
+        task.await.unwrap()
+    });
+    // The client checked every response of every request.
+    let out = d.wait_all(vec![client]);
+    assert_eq!(out[0].result().num("answered"), 500);
+    drop(served);
+    drop(service);
+    drop(node);
+    d.finish();
+}

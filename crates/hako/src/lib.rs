@@ -212,7 +212,8 @@ not_under_loom! {
     };
     pub use reqres::message::{Destination, MessageMut, MessageMutUninit};
     pub use reqres::pending::{PendingResponse, Response};
-    pub use reqres::server::{ActiveRequest, ResponseMut, ResponseMutUninit, Server, ServerBuilder, ToClient};
+    pub use reqres::active::{ActiveRequest, ResponseMut, ResponseMutUninit, ToClient};
+    pub use reqres::server::{Server, ServerBuilder};
     pub use reqres::service::{ReqResBuilder, ReqResService};
     pub use reqres::settings::ReqResQos;
     pub use waitset::{AttachmentId, WaitEvent, WaitOutcome, WaitSet, WaitSetError};

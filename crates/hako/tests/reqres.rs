@@ -599,3 +599,24 @@ fn a_server_that_must_not_wait_fails_its_sends_to_a_full_queue_and_still_ends_th
     assert!(pending.receive().unwrap().is_none());
     assert!(pending.is_finished());
 }
+
+#[test]
+fn an_active_request_may_move_to_another_thread() {
+    fn send<T: Send>() {}
+    send::<hako::ActiveRequest<'static, u64, u64>>();
+    send::<hako::ActiveRequest<'static, [u8], [u8]>>();
+    // And be answered there.
+    let d = Domain::new("send");
+    let svc = d.service(1, 1);
+    let server = svc.server_builder().create().unwrap();
+    let client = svc.client_builder().create().unwrap();
+    let pending = client.send_copy(20).unwrap();
+    let request = server.receive().unwrap().unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let n = *request;
+            request.send_last_copy(n + 1).unwrap();
+        });
+    });
+    assert_eq!(*pending.blocking_receive().unwrap().unwrap(), 21);
+}

@@ -1,9 +1,12 @@
 //! Ports awaitable under tokio (the `tokio` feature).
 //!
-//! [`AsyncSubscriber`] and [`AsyncListener`] wrap a [`Subscriber`](crate::Subscriber) or a
-//! [`Listener`](crate::Listener): `receive().await` / `wait().await` for the next sample or
-//! events, and a [`futures_core::Stream`] of them. Sending stays
-//! synchronous: a publisher or notifier never waits for a reader.
+//! [`AsyncSubscriber`] and [`AsyncListener`] wrap a
+//! [`Subscriber`](crate::Subscriber) or a [`Listener`](crate::Listener):
+//! `receive().await` / `wait().await` for the next sample or events, and a
+//! [`futures_core::Stream`] of them; [`AsyncServer`] wraps a
+//! [`Server`](crate::Server): `receive().await` for the next request.
+//! Sending stays synchronous: a publisher or notifier never waits for a
+//! reader.
 //!
 //! ```no_run
 //! # async fn f(node: hako::Node) -> Result<(), Box<dyn std::error::Error>> {
@@ -62,8 +65,10 @@
 mod error;
 mod listener;
 mod readiness;
+mod server;
 mod subscriber;
 
 pub use error::AsyncError;
 pub use listener::{AsyncListener, Events, Wait};
+pub use server::{AsyncServer, ReceiveRequest};
 pub use subscriber::{AsyncSubscriber, Receive};

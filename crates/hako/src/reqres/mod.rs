@@ -6,13 +6,15 @@
 //!
 //! Clients and servers are each one entry of the service's tables (clients
 //! in the first, servers in the second) with a sender and a receiver of the
-//! port layer on it (`duplex.rs`). Every message starts with a header that
-//! names its request by slot and generation (`envelope.rs`).
+//! port layer on it (`duplex.rs`). Every message carries, in its
+//! descriptor's tag, a header that names its request by slot and
+//! generation (`envelope.rs`).
 //!
 //! Within the folder imports point down: `settings`, `envelope`, `errors`
-//! → `message`, `duplex` → `inbox` → `pending` → `client`, `server` →
-//! `service`.
+//! → `message`, `duplex` → `inbox` → `pending` → `client`; `message` →
+//! `active` → `server`; both → `service`.
 
+pub(crate) mod active;
 pub(crate) mod client;
 pub(crate) mod duplex;
 pub mod envelope;

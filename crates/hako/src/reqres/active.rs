@@ -1,0 +1,292 @@
+//! A request a server received, and the responses that answer it: zero,
+//! one or many, then the end of the stream as the [`ActiveRequest`] drops.
+
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use super::envelope::{Envelope, END, LAST};
+use super::errors::ResponseSendError;
+use super::message::{Destination, MessageMut, MessageMutUninit, Sealed};
+use super::settings::Types;
+use crate::port::payload::{Payload, ShmSafe};
+use crate::port::receiver::sample::RawSample;
+use crate::port::sender::loan::RawLoan;
+use crate::port::sender::settings::LoanError;
+
+/// A response being loaned: the client connection and request it answers.
+pub struct ToClient {
+    conn: usize,
+    client: u64,
+    id: u64,
+}
+
+impl Sealed for ToClient {}
+
+// The chunk type of `send` is crate-private (see Destination).
+#[allow(private_interfaces)]
+impl Destination for ToClient {
+    type Sent = Result<(), ResponseSendError>;
+    fn send(self, raw: RawLoan) -> Self::Sent {
+        if raw.send_to(self.conn, self.client, [self.id, 0]) {
+            Ok(())
+        } else {
+            Err(ResponseSendError::ClientGone)
+        }
+    }
+}
+
+/// A loaned response whose payload is not yet written.
+pub type ResponseMutUninit<Resp> = MessageMutUninit<Resp, ToClient>;
+/// A loaned response, written and ready to send.
+pub type ResponseMut<Resp> = MessageMut<Resp, ToClient>;
+
+/// What a server's active requests need to answer: its sending half and
+/// how responses are laid out. `Sync` (unlike the server's receiving
+/// half), so that an [`ActiveRequest`] that borrows it is `Send`.
+pub(crate) struct Answering {
+    pub(super) tx: Arc<crate::port::sender::inner::SenderInner>,
+    pub(super) resp_env: Envelope,
+    /// Responses the user may have loaned at once.
+    pub(super) user_loans: usize,
+}
+
+/// A request taken from the queue, before it is tied to its server (see
+/// `Server::activate`).
+pub(crate) struct Taken {
+    pub(super) raw: RawSample,
+    pub(super) elems: usize,
+    pub(super) id: u64,
+    pub(super) conn: usize,
+    pub(super) client: u64,
+    pub(super) no_response: bool,
+}
+
+/// A request a server received: dereferences to its payload, in the
+/// client's shared memory. Answer it with
+/// [`loan_uninit`](ActiveRequest::loan_uninit) /
+/// [`send_copy`](ActiveRequest::send_copy) (as often as the stream needs);
+/// dropping it ends the response stream and gives the request's chunk back.
+///
+/// `Send`: it may be held across an `.await` in a task of a multi-threaded
+/// runtime.
+pub struct ActiveRequest<'s, Req: Payload + ?Sized, Resp: Payload + ?Sized> {
+    server: &'s Answering,
+    raw: RawSample,
+    elems: usize,
+    /// The request's id, copied into every response.
+    id: u64,
+    /// The server's connection to the client, and the client's port id.
+    conn: usize,
+    client: u64,
+    no_response: bool,
+    /// A last response ended the stream already (see `send_last`).
+    ended: bool,
+    _t: Types<Req, Resp>,
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for ActiveRequest<'_, Req, Resp> {
+    fn drop(&mut self) {
+        if self.no_response || self.ended {
+            return;
+        }
+        self.end_stream();
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp> {
+    /// Sends the end of the stream: a message with no payload, from a
+    /// chunk kept in reserve for it (see ServerBuilder::create). Under a
+    /// backpressure strategy that gives up (retry, discard) it still waits
+    /// for room in the client's queue, or for the client to go; a client
+    /// that left gets nothing.
+    fn end_stream(&self) {
+        let tx = &self.server.tx;
+        let mut tries = 0u32;
+        loop {
+            let raw = match RawLoan::new(tx, 0) {
+                Ok(raw) => raw,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot end a response stream");
+                    return;
+                }
+            };
+            if raw.send_to(self.conn, self.client, [self.id, END]) {
+                return;
+            }
+            // The client went, or its queue stayed full.
+            if tx.served_port(self.conn) != Some(self.client) {
+                return;
+            }
+            tries = tries.wrapping_add(1);
+            if tries % 1024 == 0 && !tx.peer_alive(self.conn, self.client) {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> std::fmt::Debug for ActiveRequest<'_, Req, Resp> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActiveRequest")
+            .field("client", &format_args!("{:016x}", self.client))
+            .field("id", &format_args!("{:016x}", self.id))
+            .finish()
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Deref for ActiveRequest<'_, Req, Resp> {
+    type Target = Req;
+    fn deref(&self) -> &Req {
+        // SAFETY: as for a client's Response: the length was validated
+        // against the envelope, the payload is aligned for Req and mapped
+        // while the sample lives, and Req is ShmSafe.
+        unsafe {
+            &*Req::make_ptr(self.raw.payload().cast_mut(), self.elems)
+        }
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp> {
+    /// The port id of the client that sent it.
+    pub fn client_id(&self) -> u64 {
+        self.client
+    }
+
+    /// Whether the client is still there to read responses: registered,
+    /// and its process alive (this asks the kernel). A server may stop work
+    /// early when it is not; responses sent to a client that died before
+    /// anyone noticed go nowhere, and their chunks come back when its
+    /// ports are reclaimed.
+    pub fn is_connected(&self) -> bool {
+        self.server.tx.served_port(self.conn) == Some(self.client)
+            && self.server.tx.peer_alive(self.conn, self.client)
+    }
+
+    /// Whether the client asked for no response (fire and forget).
+    pub fn expects_response(&self) -> bool {
+        !self.no_response
+    }
+
+    /// Sends `response`, loaned from this request, as the last of the
+    /// stream, and ends the stream with it: one message where sending it
+    /// and then dropping the request would make two (the response, then
+    /// an end). The answer to a request that has exactly one goes this way.
+    /// The request is gone afterwards, whatever happened: a response loaned
+    /// from another request is refused ([`ResponseSendError::OtherRequest`])
+    /// and given back, and this request's stream ends as if it were dropped;
+    /// so does a response the client's full queue refused (under a
+    /// [`backpressure`](crate::ServerBuilder::backpressure) strategy that gives
+    /// up), its end waiting for room.
+    ///
+    /// ```no_run
+    /// # fn f(server: &hako::Server<u64, u64>) -> Result<(), Box<dyn std::error::Error>> {
+    /// if let Some(request) = server.receive()? {
+    ///     let response = request.loan_uninit()?.write_payload(*request * 2);
+    ///     request.send_last(response)?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn send_last(mut self, response: ResponseMut<Resp>) -> Result<(), ResponseSendError> {
+        let (to, raw) = response.into_parts();
+        if (to.conn, to.client, to.id) != (self.conn, self.client, self.id) {
+            // Given back as `raw` drops; this request's stream goes on.
+            return Err(ResponseSendError::OtherRequest);
+        }
+        if raw.send_to(self.conn, self.client, [self.id, LAST]) {
+            self.ended = true;
+            return Ok(());
+        }
+        // A client that went gets nothing more; one whose queue stayed full
+        // (a strategy that gives up) still gets the end, as this drops.
+        self.ended = self.server.tx.served_port(self.conn) != Some(self.client);
+        Err(ResponseSendError::ClientGone)
+    }
+
+    fn loan_raw(&self, elems: usize) -> Result<ResponseMutUninit<Resp>, ResponseSendError> {
+        if self.no_response {
+            return Err(ResponseSendError::NoResponseExpected);
+        }
+        let env = &self.server.resp_env;
+        if elems > env.max_elems {
+            return Err(LoanError::SliceTooLong {
+                requested: elems,
+                max: env.max_elems,
+            }
+            .into());
+        }
+        let raw = RawLoan::new_within(&self.server.tx, env.bytes(elems), self.server.user_loans)?;
+        let to = ToClient {
+            conn: self.conn,
+            client: self.client,
+            id: self.id,
+        };
+        Ok(MessageMutUninit::new(raw, elems, to))
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, Resp> {
+    /// Loans an uninitialised response from the server's shared pool.
+    pub fn loan_uninit(&self) -> Result<ResponseMutUninit<Resp>, ResponseSendError> {
+        self.loan_raw(1)
+    }
+
+    /// Copies `value` into a loaned response and sends it.
+    pub fn send_copy(&self, value: Resp) -> Result<(), ResponseSendError> {
+        self.loan_uninit()?.write_payload(value).send()
+    }
+
+    /// Copies `value` into a loaned response and sends it as the last of
+    /// the stream (see [`send_last`](Self::send_last)).
+    pub fn send_last_copy(self, value: Resp) -> Result<(), ResponseSendError> {
+        let response = self.loan_uninit()?.write_payload(value);
+        self.send_last(response)
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, [Resp]> {
+    /// Loans an uninitialised response slice of `len` elements.
+    pub fn loan_slice_uninit(&self, len: usize) -> Result<ResponseMutUninit<[Resp]>, ResponseSendError> {
+        self.loan_raw(len)
+    }
+
+    /// Copies `data` into a loaned response slice and sends it.
+    pub fn send_slice_copy(&self, data: &[Resp]) -> Result<(), ResponseSendError>
+    where
+        Resp: Copy,
+    {
+        self.loan_slice_uninit(data.len())?
+            .write_from_slice(data)
+            .send()
+    }
+
+    /// Copies `data` into a loaned response slice and sends it as the last
+    /// of the stream (see [`send_last`](Self::send_last)).
+    pub fn send_last_slice_copy(self, data: &[Resp]) -> Result<(), ResponseSendError>
+    where
+        Resp: Copy,
+    {
+        let response = self
+            .loan_slice_uninit(data.len())?
+            .write_from_slice(data);
+        self.send_last(response)
+    }
+}
+
+impl<'s, Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'s, Req, Resp> {
+    /// A taken request, answered through `answering`.
+    pub(crate) fn new(answering: &'s Answering, t: Taken) -> Self {
+        Self {
+            server: answering,
+            conn: t.conn,
+            client: t.client,
+            raw: t.raw,
+            elems: t.elems,
+            id: t.id,
+            no_response: t.no_response,
+            ended: false,
+            _t: PhantomData,
+        }
+    }
+}
