@@ -459,3 +459,163 @@ fn a_server_task_answers_a_client_in_another_process() {
     drop(node);
     d.finish();
 }
+
+fn reqres_helper(d: &Domain, label: &str, args: &[&str]) -> hako_tests::harness::Proc {
+    let mut cmd = std::process::Command::new(REQRES_HELPER);
+    cmd.env("HAKO_ROOT", &d.root).env_remove("HAKO_CONFIG");
+    d.spawn_command(label, cmd, args, hako_tests::harness::WATCHDOG)
+}
+
+#[test]
+fn a_client_task_takes_streams_from_a_server_in_another_process() {
+    use hako::aio::AsyncClient;
+    let d = Domain::new("aio-client", HELPER);
+    let node = node(&d);
+    let service = node
+        .service_builder(&"it/aio-rr2".try_into().unwrap())
+        .request_response::<u64, u64>()
+        .max_requests_in_flight(4)
+        .max_response_buffer(2)
+        .open_or_create()
+        .unwrap();
+    let client = service.client_builder().create().unwrap();
+    let stop = d.arg("stop");
+    let server = reqres_helper(
+        &d,
+        "server",
+        &[
+            "serve",
+            "--service",
+            "it/aio-rr2",
+            "--in-flight",
+            "4",
+            "--buffer",
+            "2",
+            "--stream",
+            "3",
+            "--stop-file",
+            &stop,
+        ],
+    );
+    let cancelled = runtime(2).block_on(async move {
+        tokio::spawn(async move {
+            let mut client = AsyncClient::new(client).unwrap();
+            while client.get_ref().server_count() == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let mut cancelled = 0u64;
+            for round in 0..100u64 {
+                // Four in flight, their responses taken in turn; short
+                // timeouts cancel some receives on the way.
+                let tickets: Vec<_> = (0..4)
+                    .map(|k| {
+                        let n = round * 4 + k;
+                        (n, client.get_ref().send_copy(n).unwrap().into_ticket())
+                    })
+                    .collect();
+                for (n, ticket) in tickets {
+                    let mut i = 0;
+                    loop {
+                        let r = tokio::time::timeout(
+                            Duration::from_micros(100),
+                            client.receive(&ticket),
+                        )
+                        .await;
+                        match r {
+                            Err(_) => cancelled += 1,
+                            Ok(Ok(Some(r))) => {
+                                assert_eq!(*r, n * 1000 + i, "request {n} response {i}");
+                                i += 1;
+                            }
+                            Ok(Ok(None)) => break,
+                            Ok(Err(e)) => panic!("request {n}: {e}"),
+                        }
+                    }
+                    assert_eq!(i, 3, "request {n}'s whole stream");
+                    client.finish(ticket); // over already: nothing happens
+                }
+                assert_eq!(client.get_ref().requests_in_flight(), 0);
+            }
+            // And as a stream.
+            let ticket = client.get_ref().send_copy(7).unwrap().into_ticket();
+            let got: Vec<u64> = futures::StreamExt::collect::<Vec<_>>(client.responses(ticket))
+                .await
+                .into_iter()
+                .map(|r| *r.unwrap())
+                .collect();
+            assert_eq!(got, [7000, 7001, 7002]);
+            cancelled
+        })
+        .await
+        .unwrap()
+    });
+    println!("{cancelled} receives cancelled");
+    d.touch("stop");
+    d.wait_all(vec![server]);
+    drop(service);
+    drop(node);
+    d.finish();
+}
+
+#[test]
+fn a_server_killed_while_a_client_task_waits_ends_its_stream_with_an_error() {
+    use hako::aio::{AsyncClient, AsyncError};
+    let d = Domain::new("aio-server-gone", HELPER);
+    let node = node(&d);
+    let service = node
+        .service_builder(&"it/aio-rr3".try_into().unwrap())
+        .request_response::<u64, u64>()
+        .max_requests_in_flight(4)
+        .max_response_buffer(2)
+        .open_or_create()
+        .unwrap();
+    let client = service.client_builder().create().unwrap();
+    let hung = d.arg("hung");
+    let mut procs = vec![reqres_helper(
+        &d,
+        "server",
+        &[
+            "serve",
+            "--service",
+            "it/aio-rr3",
+            "--in-flight",
+            "4",
+            "--buffer",
+            "2",
+            "--stream",
+            "3",
+            "--hang-after",
+            "1",
+            "--hung-file",
+            &hung,
+        ],
+    )];
+    let server = runtime(2).block_on(async {
+        let mut client = AsyncClient::new(client).unwrap();
+        while client.get_ref().server_count() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let ticket = client.get_ref().send_copy(4).unwrap().into_ticket();
+        assert_eq!(*client.receive(&ticket).await.unwrap().unwrap(), 4000);
+        d.wait_file("hung", &mut procs);
+        let server = procs.pop().unwrap();
+        let killer = tokio::task::spawn_blocking(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            server.kill()
+        });
+        let e = client.receive(&ticket).await.unwrap_err();
+        assert!(
+            matches!(e, AsyncError::Port(hako::ReqResReceiveError::ServerGone)),
+            "{e}"
+        );
+        // The request is over: its slot is free, the ticket done.
+        assert_eq!(client.get_ref().requests_in_flight(), 0);
+        assert!(client.receive(&ticket).await.unwrap().is_none());
+        killer.await.unwrap()
+    });
+    assert_eq!(server.code, None);
+    hako::reclaim_dead_nodes(&Config::default().with_root(&d.root), false).unwrap();
+    drop(service);
+    drop(node);
+    d.finish();
+}

@@ -211,7 +211,7 @@ not_under_loom! {
         ResponseSendError,
     };
     pub use reqres::message::{Destination, MessageMut, MessageMutUninit};
-    pub use reqres::pending::{PendingResponse, Response};
+    pub use reqres::pending::{PendingResponse, Response, Ticket};
     pub use reqres::active::{ActiveRequest, ResponseMut, ResponseMutUninit, ToClient};
     pub use reqres::server::{Server, ServerBuilder};
     pub use reqres::service::{ReqResBuilder, ReqResService};

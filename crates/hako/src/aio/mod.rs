@@ -4,7 +4,9 @@
 //! [`Subscriber`](crate::Subscriber) or a [`Listener`](crate::Listener):
 //! `receive().await` / `wait().await` for the next sample or events, and a
 //! [`futures_core::Stream`] of them; [`AsyncServer`] wraps a
-//! [`Server`](crate::Server): `receive().await` for the next request.
+//! [`Server`](crate::Server): `receive().await` for the next request;
+//! [`AsyncClient`] a [`Client`](crate::Client): the responses of each
+//! request in flight awaited, or as a stream.
 //! Sending stays synchronous: a publisher or notifier never waits for a
 //! reader.
 //!
@@ -62,12 +64,14 @@
 //! dies cannot write, so wake now and then to ask (the ports' blocking
 //! calls and this module look every 100 ms).
 
+mod client;
 mod error;
 mod listener;
 mod readiness;
 mod server;
 mod subscriber;
 
+pub use client::{AsyncClient, ReceiveResponse, Responses};
 pub use error::AsyncError;
 pub use listener::{AsyncListener, Events, Wait};
 pub use server::{AsyncServer, ReceiveRequest};

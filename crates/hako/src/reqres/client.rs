@@ -308,6 +308,12 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
         self.wait_disarm()
     }
 
+    /// Its responses, routed to their requests (for the async client).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn inbox(&self) -> &Inbox {
+        &self.inbox
+    }
+
     /// Registers interest before a waitset sleeps; true if responses wait.
     pub(crate) fn wait_arm(&self) -> bool {
         self.inbox.port.rx.arm() || self.inbox.has_queued()

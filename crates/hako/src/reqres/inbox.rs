@@ -10,6 +10,9 @@ use super::envelope::Envelope;
 use super::errors::ReqResReceiveError;
 use crate::port::receiver::sample::RawSample;
 
+/// Most responses one receive routes to other requests before it gives up.
+const ROUTE_PER_RECEIVE: usize = 256;
+
 /// One request slot of a client.
 pub(crate) struct Slot {
     /// Bumped when the slot's pending response goes: responses that name
@@ -99,6 +102,65 @@ impl Inbox {
         Ok(Routed::Elsewhere)
     }
 
+    /// Takes the next response of `slot`'s request, if one is there (see
+    /// `PendingResponse::receive`): from the slot's queue, or routed from
+    /// the receiver; `None` when nothing is there now or the stream ended.
+    #[inline]
+    pub(crate) fn next_for(
+        &self,
+        slot: u32,
+    ) -> Result<Option<(RawSample, usize)>, ReqResReceiveError> {
+        // Bounded: other requests' responses (or stale ones) that keep
+        // coming cannot keep a non-blocking receive busy.
+        for _ in 0..ROUTE_PER_RECEIVE {
+            {
+                let mut slots = self.slots.borrow_mut();
+                let s = &mut slots.slot[slot as usize];
+                if let Some(r) = s.queue.pop_front() {
+                    return Ok(Some(r));
+                }
+                if s.ended {
+                    return Ok(None);
+                }
+            }
+            match self.route_one(Some(slot))? {
+                Routed::Mine(raw, elems) => return Ok(Some((raw, elems))),
+                Routed::Elsewhere => {}
+                Routed::Nothing => {
+                    return if self.server_listed(slot) {
+                        Ok(None)
+                    } else {
+                        Err(ReqResReceiveError::ServerGone)
+                    };
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `slot`'s stream ended and every response was taken.
+    pub(crate) fn finished(&self, slot: u32) -> bool {
+        let slots = self.slots.borrow();
+        let s = &slots.slot[slot as usize];
+        s.ended && s.queue.is_empty()
+    }
+
+    /// Whether responses of `slot`'s request wait in its queue.
+    pub(crate) fn queued_for(&self, slot: u32) -> bool {
+        !self.slots.borrow().slot[slot as usize].queue.is_empty()
+    }
+
+    /// Whether `slot` still holds the request of `generation` (its pending
+    /// response or ticket did not end it).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn current(&self, slot: u32, generation: u32) -> bool {
+        let slots = self.slots.borrow();
+        slots
+            .slot
+            .get(slot as usize)
+            .is_some_and(|s| s.active && s.generation == generation)
+    }
+
     /// Streams ended on our side whose responses may still come.
     pub(super) fn stale_streams(&self) -> u32 {
         self.slots.borrow().stale
@@ -106,7 +168,7 @@ impl Inbox {
 
     /// Ends a slot's request when its pending response goes.
     #[inline]
-    pub(super) fn release(&self, slot: u32) {
+    pub(crate) fn release(&self, slot: u32) {
         let mut slots = self.slots.borrow_mut();
         let slots = &mut *slots;
         let s = &mut slots.slot[slot as usize];
@@ -179,7 +241,7 @@ impl Inbox {
 
     /// Whether the server of `slot`'s request is still there: listed, and
     /// its process alive (a lock probe). A dead one's ports are reclaimed.
-    pub(super) fn server_alive(&self, slot: u32) -> bool {
+    pub(crate) fn server_alive(&self, slot: u32) -> bool {
         let (conn, server) = self.server_of(slot);
         self.server_listed(slot) && self.port.tx.peer_alive(conn, server)
     }

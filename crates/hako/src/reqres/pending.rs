@@ -6,13 +6,11 @@ use std::ops::Deref;
 use std::time::{Duration, Instant};
 
 use super::errors::ReqResReceiveError;
-use super::inbox::{Inbox, Routed};
+use super::inbox::Inbox;
 use super::settings::Types;
 use crate::port::payload::Payload;
 use crate::port::receiver::sample::RawSample;
 
-/// Most responses one receive routes to other requests before it gives up.
-const ROUTE_PER_RECEIVE: usize = 256;
 
 /// The responses to one request: zero, one or many, then the end of the
 /// stream (the server dropped its active request).
@@ -78,45 +76,34 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
     /// [`ReqResReceiveError::ServerGone`] when the server left or died
     /// before ending the stream and every response it sent was taken.
     pub fn receive(&self) -> Result<Option<Response<Resp>>, ReqResReceiveError> {
-        // Bounded: other requests' responses (or stale ones) that keep
-        // coming cannot keep a non-blocking receive busy.
-        for _ in 0..ROUTE_PER_RECEIVE {
-            {
-                let mut slots = self.client.slots.borrow_mut();
-                let s = &mut slots.slot[self.slot as usize];
-                if let Some((raw, elems)) = s.queue.pop_front() {
-                    return Ok(Some(Response::new(raw, elems)));
-                }
-                if s.ended {
-                    return Ok(None);
-                }
-            }
-            match self.client.route_one(Some(self.slot))? {
-                Routed::Mine(raw, elems) => {
-                    return Ok(Some(Response::new(raw, elems)));
-                }
-                Routed::Elsewhere => {}
-                Routed::Nothing => {
-                    return if self.client.server_listed(self.slot) {
-                        Ok(None)
-                    } else {
-                        Err(ReqResReceiveError::ServerGone)
-                    };
-                }
-            }
-        }
-        Ok(None)
+        Ok(self
+            .client
+            .next_for(self.slot)?
+            .map(|(raw, elems)| Response::new(raw, elems)))
     }
 
     /// Whether the server ended the stream and every response was taken.
     pub fn is_finished(&self) -> bool {
-        let slots = self.client.slots.borrow();
-        let s = &slots.slot[self.slot as usize];
-        s.ended && s.queue.is_empty()
+        self.client.finished(self.slot)
     }
 
     fn has_queued(&self) -> bool {
-        !self.client.slots.borrow().slot[self.slot as usize].queue.is_empty()
+        self.client.queued_for(self.slot)
+    }
+
+    /// The request as a [`Ticket`], for an async client
+    /// (`hako::aio::AsyncClient`, the `tokio` feature), which takes the
+    /// responses by ticket: this pending response goes, the request stays
+    /// in flight.
+    pub fn into_ticket(self) -> Ticket {
+        let t = Ticket {
+            slot: self.slot,
+            generation: self.generation,
+        };
+        // The slot is the ticket's now: released when its stream is over
+        // or the ticket is finished, not as this drops.
+        std::mem::forget(self);
+        t
     }
 
     /// Whether the server the request went to is still there: registered,
@@ -174,6 +161,17 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
     }
 }
 
+/// A request in flight whose responses an async client takes (see
+/// [`PendingResponse::into_ticket`]): its slot and the slot's generation.
+/// Not `Clone`: one owner takes its responses and finishes it.
+#[derive(Debug)]
+#[must_use = "a ticket holds its request's slot until its stream ends or it is finished"]
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+pub struct Ticket {
+    pub(crate) slot: u32,
+    pub(crate) generation: u32,
+}
+
 /// A response received by a client: dereferences to the payload in shared
 /// memory, where the server wrote it. Dropping it hands the chunk back to
 /// the server.
@@ -185,7 +183,7 @@ pub struct Response<T: Payload + ?Sized> {
 }
 
 impl<T: Payload + ?Sized> Response<T> {
-    fn new(raw: RawSample, elems: usize) -> Self {
+    pub(crate) fn new(raw: RawSample, elems: usize) -> Self {
         Self {
             raw,
             elems,
