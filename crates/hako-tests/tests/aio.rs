@@ -619,3 +619,66 @@ fn a_server_killed_while_a_client_task_waits_ends_its_stream_with_an_error() {
     drop(node);
     d.finish();
 }
+
+#[test]
+fn events_from_another_process_are_awaited_until_its_notifier_goes() {
+    let d = Domain::new("aio-events-cross", HELPER);
+    let node = node(&d);
+    let events = node
+        .service_builder(&"it/aio-bell".try_into().unwrap())
+        .event()
+        .event_id_max(7)
+        .open_or_create()
+        .unwrap();
+    let listener = events.listener_builder().create().unwrap();
+    let (ready, release) = (d.arg("ready"), d.arg("release"));
+    let notifier = d.spawn(
+        "notifier",
+        &[
+            "notify",
+            "--service",
+            "it/aio-bell",
+            "--event-id-max",
+            "7",
+            "--id",
+            "3",
+            "--count",
+            "200",
+            "--pace-us",
+            "300",
+            "--ready-file",
+            &ready,
+            "--release-file",
+            &release,
+        ],
+    );
+    let total = runtime(2).block_on(async {
+        let mut listener = AsyncListener::new(listener).unwrap();
+        let mut total = 0u64;
+        // Every notification counted once (bursts come as one batch with
+        // their count).
+        while total < 200 {
+            for (id, n) in listener.wait().await.unwrap() {
+                assert_eq!(id, EventId(3));
+                total += n;
+            }
+        }
+        // Then the notifier goes while we wait (the wait saw it first),
+        // and the wait says so.
+        let wait = listener.wait();
+        tokio::pin!(wait);
+        assert!(futures::poll!(&mut wait).is_pending());
+        d.touch("release");
+        match wait.await {
+            Err(AsyncError::Port(hako::ListenerError::NotifiersGone(_))) => {}
+            other => panic!("{other:?}"),
+        }
+        total
+    });
+    assert_eq!(total, 200);
+    let out = d.wait_all(vec![notifier]);
+    assert_eq!(out[0].result().num("sent"), 200);
+    drop(events);
+    drop(node);
+    d.finish();
+}
