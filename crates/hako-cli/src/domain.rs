@@ -169,6 +169,13 @@ fn port_line(p: &PortInfo) -> String {
     } else {
         "DEAD"
     };
+    if let Some(what) = &p.corrupted {
+        return format!(
+            "{:016x}  node {:016x} ({state})  CORRUPTED data segment: {what}; \
+             its peers ignore it",
+            p.id, p.node
+        );
+    }
     let counters = match p.counters {
         PortCounters::Publisher {
             sent,
@@ -386,6 +393,12 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                 }
                 seen.insert(key, (count, 0));
             }
+            let corrupted = s
+                .publishers
+                .iter()
+                .chain(&s.subscribers)
+                .filter(|p| p.corrupted.is_some())
+                .count();
             rows.push((
                 s.name.clone(),
                 s.publishers.len(),
@@ -393,6 +406,7 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                 sent_rate,
                 deliv_rate,
                 dropped,
+                corrupted,
             ));
         }
         last = seen;
@@ -402,9 +416,10 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
             if a.domain.json {
                 let v: Vec<_> = rows
                     .iter()
-                    .map(|(n, p, s, r, d, x)| {
+                    .map(|(n, p, s, r, d, x, c)| {
                         json!({"service": n, "publishers": p, "subscribers": s,
-                               "sent_per_s": r, "delivered_per_s": d, "dropped": x})
+                               "sent_per_s": r, "delivered_per_s": d, "dropped": x,
+                               "corrupted_ports": c})
                     })
                     .collect();
                 println!("{}", serde_json::to_string(&v).expect("JSON"));
@@ -413,8 +428,13 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                     "{:<32} {:>5} {:>5} {:>14} {:>14} {:>10}",
                     "SERVICE", "PUBS", "SUBS", "SENT/S", "DELIVERED/S", "DROPPED"
                 );
-                for (n, p, s, r, d, x) in &rows {
+                for (n, p, s, r, d, x, c) in &rows {
                     println!("{n:<32} {p:>5} {s:>5} {r:>14.1} {d:>14.1} {x:>10}");
+                    if *c > 0 {
+                        println!(
+                            "  {c} port(s) with a CORRUPTED data segment: see `hako inspect {n}`"
+                        );
+                    }
                 }
                 if rows.is_empty() {
                     println!("(no services in {})", cfg.root.display());

@@ -329,3 +329,42 @@ fn monitor_reports_request_response_rates() {
     assert_eq!(text(&o.stdout).lines().count(), 60);
     assert!(wait(serve).status.success());
 }
+
+#[test]
+fn a_publisher_with_a_corrupted_segment_is_shown_as_such() {
+    use std::os::unix::fs::FileExt;
+    let d = Domain::new("corrupt");
+    // A publisher that waits for a subscriber that never comes.
+    let mut publisher = d.spawn(&["pub", "demo/bad", "hi", "--wait-subscribers", "1"]);
+    let segment = || -> Option<PathBuf> {
+        let dir = std::fs::read_dir(&d.0)
+            .ok()?
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("svc_"))?;
+        std::fs::read_dir(dir.path())
+            .ok()?
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("pub_"))
+            .map(|e| e.path())
+    };
+    d.until("the publisher's segment", || segment().is_some());
+    let info = d.json(&["inspect", "demo/bad", "--json"]);
+    assert_eq!(info["publishers"][0]["corrupted"], Value::Null);
+    // Another process scribbles over its header's magic number.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(segment().unwrap())
+        .unwrap();
+    file.write_all_at(&0x0bad_0badu64.to_le_bytes(), 0).unwrap();
+    let info = d.json(&["inspect", "demo/bad", "--json"]);
+    assert_eq!(info["publishers"][0]["corrupted"], "bad magic number");
+    let human = text(&d.run(&["inspect", "demo/bad"]).stdout);
+    assert!(
+        human.contains("CORRUPTED data segment: bad magic number"),
+        "{human}"
+    );
+    let monitor = d.json(&["monitor", "--count", "1", "--json"]);
+    assert_eq!(monitor[0]["corrupted_ports"], 1);
+    let _ = publisher.kill();
+    let _ = publisher.wait();
+}

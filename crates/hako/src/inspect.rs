@@ -101,6 +101,9 @@ pub struct PortInfo {
     pub retired: bool,
     /// Its counters.
     pub counters: PortCounters,
+    /// Its data segment failed validation: what is wrong with it (its
+    /// counters are then unknown, and receivers ignore it).
+    pub corrupted: Option<String>,
 }
 
 /// A service and what is registered with it.
@@ -213,6 +216,7 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
                         node_alive: !retired && node_is_alive(root, node),
                         retired,
                         counters: PortCounters::None,
+                        corrupted: None,
                     };
                     (i, info)
                 })
@@ -225,7 +229,14 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
         let mut segments = Vec::new();
         for (_, p) in &mut publishers {
             let path = dir.join(format!("pub_{:016x}", p.id));
-            if let Ok(Some(OpenSegment { fd, geo, header })) = open_segment_with(&path, false) {
+            let opened = match open_segment_with(&path, false) {
+                Ok(opened) => opened,
+                Err(what) => {
+                    p.corrupted = Some(what.to_owned());
+                    None
+                }
+            };
+            if let Some(OpenSegment { fd, geo, header }) = opened {
                 if let Ok(map) = Mapping::new(&fd, 0, geo.pool_offset, false) {
                     let c: &PubCounters = counters(&map);
                     // Relaxed (all): counters for display.
@@ -262,25 +273,33 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
     }
     if let Pattern::RequestResponse { .. } = desc.pattern {
         for (_, p) in &mut publishers {
-            if let Some((sent, in_use, pool)) = segment_counters(dir, p.id) {
-                p.counters = PortCounters::Client {
-                    requests_sent: sent,
-                    requests_in_use: in_use,
-                    pool_size: pool,
-                };
+            match segment_counters(dir, p.id) {
+                Ok(Some((sent, in_use, pool))) => {
+                    p.counters = PortCounters::Client {
+                        requests_sent: sent,
+                        requests_in_use: in_use,
+                        pool_size: pool,
+                    }
+                }
+                Ok(None) => {}
+                Err(what) => p.corrupted = Some(what.to_owned()),
             }
         }
         for (j, s) in &mut subscribers {
             let (extra, off) = seg.extra(*j);
             // Relaxed: a counter for display.
             let received = extra.atomic(off).load(Ordering::Relaxed);
-            if let Some((sent, in_use, pool)) = segment_counters(dir, s.id) {
-                s.counters = PortCounters::Server {
-                    requests_received: received,
-                    responses_sent: sent,
-                    responses_in_use: in_use,
-                    pool_size: pool,
-                };
+            match segment_counters(dir, s.id) {
+                Ok(Some((sent, in_use, pool))) => {
+                    s.counters = PortCounters::Server {
+                        requests_received: received,
+                        responses_sent: sent,
+                        responses_in_use: in_use,
+                        pool_size: pool,
+                    }
+                }
+                Ok(None) => {}
+                Err(what) => s.corrupted = Some(what.to_owned()),
             }
         }
     }
@@ -295,16 +314,25 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
 }
 
 /// Messages sent, chunks in use and pool size of the port `id`'s data
-/// segment in `dir`, if it can be read.
-fn segment_counters(dir: &Path, id: u64) -> Option<(u64, u64, u64)> {
+/// segment in `dir`: `None` if it cannot be read (gone, or not mapped),
+/// an error if it failed validation.
+fn segment_counters(dir: &Path, id: u64) -> Result<Option<(u64, u64, u64)>, &'static str> {
     let path = dir.join(format!("pub_{id:016x}"));
-    let OpenSegment { fd, geo, header } = open_segment_with(&path, false).ok()??;
-    let map = Mapping::new(&fd, 0, geo.pool_offset, false).ok()?;
+    let Some(OpenSegment { fd, geo, header }) = open_segment_with(&path, false)? else {
+        return Ok(None);
+    };
+    let Ok(map) = Mapping::new(&fd, 0, geo.pool_offset, false) else {
+        return Ok(None);
+    };
     let c = counters(&map);
     let pool = u64::from(header.chunk_count);
     // Relaxed (both): counters for display.
     let free = c.free_chunks.load(Ordering::Relaxed);
-    Some((c.sent.load(Ordering::Relaxed), pool.saturating_sub(free), pool))
+    Ok(Some((
+        c.sent.load(Ordering::Relaxed),
+        pool.saturating_sub(free),
+        pool,
+    )))
 }
 
 fn counters(map: &Mapping) -> &PubCounters {

@@ -32,6 +32,17 @@ pub enum NameError {
         /// Its byte offset.
         at: usize,
     },
+    /// A node name holds a character outside its allowed set (that of
+    /// service names, without '/').
+    #[error(
+        "the node name holds {ch:?} at byte {at}; only ASCII letters, digits and '_', '-', '.' are allowed"
+    )]
+    InvalidNodeCharacter {
+        /// The offending character.
+        ch: char,
+        /// Its byte offset.
+        at: usize,
+    },
     /// A service name starts or ends with '/', or holds "//".
     #[error("the name has an empty segment (a leading or trailing '/', or \"//\"); segments between '/' must not be empty")]
     EmptySegment,
@@ -45,7 +56,11 @@ fn check_chars(s: &str, slash_ok: bool) -> Result<(), NameError> {
         let ok =
             ch.is_ascii_alphanumeric() || matches!(ch, '_' | '-' | '.') || (slash_ok && ch == '/');
         if !ok {
-            return Err(NameError::InvalidCharacter { ch, at });
+            return Err(if slash_ok {
+                NameError::InvalidCharacter { ch, at }
+            } else {
+                NameError::InvalidNodeCharacter { ch, at }
+            });
         }
     }
     Ok(())
@@ -200,7 +215,13 @@ mod tests {
     #[test]
     fn node_names() {
         assert!(NodeName::new("camera-1").is_ok());
-        assert!(NodeName::new("a/b").is_err());
         assert!(NodeName::new("").is_err());
+        // A '/' is refused, and the error does not offer it.
+        let e = NodeName::new("a/b").unwrap_err();
+        assert_eq!(e, NameError::InvalidNodeCharacter { ch: '/', at: 1 });
+        let allowed = |e: &str| e.split_once("only").map(|(_, a)| a.to_owned()).unwrap();
+        assert!(!allowed(&e.to_string()).contains('/'), "{e}");
+        let e = ServiceName::new("a b").unwrap_err().to_string();
+        assert!(allowed(&e).contains("'/'"), "{e}");
     }
 }

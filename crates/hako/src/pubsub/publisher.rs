@@ -107,7 +107,9 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
     /// history and the loans, so a loan never finds the pool empty. A
     /// smaller pool saves shared memory (large payloads, many subscribers);
     /// a loan then fails with [`LoanError::OutOfMemory`] while subscribers
-    /// hold every chunk. At least `max_loaned_samples`.
+    /// hold every chunk. At least `max_loaned_samples`; a larger pool than
+    /// the default is made as asked, though its extra chunks never all come
+    /// into use.
     pub fn pool_size(mut self, chunks: u32) -> Self {
         self.pool_size = Some(chunks);
         self
@@ -154,7 +156,9 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             + u64::from(max_loans);
         let chunk_count = match self.pool_size {
             None => worst_case,
-            Some(n) if n >= max_loans => u64::from(n).min(worst_case),
+            // Honoured as set, even beyond the worst case (whose extra
+            // chunks never all come into use).
+            Some(n) if n >= max_loans => u64::from(n),
             Some(n) => {
                 return Err(PublisherCreateError::InvalidSetting {
                     field: "pool_size",
