@@ -8,7 +8,6 @@ use std::path::PathBuf;
 
 use crate::cpu::{self, CpuTime};
 use crate::harness::FollowerReport;
-#[cfg(doc)]
 use crate::harness::FOLLOWER_ARG;
 use crate::timing::monotonic_ns;
 use crate::transport::{set_yield_when_idle, Follower, Pattern, PayloadMode, RowSpec, Transport};
@@ -103,6 +102,24 @@ fn parse_follower_args(args: &[String]) -> Result<FollowerArgs> {
         parent: parent.ok_or("follower needs --parent")?,
         cpu,
     })
+}
+
+/// The arguments after [`FOLLOWER_ARG`] if this process was started as a
+/// follower (that is its first argument), read without assuming that the
+/// command line is UTF-8: `None` for any other command line, whatever
+/// bytes it holds.
+pub fn follower_args() -> Option<Result<Vec<String>>> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != FOLLOWER_ARG {
+        return None;
+    }
+    Some(
+        args.map(|a| {
+            a.into_string()
+                .map_err(|a| format!("follower argument {a:?} is not UTF-8").into())
+        })
+        .collect(),
+    )
 }
 
 /// The follower process: call it when the first argument is

@@ -410,9 +410,10 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
             ));
         }
         last = seen;
-        // Rates need two samples: the first one only primes them (unless a
-        // single report was asked for).
-        if primed || a.count == Some(1) {
+        // Rates need two samples: the first one only primes them, and the
+        // first report comes one interval later (so `--count 1` gives real
+        // rates too).
+        if primed {
             if a.domain.json {
                 let v: Vec<_> = rows
                     .iter()

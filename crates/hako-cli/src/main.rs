@@ -34,7 +34,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use hako_bench::follower;
-use hako_bench::harness::FOLLOWER_ARG;
 use hako_bench::select::Transports;
 
 pub mod bench;
@@ -162,10 +161,10 @@ enum Command {
 
 /// Runs a follower (when started as one) or the subcommand asked for.
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some(FOLLOWER_ARG) {
+    // Arguments are not assumed UTF-8: clap reports what it cannot read.
+    if let Some(args) = follower::follower_args() {
         let all = Transports::default();
-        return match follower::follower_main(&args[2..], &all.for_follower()) {
+        return match args.and_then(|a| follower::follower_main(&a, &all.for_follower())) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("hako bench follower: {e}");

@@ -254,13 +254,16 @@ fn clean_removes_what_a_killed_process_left() {
     assert_eq!(dry["dead_nodes"].as_array().unwrap().len(), 1);
     assert_eq!(dry["ports"], 1);
     assert!(!d.json(&["nodes", "--json"]).as_array().unwrap().is_empty());
-    let o = d.run(&["clean"]);
-    assert!(o.status.success());
-    let out = text(&o.stdout);
-    assert!(
-        out.contains("dead node") && out.contains("removed"),
-        "{out}"
-    );
+    // The dry run says exactly what the real one removes: the node, its
+    // port's files, and the service nobody uses any more, with its files.
+    let done = d.json(&["clean", "--json"]);
+    assert_eq!(done["dry_run"], false);
+    for key in ["dead_nodes", "ports", "services", "files"] {
+        assert_eq!(dry[key], done[key], "{key}: {dry} against {done}");
+    }
+    assert_eq!(done["services"], serde_json::json!(["demo/left"]));
+    let files = done["files"].as_array().unwrap();
+    assert!(files.len() >= 4, "node file, static, dynamic, FIFO: {done}");
     assert_eq!(d.json(&["nodes", "--json"]), Value::Array(vec![]));
     assert_eq!(d.json(&["list", "--json"]), Value::Array(vec![]));
     assert!(std::fs::read_dir(&d.0).unwrap().next().is_none());
@@ -367,4 +370,50 @@ fn a_publisher_with_a_corrupted_segment_is_shown_as_such() {
     assert_eq!(monitor[0]["corrupted_ports"], 1);
     let _ = publisher.kill();
     let _ = publisher.wait();
+}
+
+#[test]
+fn one_monitor_report_has_real_rates() {
+    let d = Domain::new("monitor-one");
+    let sub = d.spawn(&["sub", "demo/once", "--count", "40", "--timeout", "30"]);
+    let pub_ = d.spawn(&[
+        "pub",
+        "demo/once",
+        "tick",
+        "--repeat",
+        "40",
+        "--interval",
+        "10",
+        "--wait-subscribers",
+        "1",
+    ]);
+    d.until("the publisher sends", || {
+        d.json(&["inspect", "demo/once", "--json"])["publishers"][0]["counters"]["sent"]
+            .as_u64()
+            .is_some_and(|n| n > 0)
+    });
+    let o = d.run(&["monitor", "--interval", "150", "--count", "1", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rate = report[0]["sent_per_s"].as_f64().unwrap();
+    assert!(
+        rate > 0.0,
+        "a single report measured over one interval: {report}"
+    );
+    assert!(wait(pub_).status.success());
+    assert!(wait(sub).status.success());
+}
+
+#[test]
+fn arguments_that_are_not_utf8_are_an_error_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let d = Domain::new("utf8");
+    let bad = std::ffi::OsStr::from_bytes(b"x\xff");
+    let o = d
+        .cmd(&[])
+        .args([std::ffi::OsStr::new("list"), bad])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(!text(&o.stderr).contains("panicked"), "{}", text(&o.stderr));
 }

@@ -622,4 +622,6 @@ fn large_samples_filled_slowly_in_step_reuse_their_chunk() {
     drop(held);
     let back: Vec<usize> = (70..75).map(|i| exchange(i, LEN, slow, false).0).collect();
     assert!(back[1..].iter().all(|&a| a == back[0]), "{back:?}");
+    drop((sub, publisher, svc, node));
+    std::fs::remove_dir(&cfg.root).unwrap();
 }

@@ -25,7 +25,7 @@ use clap::{Parser, ValueEnum};
 use hako_bench::blocks::{self, Plan};
 use hako_bench::follower;
 use hako_bench::hako_pubsub::HakoPubSub;
-use hako_bench::harness::{RunRow, Session, SessionConfig, FOLLOWER_ARG};
+use hako_bench::harness::{RunRow, Session, SessionConfig};
 use hako_bench::report::{self, format_size, parse_size, RunReport};
 use hako_bench::rundir::{self, RunDir};
 use hako_bench::select::{Kind, Transports};
@@ -124,10 +124,9 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let result = if args.get(1).map(String::as_str) == Some(FOLLOWER_ARG) {
+    let result = if let Some(args) = follower::follower_args() {
         let all = Transports::default();
-        follower::follower_main(&args[2..], &all.for_follower())
+        args.and_then(|a| follower::follower_main(&a, &all.for_follower()))
     } else {
         run(Cli::parse())
     };

@@ -25,12 +25,14 @@
 //! ports whose node has no file at all.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::config::Config;
 use super::nodefile::{parse_node_file, read_node_info, Liveness};
 use super::service::files::{read_description, remove_service_files, STATIC_FILE};
-use super::service::reclaim::{reclaim_service_locked, remove, DeadNode, Reclaimed};
+use super::service::reclaim::{
+    reclaim_service_locked, remove, used_by_the_living, DeadNode, Reclaimed,
+};
 use super::service::tables::DynSegment;
 use crate::os::lock::DomainLock;
 
@@ -106,9 +108,7 @@ fn reclaim_service_dir_locked(
     if !dir.join(STATIC_FILE).exists() {
         // Services are created under the domain lock, which we hold: one
         // without a static description is the debris of a creator that died.
-        if !dry_run {
-            remove_service_files(dir);
-        }
+        remove_service(dir, dry_run, out);
         out.services.push(label);
         return;
     }
@@ -123,9 +123,27 @@ fn reclaim_service_dir_locked(
     };
     let (seg, desc) = seg;
     reclaim_service_locked(dir, &seg, live, dry_run, out);
-    if !dry_run && !seg.in_use() {
+    let unused = if dry_run {
+        !used_by_the_living(&seg, live)
+    } else {
+        !seg.in_use()
+    };
+    if unused {
         drop(seg);
         out.services.push(desc.name);
+        remove_service(dir, dry_run, out);
+    }
+}
+
+/// Removes (or, in a dry run, lists) every file of a service nobody uses.
+fn remove_service(dir: &Path, dry_run: bool, out: &mut Reclaimed) {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|es| es.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files.retain(|f| !out.files.contains(f));
+    if !dry_run {
         remove_service_files(dir);
     }
+    out.files.extend(files);
 }

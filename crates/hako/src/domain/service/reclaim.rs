@@ -63,6 +63,13 @@ pub(crate) fn reclaim_service_locked(
             }
             out.ports += 1;
             if dry_run {
+                // What the real run removes with the port.
+                for f in [format!("pub_{port:016x}"), format!("wake_{port:016x}")] {
+                    let path = dir.join(f);
+                    if path.exists() {
+                        remove(out, path, true);
+                    }
+                }
                 continue;
             }
             if seg.remove_port(kind, i, port) {
@@ -87,6 +94,25 @@ pub(crate) fn reclaim_service_locked(
             n.node_id.store(0, Ordering::Relaxed);
         }
     }
+}
+
+/// Whether anything alive still uses the service once its dead nodes'
+/// ports are gone (what a dry run asks; the real run looks at the table).
+pub(crate) fn used_by_the_living(seg: &DynSegment, live: &mut Liveness<'_>) -> bool {
+    // Relaxed (all): writers are serialised by the domain lock.
+    let nodes = (0..seg.node_count()).any(|i| {
+        let id = seg.node_slot(i).node_id.load(Ordering::Relaxed);
+        id != 0 && live.alive(id)
+    });
+    nodes
+        || [PortKind::Publisher, PortKind::Subscriber].iter().any(|&k| {
+            (0..seg.table_len(k)).any(|i| {
+                let s = seg.port_slot(k, i);
+                s.port_id.load(Ordering::Relaxed) != 0
+                    && (s.flags.load(Ordering::Relaxed) == PORT_RETIRED
+                        || live.alive(s.node_id.load(Ordering::Relaxed)))
+            })
+        })
 }
 
 pub(crate) fn remove(out: &mut Reclaimed, path: PathBuf, dry_run: bool) {
