@@ -2,7 +2,7 @@
 //! debugging and scripts.
 //!
 //! Both use services whose requests and responses are byte slices
-//! (`[u8] → [u8]`), which is what they open or create; a service of other
+//! (`[u8] → [u8]`), which is what they open (or, with `--create`, create); a service of other
 //! types is refused with the type error the library gives. `call` prints
 //! every response of every request as UTF-8 (invalid bytes replaced), or as
 //! hex with `--hex`; `serve --echo` answers each request with its own bytes.
@@ -13,12 +13,13 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use hako::{ReqResService, ServiceName, WaitStrategy};
 
+use crate::talk::CreateArg;
 use crate::{exit, CliError, DomainArgs};
 
 /// `hako call`.
 #[derive(Debug, Args)]
 pub struct CallArgs {
-    /// The service (requests and responses `[u8]`; created if missing).
+    /// The service (requests and responses `[u8]`).
     service: String,
     /// Requests to send, one after the other; none: the lines of stdin.
     requests: Vec<String>,
@@ -33,13 +34,15 @@ pub struct CallArgs {
     #[arg(long, default_value_t = 65536)]
     max_len: usize,
     #[command(flatten)]
+    create: CreateArg,
+    #[command(flatten)]
     domain: DomainArgs,
 }
 
 /// `hako serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The service (requests and responses `[u8]`; created if missing).
+    /// The service (requests and responses `[u8]`).
     service: String,
     /// Answer each request with its own bytes (the only mode so far).
     #[arg(long, required = true)]
@@ -51,6 +54,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 65536)]
     max_len: usize,
     #[command(flatten)]
+    create: CreateArg,
+    #[command(flatten)]
     domain: DomainArgs,
 }
 
@@ -58,13 +63,21 @@ fn failure(e: impl std::fmt::Display) -> CliError {
     CliError::failure(e.to_string())
 }
 
-fn open(d: &DomainArgs, role: &str, service: &str) -> Result<ReqResService<[u8], [u8]>, CliError> {
+fn open(
+    d: &DomainArgs,
+    role: &str,
+    service: &str,
+    create: CreateArg,
+) -> Result<ReqResService<[u8], [u8]>, CliError> {
     let name = ServiceName::new(service).map_err(|e| CliError::usage(e.to_string()))?;
     let node = crate::talk::node(d, role)?;
-    node.service_builder(&name)
-        .request_response::<[u8], [u8]>()
-        .open_or_create()
-        .map_err(failure)
+    let b = node.service_builder(&name).request_response::<[u8], [u8]>();
+    if create.create {
+        b.open_or_create()
+    } else {
+        b.open()
+    }
+    .map_err(|e| crate::talk::open_error(&name, e))
 }
 
 fn timed_out(message: String) -> CliError {
@@ -77,7 +90,7 @@ fn timed_out(message: String) -> CliError {
 /// Runs `hako call`.
 pub fn call(a: CallArgs) -> Result<(), CliError> {
     let timeout = crate::talk::seconds(a.timeout, "--timeout")?;
-    let svc = open(&a.domain, "call", &a.service)?;
+    let svc = open(&a.domain, "call", &a.service, a.create)?;
     let client = svc
         .client_builder()
         .max_slice_len(a.max_len)
@@ -147,7 +160,7 @@ fn print_response(bytes: &[u8], hex: bool, json: bool) {
 /// Runs `hako serve`.
 pub fn serve(a: ServeArgs) -> Result<(), CliError> {
     debug_assert!(a.echo);
-    let svc = open(&a.domain, "serve", &a.service)?;
+    let svc = open(&a.domain, "serve", &a.service, a.create)?;
     let server = svc
         .server_builder()
         .max_slice_len(a.max_len)

@@ -1,9 +1,12 @@
 //! `hako pub`, `hako sub`, `hako notify` and `hako listen`: talking to a
 //! service from a terminal, for debugging and scripts.
 //!
-//! `pub` and `sub` use services whose payload is a byte slice (`[u8]`),
-//! which is what they open or create; a service of another payload type is
-//! refused with the type error the library gives. Messages are the
+//! `pub` and `sub` use services whose payload is a byte slice (`[u8]`); a
+//! service of another payload type is refused with the type error the
+//! library gives. Every command opens an existing service and creates one
+//! (with the default settings) only with `--create`: a service a command
+//! made up would later refuse the program it belongs to, whose settings
+//! differ. Messages are the
 //! command-line arguments, or the lines of standard input; `sub` prints each
 //! payload as UTF-8 (invalid bytes replaced), or as hex with `--hex`.
 
@@ -18,7 +21,7 @@ use crate::{exit, CliError, DomainArgs};
 /// `hako pub`.
 #[derive(Debug, Args)]
 pub struct PubArgs {
-    /// The service (payload `[u8]`; created if missing).
+    /// The service (payload `[u8]`).
     service: String,
     /// Messages to send, one sample each; none: the lines of stdin.
     messages: Vec<String>,
@@ -38,13 +41,15 @@ pub struct PubArgs {
     #[arg(long, default_value_t = 65536)]
     max_len: usize,
     #[command(flatten)]
+    create: CreateArg,
+    #[command(flatten)]
     domain: DomainArgs,
 }
 
 /// `hako sub`.
 #[derive(Debug, Args)]
 pub struct SubArgs {
-    /// The service (payload `[u8]`; created if missing).
+    /// The service (payload `[u8]`).
     service: String,
     /// Exit after this many samples (default: until Ctrl-C).
     #[arg(long)]
@@ -56,13 +61,15 @@ pub struct SubArgs {
     #[arg(long)]
     hex: bool,
     #[command(flatten)]
+    create: CreateArg,
+    #[command(flatten)]
     domain: DomainArgs,
 }
 
 /// `hako notify`.
 #[derive(Debug, Args)]
 pub struct NotifyArgs {
-    /// The event service (created if missing).
+    /// The event service.
     service: String,
     /// Event id to send.
     #[arg(long, default_value_t = 0)]
@@ -71,13 +78,15 @@ pub struct NotifyArgs {
     #[arg(long, default_value_t = 1)]
     repeat: u64,
     #[command(flatten)]
+    create: CreateArg,
+    #[command(flatten)]
     domain: DomainArgs,
 }
 
 /// `hako listen`.
 #[derive(Debug, Args)]
 pub struct ListenArgs {
-    /// The event service (created if missing).
+    /// The event service.
     service: String,
     /// Exit after this many wake-ups (default: until Ctrl-C).
     #[arg(long)]
@@ -86,7 +95,34 @@ pub struct ListenArgs {
     #[arg(long)]
     timeout: Option<f64>,
     #[command(flatten)]
+    create: CreateArg,
+    #[command(flatten)]
     domain: DomainArgs,
+}
+
+/// Whether a command may create the service it names.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct CreateArg {
+    /// Create the service, with the default settings, if it does not exist
+    /// (without it a missing service is an error: start the program that
+    /// owns the service first).
+    #[arg(long)]
+    pub create: bool,
+}
+
+/// The error of opening `name`: a missing service says how to go on.
+pub(crate) fn open_error(name: &ServiceName, e: hako::ServiceError) -> CliError {
+    match e {
+        hako::ServiceError::DoesNotExist(_) => CliError {
+            code: exit::NOT_FOUND,
+            message: format!(
+                "service {:?} does not exist; start the program that creates it, or \
+                 pass --create to make it with the default settings",
+                name.as_str()
+            ),
+        },
+        e => CliError::failure(e.to_string()),
+    }
 }
 
 pub(crate) fn node(d: &DomainArgs, role: &str) -> Result<Node, CliError> {
@@ -112,11 +148,13 @@ pub(crate) fn seconds(s: f64, what: &str) -> Result<Duration, CliError> {
 pub fn publish(a: PubArgs) -> Result<(), CliError> {
     let name = service_name(&a.service)?;
     let node = node(&a.domain, "pub")?;
-    let svc = node
-        .service_builder(&name)
-        .publish_subscribe::<[u8]>()
-        .open_or_create()
-        .map_err(|e| CliError::failure(e.to_string()))?;
+    let svc = node.service_builder(&name).publish_subscribe::<[u8]>();
+    let svc = if a.create.create {
+        svc.open_or_create()
+    } else {
+        svc.open()
+    }
+    .map_err(|e| open_error(&name, e))?;
     let publisher = svc
         .publisher_builder()
         .max_slice_len(a.max_len)
@@ -186,11 +224,13 @@ pub fn subscribe(a: SubArgs) -> Result<(), CliError> {
     let name = service_name(&a.service)?;
     let timeout = a.timeout.map(|t| seconds(t, "--timeout")).transpose()?;
     let node = node(&a.domain, "sub")?;
-    let svc = node
-        .service_builder(&name)
-        .publish_subscribe::<[u8]>()
-        .open_or_create()
-        .map_err(|e| CliError::failure(e.to_string()))?;
+    let svc = node.service_builder(&name).publish_subscribe::<[u8]>();
+    let svc = if a.create.create {
+        svc.open_or_create()
+    } else {
+        svc.open()
+    }
+    .map_err(|e| open_error(&name, e))?;
     let sub = svc
         .subscriber_builder()
         .wait_strategy(WaitStrategy::Park)
@@ -242,11 +282,13 @@ pub fn subscribe(a: SubArgs) -> Result<(), CliError> {
 pub fn notify(a: NotifyArgs) -> Result<(), CliError> {
     let name = service_name(&a.service)?;
     let node = node(&a.domain, "notify")?;
-    let svc = node
-        .service_builder(&name)
-        .event()
-        .open_or_create()
-        .map_err(|e| CliError::failure(e.to_string()))?;
+    let svc = node.service_builder(&name).event();
+    let svc = if a.create.create {
+        svc.open_or_create()
+    } else {
+        svc.open()
+    }
+    .map_err(|e| open_error(&name, e))?;
     let notifier = svc
         .notifier_builder()
         .create()
@@ -269,11 +311,13 @@ pub fn listen(a: ListenArgs) -> Result<(), CliError> {
     let name = service_name(&a.service)?;
     let timeout = a.timeout.map(|t| seconds(t, "--timeout")).transpose()?;
     let node = node(&a.domain, "listen")?;
-    let svc = node
-        .service_builder(&name)
-        .event()
-        .open_or_create()
-        .map_err(|e| CliError::failure(e.to_string()))?;
+    let svc = node.service_builder(&name).event();
+    let svc = if a.create.create {
+        svc.open_or_create()
+    } else {
+        svc.open()
+    }
+    .map_err(|e| open_error(&name, e))?;
     let listener = svc
         .listener_builder()
         .create()

@@ -62,6 +62,16 @@ impl Domain {
             .unwrap_or_else(|e| panic!("{args:?} printed no JSON ({e}): {}", text(&o.stdout)))
     }
 
+    /// Waits until service `name` exists (a command spawned with
+    /// `--create` made it).
+    fn service(&self, name: &str) {
+        self.until(&format!("service {name}"), || {
+            self.json(&["list", "--json"])
+                .as_array()
+                .is_some_and(|a| a.iter().any(|s| s["name"] == name))
+        });
+    }
+
     /// Polls `f` until it holds (under the watchdog).
     fn until(&self, what: &str, mut f: impl FnMut() -> bool) {
         let start = Instant::now();
@@ -125,7 +135,7 @@ fn an_empty_domain() {
     assert!(text(&o.stderr).contains("no service \"no/such/service\""));
     let o = d.run(&["inspect", "bad name!"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    let o = d.run(&["sub", "quiet", "--timeout", "0.2"]);
+    let o = d.run(&["sub", "quiet", "--create", "--timeout", "0.2"]);
     assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
     assert!(text(&d.run(&["clean"]).stdout).contains("nothing to clean"));
 }
@@ -133,7 +143,16 @@ fn an_empty_domain() {
 #[test]
 fn publish_subscribe_list_and_inspect() {
     let d = Domain::new("pubsub");
-    let sub = d.spawn(&["sub", "demo/chat", "--count", "3", "--timeout", "30"]);
+    let sub = d.spawn(&[
+        "sub",
+        "demo/chat",
+        "--create",
+        "--count",
+        "3",
+        "--timeout",
+        "30",
+    ]);
+    d.service("demo/chat");
     let pub_ = d.run(&[
         "pub",
         "demo/chat",
@@ -185,7 +204,16 @@ fn publish_subscribe_list_and_inspect() {
 #[test]
 fn notify_and_listen() {
     let d = Domain::new("events");
-    let listen = d.spawn(&["listen", "demo/bell", "--count", "1", "--timeout", "30"]);
+    let listen = d.spawn(&[
+        "listen",
+        "demo/bell",
+        "--create",
+        "--count",
+        "1",
+        "--timeout",
+        "30",
+    ]);
+    d.service("demo/bell");
     d.until("the listener is there", || {
         let l = d.json(&["list", "--json"]);
         l.as_array()
@@ -202,7 +230,8 @@ fn notify_and_listen() {
 #[test]
 fn call_and_serve() {
     let d = Domain::new("reqres");
-    let serve = d.spawn(&["serve", "demo/echo", "--echo", "--count", "3"]);
+    let serve = d.spawn(&["serve", "demo/echo", "--create", "--echo", "--count", "3"]);
+    d.service("demo/echo");
     // `call` waits for the server.
     let o = d.run(&["call", "demo/echo", "hello", "wörld"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -230,8 +259,9 @@ fn call_and_serve() {
     assert_eq!(v["bytes"], 2);
     let o = wait(serve);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    // No server: `call` gives up with exit code 4.
-    let o = d.run(&["call", "demo/echo", "--timeout", "0.2", "x"]);
+    // No server (the service made again, by the caller): `call` gives up
+    // with exit code 4.
+    let o = d.run(&["call", "demo/echo", "--create", "--timeout", "0.2", "x"]);
     assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("no server"), "{}", text(&o.stderr));
 }
@@ -239,7 +269,8 @@ fn call_and_serve() {
 #[test]
 fn clean_removes_what_a_killed_process_left() {
     let d = Domain::new("clean");
-    let mut sub = d.spawn(&["sub", "demo/left", "--timeout", "60"]);
+    let mut sub = d.spawn(&["sub", "demo/left", "--create", "--timeout", "60"]);
+    d.service("demo/left");
     // Its port, not only its node: the port registers a moment later.
     d.until("the subscriber is there", || {
         d.json(&["list", "--json"])
@@ -272,7 +303,16 @@ fn clean_removes_what_a_killed_process_left() {
 #[test]
 fn monitor_reports_rates() {
     let d = Domain::new("monitor");
-    let sub = d.spawn(&["sub", "demo/rate", "--count", "20", "--timeout", "30"]);
+    let sub = d.spawn(&[
+        "sub",
+        "demo/rate",
+        "--create",
+        "--count",
+        "20",
+        "--timeout",
+        "30",
+    ]);
+    d.service("demo/rate");
     let pub_ = d.spawn(&[
         "pub",
         "demo/rate",
@@ -299,7 +339,8 @@ fn monitor_reports_rates() {
 fn monitor_reports_request_response_rates() {
     use std::io::Write;
     let d = Domain::new("monitor-reqres");
-    let serve = d.spawn(&["serve", "demo/rr", "--echo", "--count", "60"]);
+    let serve = d.spawn(&["serve", "demo/rr", "--create", "--echo", "--count", "60"]);
+    d.service("demo/rr");
     let mut call = d
         .cmd(&["call", "demo/rr"])
         .stdin(Stdio::piped())
@@ -338,7 +379,15 @@ fn a_publisher_with_a_corrupted_segment_is_shown_as_such() {
     use std::os::unix::fs::FileExt;
     let d = Domain::new("corrupt");
     // A publisher that waits for a subscriber that never comes.
-    let mut publisher = d.spawn(&["pub", "demo/bad", "hi", "--wait-subscribers", "1"]);
+    let mut publisher = d.spawn(&[
+        "pub",
+        "demo/bad",
+        "hi",
+        "--create",
+        "--wait-subscribers",
+        "1",
+    ]);
+    d.service("demo/bad");
     let segment = || -> Option<PathBuf> {
         let dir = std::fs::read_dir(&d.0)
             .ok()?
@@ -375,7 +424,16 @@ fn a_publisher_with_a_corrupted_segment_is_shown_as_such() {
 #[test]
 fn one_monitor_report_has_real_rates() {
     let d = Domain::new("monitor-one");
-    let sub = d.spawn(&["sub", "demo/once", "--count", "40", "--timeout", "30"]);
+    let sub = d.spawn(&[
+        "sub",
+        "demo/once",
+        "--create",
+        "--count",
+        "40",
+        "--timeout",
+        "30",
+    ]);
+    d.service("demo/once");
     let pub_ = d.spawn(&[
         "pub",
         "demo/once",
@@ -416,4 +474,34 @@ fn arguments_that_are_not_utf8_are_an_error_not_a_panic() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(!text(&o.stderr).contains("panicked"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn commands_open_existing_services_and_create_one_only_when_asked() {
+    let d = Domain::new("create");
+    for args in [
+        &["sub", "demo/none", "--timeout", "0.1"][..],
+        &["pub", "demo/none", "x"],
+        &["listen", "demo/none", "--timeout", "0.1"],
+        &["notify", "demo/none"],
+        &["call", "demo/none", "x"],
+        &["serve", "demo/none", "--echo", "--count", "1"],
+    ] {
+        let o = d.run(args);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {}", text(&o.stderr));
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("does not exist") && e.contains("--create"),
+            "{e}"
+        );
+    }
+    // Nothing was made.
+    assert_eq!(d.json(&["list", "--json"]), Value::Array(vec![]));
+    // With --create the service is made, and others open it (while it is
+    // in use: the last port to go removes it).
+    let listen = d.spawn(&["listen", "demo/made", "--create", "--count", "1"]);
+    d.service("demo/made");
+    let o = d.run(&["notify", "demo/made"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(wait(listen).status.success());
 }
