@@ -305,7 +305,7 @@ pub fn clean(a: CleanArgs) -> Result<(), CliError> {
         let v = json!({
             "dry_run": a.dry_run,
             "dead_nodes": r.dead_nodes.iter().map(|n| json!({
-                "id": n.id, "pid": n.pid, "name": n.name,
+                "id": format!("{:016x}", n.id), "pid": n.pid, "name": n.name,
             })).collect::<Vec<_>>(),
             "ports": r.ports,
             "services": r.services,

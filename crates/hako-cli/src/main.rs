@@ -190,7 +190,19 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("hako: error: {}", e.message);
+            // In JSON mode the error is JSON too, one line on stderr.
+            let json = std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json");
+            if json {
+                eprintln!(
+                    "{}",
+                    serde_json::json!({ "error": e.message, "code": e.code })
+                );
+            } else {
+                eprintln!("hako: error: {}", e.message);
+            }
             ExitCode::from(e.code)
         }
     }

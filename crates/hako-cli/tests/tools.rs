@@ -505,3 +505,40 @@ fn commands_open_existing_services_and_create_one_only_when_asked() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(wait(listen).status.success());
 }
+
+#[test]
+fn json_mode_prints_ids_as_hex_strings_and_errors_as_json() {
+    let d = Domain::new("json");
+    let listen = d.spawn(&[
+        "listen",
+        "demo/ids",
+        "--create",
+        "--count",
+        "1",
+        "--timeout",
+        "30",
+    ]);
+    d.service("demo/ids");
+    let info = d.json(&["inspect", "demo/ids", "--json"]);
+    let id = info["subscribers"][0]["id"]
+        .as_str()
+        .expect("an id as a string");
+    assert_eq!(id.len(), 16, "{info}");
+    assert!(u64::from_str_radix(id, 16).is_ok(), "{info}");
+    assert!(info["subscribers"][0]["node"].is_string(), "{info}");
+    assert!(info["nodes"][0].is_string(), "{info}");
+    let nodes = d.json(&["nodes", "--json"]);
+    assert!(nodes[0]["id"].is_string(), "{nodes}");
+    // The text shows the same spelling.
+    let human = text(&d.run(&["inspect", "demo/ids"]).stdout);
+    assert!(human.contains(id), "{human}");
+    let o = d.run(&["notify", "demo/ids"]);
+    assert!(o.status.success());
+    assert!(wait(listen).status.success());
+    // An error in JSON mode is JSON.
+    let o = d.run(&["inspect", "demo/none", "--json"]);
+    assert_eq!(o.status.code(), Some(3));
+    let e: Value = serde_json::from_slice(&o.stderr).expect("a JSON error");
+    assert_eq!(e["code"], 3);
+    assert!(e["error"].as_str().unwrap().contains("demo/none"), "{e}");
+}

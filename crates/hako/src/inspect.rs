@@ -21,10 +21,21 @@ use crate::domain::service::tables::{DynSegment, PortKind};
 use crate::os::shm::Mapping;
 use crate::port::segment::{open_segment_with, OpenSegment};
 
+/// Ids serialise as 16 hex digits, as the tools print them: a JSON number
+/// loses the low bits of a 64-bit id in most JSON tools.
+fn hex_id<S: serde::Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{id:016x}"))
+}
+
+fn hex_ids<S: serde::Serializer>(ids: &[u64], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ids.iter().map(|id| format!("{id:016x}")))
+}
+
 /// A node of the domain.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NodeInfo {
-    /// Its id.
+    /// Its id (in JSON: 16 hex digits).
+    #[serde(serialize_with = "hex_id")]
     pub id: u64,
     /// The process id it recorded (informational).
     pub pid: Option<u32>,
@@ -91,9 +102,11 @@ pub enum PortCounters {
 /// A port registered with a service.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PortInfo {
-    /// The port id.
+    /// The port id (in JSON: 16 hex digits).
+    #[serde(serialize_with = "hex_id")]
     pub id: u64,
-    /// The node that owns it.
+    /// The node that owns it (in JSON: 16 hex digits).
+    #[serde(serialize_with = "hex_id")]
     pub node: u64,
     /// Whether that node is alive.
     pub node_alive: bool,
@@ -115,7 +128,8 @@ pub struct ServiceInfo {
     pub dir: PathBuf,
     /// Its static description (pattern, payload, QoS).
     pub description: StaticDescription,
-    /// Ids of the nodes that have it open.
+    /// Ids of the nodes that have it open (in JSON: 16 hex digits each).
+    #[serde(serialize_with = "hex_ids")]
     pub nodes: Vec<u64>,
     /// Publishers (publish/subscribe) or notifiers (events).
     pub publishers: Vec<PortInfo>,
