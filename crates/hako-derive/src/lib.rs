@@ -42,15 +42,16 @@ use syn::{Attribute, Data, DeriveInput, Field, Fields, LitStr};
 ///
 /// # Attributes
 ///
-/// `#[hako(type_name = "...")]` on the struct sets the name stored in
-/// `ShmSafe::TYPE_NAME`, which the service compares when a peer connects. It
-/// defaults to the struct's identifier as written, for example `"Frame"`.
-/// No other keys are accepted, and `#[hako]` is not allowed on fields.
-///
-/// Every instantiation of a generic struct shares the same name, so
-/// `Slot<u32>` and `Slot<u64>` would pass the compatibility check against
-/// each other. Give generic payloads distinct wrapper types, or set
-/// `type_name` on a concrete non-generic wrapper, when that matters.
+/// The type's name, which the service compares when a peer connects, is its
+/// full path where it is declared, for example `"my_crate::telemetry::Frame"`
+/// (`ShmSafe::TYPE_NAME`), with the names of its generic arguments for a
+/// generic struct (`"my_crate::Slot<u32>"`, from `ShmSafe::type_name`): two
+/// structs of the same bare name in different modules, or two
+/// instantiations of one generic struct, never pass each other's check.
+/// `#[hako(type_name = "...")]` on the struct sets the base name instead
+/// (generic arguments are still appended), for a type that moves between
+/// modules or must match a name a C or Python program gives. No other keys
+/// are accepted, and `#[hako]` is not allowed on fields.
 ///
 /// # Example
 ///
@@ -101,9 +102,37 @@ fn expand(input: DeriveInput) -> syn::Result<TokenStream> {
     }
 
     let ident = &input.ident;
-    let type_name = options
-        .type_name
-        .unwrap_or_else(|| LitStr::new(&ident.unraw().to_string(), ident.span()));
+    let bare = ident.unraw().to_string();
+    let type_name = match options.type_name {
+        Some(name) => quote!(#name),
+        None => quote!(::core::concat!(::core::module_path!(), "::", #bare)),
+    };
+    // A generic struct's full name names its arguments: types by their Rust
+    // names, constants by their values.
+    let generic_names: Vec<TokenStream> = input
+        .generics
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            syn::GenericParam::Type(t) => {
+                let t = &t.ident;
+                Some(quote!(::std::string::String::from(::core::any::type_name::<#t>())))
+            }
+            syn::GenericParam::Const(c) => {
+                let c = &c.ident;
+                Some(quote!(::std::string::ToString::to_string(&#c)))
+            }
+            syn::GenericParam::Lifetime(_) => None,
+        })
+        .collect();
+    let full_name = (!generic_names.is_empty()).then(|| {
+        quote! {
+            fn type_name() -> ::std::string::String {
+                let args: ::std::vec::Vec<::std::string::String> = ::std::vec![#(#generic_names),*];
+                ::std::format!("{}<{}>", Self::TYPE_NAME, args.join(", "))
+            }
+        }
+    });
 
     // The impl gets the struct's own bounds plus one bound per field type.
     let mut impl_generics = input.generics.clone();
@@ -134,6 +163,7 @@ fn expand(input: DeriveInput) -> syn::Result<TokenStream> {
         #[automatically_derived]
         unsafe impl #impl_params ::hako::ShmSafe for #ident #type_args #bounded_where {
             const TYPE_NAME: &'static str = #type_name;
+            #full_name
         }
 
         // A `Drop` impl on the struct itself would make these two impls
@@ -293,10 +323,14 @@ mod tests {
         });
         let out = squash(&out);
         assert!(out.contains("unsafeimpl::hako::ShmSafeforFrame"), "{out}");
+        // Its full path: the module it is declared in, then its name.
         assert!(
-            out.contains("constTYPE_NAME:&'staticstr=\"Frame\";"),
+            out.contains(
+                "constTYPE_NAME:&'staticstr=::core::concat!(::core::module_path!(),\"::\",\"Frame\");"
+            ),
             "{out}"
         );
+        assert!(!out.contains("fntype_name"), "not generic: {out}");
         assert!(out.contains("::core::mem::needs_drop::<Frame>()"), "{out}");
         assert!(out.contains("HakoShmSafeMustNotImplDropforFrame"), "{out}");
     }
@@ -389,7 +423,24 @@ mod tests {
             #[repr(C)]
             struct r#Type { x: u8 }
         }));
-        assert!(out.contains("=\"Type\";"), "{out}");
+        assert!(out.contains("\"::\",\"Type\");"), "{out}");
+    }
+
+    #[test]
+    fn a_generic_struct_is_named_with_its_arguments() {
+        let out = squash(&expand_ok(parse_quote! {
+            #[repr(C)]
+            struct Slot<T, const N: usize> { x: [T; N] }
+        }));
+        assert!(
+            out.contains("fntype_name()->::std::string::String"),
+            "{out}"
+        );
+        assert!(out.contains("::core::any::type_name::<T>()"), "{out}");
+        assert!(
+            out.contains("::std::string::ToString::to_string(&N)"),
+            "{out}"
+        );
     }
 
     #[test]

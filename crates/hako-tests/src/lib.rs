@@ -54,7 +54,7 @@ pub struct OtherMsg {
 /// `IncompatibleType { field: "size" }`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ShmSafe)]
 #[repr(C)]
-#[hako(type_name = "TestMsg")]
+#[hako(type_name = "hako_tests::TestMsg")]
 pub struct ImpostorMsg {
     /// Anything.
     pub words: [u64; 9],

@@ -639,7 +639,7 @@ fn static_description_that_does_not_parse() {
 fn static_description_with_values_out_of_range() {
     let desc = format!("version = {LAYOUT_VERSION}\n")
         + "name = \"it/static\"\npattern = \"publish_subscribe\"\n\n[payload]\n\
-                type_name = \"TestMsg\"\nsize = 64\nalign = 8\nslice = false\n\n[qos]\n\
+                type_name = \"hako_tests::TestMsg\"\nsize = 64\nalign = 8\nslice = false\n\n[qos]\n\
                 max_publishers = 0\nmax_subscribers = 8\nmax_nodes = 32\n\
                 subscriber_max_buffer_size = 4\nsubscriber_max_borrowed_samples = 2\n\
                 history_size = 0\noverflow = \"drop_oldest\"\n";
@@ -659,7 +659,7 @@ fn static_description_that_is_not_text() {
 fn static_description_of_another_service() {
     let desc = format!("version = {LAYOUT_VERSION}\n")
         + "name = \"it/someone-else\"\npattern = \"publish_subscribe\"\n\n[payload]\n\
-                type_name = \"TestMsg\"\nsize = 64\nalign = 8\nslice = false\n\n[qos]\n\
+                type_name = \"hako_tests::TestMsg\"\nsize = 64\nalign = 8\nslice = false\n\n[qos]\n\
                 max_publishers = 2\nmax_subscribers = 8\nmax_nodes = 32\n\
                 subscriber_max_buffer_size = 4\nsubscriber_max_borrowed_samples = 2\n\
                 history_size = 0\noverflow = \"drop_oldest\"\n";
@@ -693,7 +693,7 @@ fn half_created_service_is_cleaned_by_open_or_create() {
         )
         .wait();
     o.assert_code(exit::OK);
-    assert_eq!(o.result().get("type"), "TestMsg");
+    assert_eq!(o.result().get("type"), "hako_tests::TestMsg");
     d.assert_root_empty();
 
     // And once more in this process, with traffic over the fresh segments.

@@ -124,7 +124,7 @@ fn type_and_qos_mismatch() {
     // What the service offers is accepted.
     let o = open("compatible", &["--mode", "open", "--history", "2"]);
     o.assert_code(exit::OK);
-    assert_eq!(o.result().get("type"), "TestMsg");
+    assert_eq!(o.result().get("type"), "hako_tests::TestMsg");
     assert_eq!(o.result().num("history"), 2);
 
     d.touch("release");

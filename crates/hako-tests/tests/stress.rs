@@ -143,7 +143,7 @@ fn concurrent_open_or_create() {
         let out = d.wait_all(procs);
 
         let desc = out[0].line("DESC ").to_owned();
-        assert!(desc.contains("type=TestMsg"), "{desc}");
+        assert!(desc.contains("type=hako_tests::TestMsg"), "{desc}");
         assert!(desc.contains("max_publishers: 4"), "{desc}");
         assert!(desc.contains("history_size: 1"), "{desc}");
         for o in &out {

@@ -41,3 +41,64 @@ fn a_pool_larger_than_the_worst_case_is_made_as_asked() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+mod a {
+    #[derive(Clone, Copy, hako::ShmSafe)]
+    #[repr(C)]
+    pub struct Frame {
+        pub x: u32,
+    }
+}
+
+mod b {
+    #[derive(Clone, Copy, hako::ShmSafe)]
+    #[repr(C)]
+    pub struct Frame {
+        pub x: f32,
+    }
+}
+
+#[derive(Clone, Copy, hako::ShmSafe)]
+#[repr(C)]
+struct Gen<T: Copy> {
+    v: T,
+}
+
+#[test]
+fn payload_types_are_told_apart_by_full_name() {
+    use hako::ShmSafe;
+    let root = std::path::PathBuf::from(format!("/dev/shm/hako-test-types-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    {
+        let node = NodeBuilder::new()
+            .config(&Config::default().with_root(&root))
+            .create()
+            .unwrap();
+        assert_eq!(<a::Frame as ShmSafe>::type_name(), "settings::a::Frame");
+        assert_eq!(<Gen<u32> as ShmSafe>::type_name(), "settings::Gen<u32>");
+        assert_eq!(<[u16; 4] as ShmSafe>::type_name(), "[u16; 4]");
+        // Each pair has the same size and alignment; only the name differs.
+        fn clash<A: hako::ShmSafe, B: hako::ShmSafe>(node: &hako::Node, service: &str) {
+            let name = service.try_into().unwrap();
+            let _kept = node
+                .service_builder(&name)
+                .publish_subscribe::<A>()
+                .create()
+                .unwrap();
+            let e = node
+                .service_builder(&name)
+                .publish_subscribe::<B>()
+                .open()
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&A::type_name()) && e.contains(&B::type_name()),
+                "the error names both types: {e}"
+            );
+        }
+        clash::<a::Frame, b::Frame>(&node, "test/frames");
+        clash::<[u16; 4], [i16; 4]>(&node, "test/arrays");
+        clash::<Gen<u32>, Gen<f32>>(&node, "test/generic");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}

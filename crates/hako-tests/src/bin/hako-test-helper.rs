@@ -152,7 +152,7 @@ enum PayloadKind {
     Test,
     /// OtherMsg: another type name.
     Other,
-    /// ImpostorMsg: named "TestMsg", but 72 bytes.
+    /// ImpostorMsg: named as TestMsg ("hako_tests::TestMsg"), but 72 bytes.
     Impostor,
 }
 

@@ -19,12 +19,25 @@ use crate::domain::service::error::ServiceError;
 /// * need no `Drop` (the memory is reclaimed without running destructors),
 /// * are valid for every bit pattern their publisher may write.
 ///
-/// [`TYPE_NAME`](ShmSafe::TYPE_NAME) is part of a service's compatibility
-/// check: two processes that name their payload types differently cannot
-/// share a service, even when size and alignment agree.
+/// The type's name ([`type_name`](ShmSafe::type_name)) is part of a
+/// service's compatibility check, with its size and alignment: two
+/// processes whose payload types are named differently cannot share a
+/// service, even when size and alignment agree. The derive names a struct
+/// by its full path (`my_crate::telemetry::Frame`) with its generic
+/// arguments (`my_crate::Slot<u32>`); primitives by their Rust names
+/// (`u32`), arrays by their element type and length (`[u16; 4]`), slices
+/// by their element type (`[u8]`). A C or Python program names the same
+/// type with the same string (its bindings take it as an argument).
 pub unsafe trait ShmSafe: Send + Sync + 'static {
-    /// Name used in the service's compatibility check.
+    /// The base of the type's name: for a struct, its full path without
+    /// generic arguments (or what `#[hako(type_name = "...")]` says).
     const TYPE_NAME: &'static str;
+
+    /// The full name used in the service's compatibility check: the base
+    /// name with generic arguments and element types.
+    fn type_name() -> String {
+        Self::TYPE_NAME.to_owned()
+    }
 }
 
 macro_rules! shm_safe_primitives {
@@ -42,11 +55,17 @@ shm_safe_primitives!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, is
 // pointers and needs no Drop.
 unsafe impl<T: ShmSafe, const N: usize> ShmSafe for [T; N] {
     const TYPE_NAME: &'static str = "array";
+    fn type_name() -> String {
+        format!("[{}; {N}]", T::type_name())
+    }
 }
 
 // SAFETY: zero-sized, no data at all.
 unsafe impl<T: Send + Sync + 'static> ShmSafe for PhantomData<T> {
     const TYPE_NAME: &'static str = "PhantomData";
+    fn type_name() -> String {
+        format!("PhantomData<{}>", std::any::type_name::<T>())
+    }
 }
 
 // SAFETY: zero-sized, no data at all.
@@ -91,7 +110,7 @@ pub trait Payload: sealed::Sealed + Send + Sync + 'static {
 impl<T: ShmSafe> Payload for T {
     fn details() -> TypeDetails {
         TypeDetails {
-            type_name: T::TYPE_NAME.to_owned(),
+            type_name: T::type_name(),
             size: std::mem::size_of::<T>() as u64,
             align: std::mem::align_of::<T>() as u64,
             slice: false,
@@ -106,7 +125,7 @@ impl<T: ShmSafe> Payload for T {
 impl<T: ShmSafe> Payload for [T] {
     fn details() -> TypeDetails {
         TypeDetails {
-            type_name: format!("[{}]", T::TYPE_NAME),
+            type_name: format!("[{}]", T::type_name()),
             size: std::mem::size_of::<T>() as u64,
             align: std::mem::align_of::<T>() as u64,
             slice: true,
