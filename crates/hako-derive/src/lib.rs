@@ -53,6 +53,11 @@ use syn::{Attribute, Data, DeriveInput, Field, Fields, LitStr};
 /// modules or must match a name a C or Python program gives. No other keys
 /// are accepted, and `#[hako]` is not allowed on fields.
 ///
+/// Generic arguments are named by `core::any::type_name`, whose spelling
+/// Rust does not promise to keep from one compiler version to the next:
+/// processes that share a generic payload type should be built with the
+/// same Rust (or share a non-generic wrapper with a `type_name`).
+///
 /// # Example
 ///
 /// ```ignore
