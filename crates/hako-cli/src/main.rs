@@ -37,6 +37,7 @@ use hako_bench::follower;
 use hako_bench::select::Transports;
 
 pub mod bench;
+pub mod config;
 pub mod domain;
 pub mod reqres;
 pub mod talk;
@@ -152,6 +153,8 @@ enum Command {
     Notify(talk::NotifyArgs),
     /// Print the events of an event service.
     Listen(talk::ListenArgs),
+    /// The configuration in effect (`config show`).
+    Config(config::ConfigArgs),
     /// Send requests (bytes / UTF-8) to a `[u8] → [u8]` request/response
     /// service and print every response.
     Call(reqres::CallArgs),
@@ -184,6 +187,7 @@ fn main() -> ExitCode {
         Command::Sub(a) => talk::subscribe(a),
         Command::Notify(a) => talk::notify(a),
         Command::Listen(a) => talk::listen(a),
+        Command::Config(a) => config::run(a),
         Command::Call(a) => reqres::call(a),
         Command::Serve(a) => reqres::serve(a),
     };

@@ -110,7 +110,7 @@ fn every_subcommand_has_help() {
     let d = Domain::new("help");
     for sub in [
         "bench", "list", "nodes", "inspect", "clean", "monitor", "pub", "sub", "notify", "listen",
-        "call", "serve",
+        "call", "serve", "config",
     ] {
         let o = d.run(&[sub, "--help"]);
         assert!(o.status.success(), "{sub} --help");
@@ -541,4 +541,41 @@ fn json_mode_prints_ids_as_hex_strings_and_errors_as_json() {
     let e: Value = serde_json::from_slice(&o.stderr).expect("a JSON error");
     assert_eq!(e["code"], 3);
     assert!(e["error"].as_str().unwrap().contains("demo/none"), "{e}");
+}
+
+#[test]
+fn config_show_says_where_each_value_came_from() {
+    let d = Domain::new("config");
+    let file = std::env::temp_dir().join(format!("hako-config-test-{}.toml", std::process::id()));
+    std::fs::write(
+        &file,
+        "root = \"/dev/shm/elsewhere\"\n[defaults]\nmax_publishers = 5\n",
+    )
+    .unwrap();
+    let o = d
+        .cmd(&["config", "show", "--json"])
+        .env("HAKO_CONFIG", &file)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // HAKO_ROOT (the test's domain) overrides the file's root.
+    assert_eq!(v["root"]["source"], "HAKO_ROOT");
+    assert_eq!(v["root"]["value"], d.0.to_str().unwrap());
+    assert_eq!(v["defaults.max_publishers"]["value"], 5);
+    assert!(v["defaults.max_publishers"]["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("file "));
+    assert_eq!(v["defaults.max_subscribers"]["source"], "default");
+    assert_eq!(v["group"]["value"], Value::Null);
+    // And in text, every key on a line with its source.
+    let o = d.run(&["config", "show", "--root", "/dev/shm/somewhere"]);
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("root = \"/dev/shm/somewhere\"") && out.contains("# --root"),
+        "{out}"
+    );
+    assert!(out.contains("defaults.max_requests_in_flight = 4"), "{out}");
 }
