@@ -189,3 +189,49 @@ fn a_group_shares_the_domain_when_configured() {
     std::fs::remove_dir(&root).unwrap();
     d.finish();
 }
+
+#[test]
+fn a_domain_root_others_could_write_to_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let root =
+        std::path::PathBuf::from(format!("/dev/shm/hako-it-untrusted-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let try_join = |config: Config| NodeBuilder::new().config(&config).create();
+    let set_mode =
+        |m: u32| std::fs::set_permissions(&root, std::fs::Permissions::from_mode(m)).unwrap();
+    std::fs::create_dir(&root).unwrap();
+    let config = Config::default().with_root(&root);
+
+    // Writable by every user: anyone could swap its files.
+    set_mode(0o777);
+    let e = try_join(config.clone()).unwrap_err().to_string();
+    assert!(
+        e.contains("refusing domain root") && e.contains("every user may write"),
+        "{e}"
+    );
+
+    // Writable by a group the config does not name; accepted once it does.
+    set_mode(0o770);
+    let gid = std::fs::metadata(&root)
+        .map(|m| std::os::unix::fs::MetadataExt::gid(&m))
+        .unwrap();
+    let e = try_join(config.clone()).unwrap_err().to_string();
+    assert!(e.contains(&format!("group {gid} may write")), "{e}");
+    let mut shared = config.clone();
+    shared.group = Some(gid.to_string());
+    drop(try_join(shared).expect("the configured group may write"));
+
+    // Owned by another user (needs root to give it away).
+    set_mode(0o700);
+    if rustix::process::geteuid().is_root() {
+        std::os::unix::fs::chown(&root, Some(NOBODY), None).unwrap();
+        let e = try_join(config.clone()).unwrap_err().to_string();
+        assert!(e.contains(&format!("belongs to uid {NOBODY}")), "{e}");
+        std::os::unix::fs::chown(&root, Some(0), None).unwrap();
+    } else {
+        println!("not root: the test of a root owned by another user is skipped");
+    }
+    // Our own, for us alone: joined.
+    drop(try_join(config).expect("a root of our own"));
+    std::fs::remove_dir_all(&root).unwrap();
+}

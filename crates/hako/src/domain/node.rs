@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::cleanup::reclaim_domain_locked;
 use super::config::{Config, ConfigError};
 use super::name::{NameError, NodeName, ServiceName};
-use super::nodefile::{ensure_dir, new_id, NodeInner};
+use super::nodefile::{ensure_dir, new_id, trust_dir, NodeInner};
 use super::service::builder::ServiceBuilder;
 use crate::os::lock::{self, DomainLock};
 use crate::os::shm;
@@ -30,6 +30,15 @@ pub enum NodeCreateError {
         root: PathBuf,
         /// Why.
         source: io::Error,
+    },
+    /// The domain root may be written by someone this user cannot trust
+    /// (see the message).
+    #[error("refusing domain root {root}: {why}")]
+    UntrustedRoot {
+        /// The root.
+        root: PathBuf,
+        /// What is wrong, and how to fix it.
+        why: String,
     },
     /// The node file could not be created or locked.
     #[error("cannot create node file {path}: {source}")]
@@ -95,6 +104,10 @@ impl NodeBuilder {
         ensure_dir(&root, access).map_err(|source| NodeCreateError::Root {
             root: root.clone(),
             source,
+        })?;
+        trust_dir(&root, access).map_err(|e| NodeCreateError::UntrustedRoot {
+            root: root.clone(),
+            why: e.to_string(),
         })?;
         let id = new_id();
         let path = root.join(format!("node_{id:016x}"));

@@ -47,6 +47,45 @@ pub(crate) fn ensure_dir(dir: &Path, access: Access) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether `dir` may be trusted with this user's files, as ssh's
+/// StrictModes trusts a home directory: it must belong to this user or to
+/// root, and nobody but its owner and the configured group (`access`) may
+/// write to it; otherwise whoever can write to it could rename this user's
+/// files away and put their own in their place. The error says what is
+/// wrong and how to fix it.
+pub(crate) fn trust_dir(dir: &Path, access: Access) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir)?;
+    let me = rustix::process::geteuid().as_raw();
+    let refuse = |why: String| Err(io::Error::new(io::ErrorKind::PermissionDenied, why));
+    if m.uid() != me && m.uid() != 0 {
+        return refuse(format!(
+            "it belongs to uid {}, neither this user (uid {me}) nor root, who could swap \
+             its files; use a directory of your own (HAKO_ROOT), or have its owner share \
+             the domain with a group (the config's `group`)",
+            m.uid()
+        ));
+    }
+    let mode = m.mode() & 0o7777;
+    if mode & 0o002 != 0 {
+        return refuse(format!(
+            "every user may write to it (mode {mode:04o}) and could swap its files; \
+             remove that right (chmod o-w)"
+        ));
+    }
+    if mode & 0o020 != 0 && access.group != Some(m.gid()) {
+        return refuse(format!(
+            "group {} may write to it (mode {mode:04o}) but the config shares the domain \
+             with {}; name that group in the config's `group`, or remove the right (chmod g-w)",
+            m.gid(),
+            access
+                .group
+                .map_or_else(|| "no group".to_owned(), |g| format!("group {g}"))
+        ));
+    }
+    Ok(())
+}
+
 /// A fresh random non-zero 64-bit id.
 pub(crate) fn new_id() -> u64 {
     let mut buf = [0u8; 8];
