@@ -14,7 +14,7 @@ use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use hako::{EventId, Node, NodeBuilder, ServiceName, WaitStrategy};
+use hako::{EventId, EventService, Node, NodeBuilder, PubSubService, ServiceName, WaitStrategy};
 
 use crate::{exit, CliError, DomainArgs};
 
@@ -125,6 +125,37 @@ pub(crate) fn open_error(name: &ServiceName, e: hako::ServiceError) -> CliError 
     }
 }
 
+/// The `[u8]` publish/subscribe service `name`: opened, or made when
+/// `create` allows it.
+fn bytes_service(
+    node: &Node,
+    name: &ServiceName,
+    create: CreateArg,
+) -> Result<PubSubService<[u8]>, CliError> {
+    let b = node.service_builder(name).publish_subscribe::<[u8]>();
+    if create.create {
+        b.open_or_create()
+    } else {
+        b.open()
+    }
+    .map_err(|e| open_error(name, e))
+}
+
+/// The event service `name`: opened, or made when `create` allows it.
+fn event_service(
+    node: &Node,
+    name: &ServiceName,
+    create: CreateArg,
+) -> Result<EventService, CliError> {
+    let b = node.service_builder(name).event();
+    if create.create {
+        b.open_or_create()
+    } else {
+        b.open()
+    }
+    .map_err(|e| open_error(name, e))
+}
+
 pub(crate) fn node(d: &DomainArgs, role: &str) -> Result<Node, CliError> {
     let cfg = d.config()?;
     NodeBuilder::new()
@@ -148,13 +179,7 @@ pub(crate) fn seconds(s: f64, what: &str) -> Result<Duration, CliError> {
 pub fn publish(a: PubArgs) -> Result<(), CliError> {
     let name = service_name(&a.service)?;
     let node = node(&a.domain, "pub")?;
-    let svc = node.service_builder(&name).publish_subscribe::<[u8]>();
-    let svc = if a.create.create {
-        svc.open_or_create()
-    } else {
-        svc.open()
-    }
-    .map_err(|e| open_error(&name, e))?;
+    let svc = bytes_service(&node, &name, a.create)?;
     let publisher = svc
         .publisher_builder()
         .max_slice_len(a.max_len)
@@ -224,13 +249,7 @@ pub fn subscribe(a: SubArgs) -> Result<(), CliError> {
     let name = service_name(&a.service)?;
     let timeout = a.timeout.map(|t| seconds(t, "--timeout")).transpose()?;
     let node = node(&a.domain, "sub")?;
-    let svc = node.service_builder(&name).publish_subscribe::<[u8]>();
-    let svc = if a.create.create {
-        svc.open_or_create()
-    } else {
-        svc.open()
-    }
-    .map_err(|e| open_error(&name, e))?;
+    let svc = bytes_service(&node, &name, a.create)?;
     let sub = svc
         .subscriber_builder()
         .wait_strategy(WaitStrategy::Park)
@@ -282,13 +301,7 @@ pub fn subscribe(a: SubArgs) -> Result<(), CliError> {
 pub fn notify(a: NotifyArgs) -> Result<(), CliError> {
     let name = service_name(&a.service)?;
     let node = node(&a.domain, "notify")?;
-    let svc = node.service_builder(&name).event();
-    let svc = if a.create.create {
-        svc.open_or_create()
-    } else {
-        svc.open()
-    }
-    .map_err(|e| open_error(&name, e))?;
+    let svc = event_service(&node, &name, a.create)?;
     let notifier = svc
         .notifier_builder()
         .create()
@@ -311,13 +324,7 @@ pub fn listen(a: ListenArgs) -> Result<(), CliError> {
     let name = service_name(&a.service)?;
     let timeout = a.timeout.map(|t| seconds(t, "--timeout")).transpose()?;
     let node = node(&a.domain, "listen")?;
-    let svc = node.service_builder(&name).event();
-    let svc = if a.create.create {
-        svc.open_or_create()
-    } else {
-        svc.open()
-    }
-    .map_err(|e| open_error(&name, e))?;
+    let svc = event_service(&node, &name, a.create)?;
     let listener = svc
         .listener_builder()
         .create()

@@ -82,7 +82,19 @@ impl Domain {
 
     /// As [`spawn`](Self::spawn), with another watchdog bound.
     pub fn spawn_bounded(&self, label: &str, args: &[&str], bound: Duration) -> Proc {
-        let mut cmd = Command::new(&self.helper);
+        self.spawn_bin(&self.helper, label, args, bound)
+    }
+
+    /// As [`spawn_bounded`](Self::spawn_bounded), for another helper
+    /// binary than the domain's own (a test that needs two kinds).
+    pub fn spawn_bin(
+        &self,
+        bin: impl AsRef<std::ffi::OsStr>,
+        label: &str,
+        args: &[&str],
+        bound: Duration,
+    ) -> Proc {
+        let mut cmd = Command::new(bin);
         cmd.env("HAKO_ROOT", &self.root).env_remove("HAKO_CONFIG");
         self.spawn_command(label, cmd, args, bound)
     }

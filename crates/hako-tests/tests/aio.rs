@@ -418,24 +418,32 @@ fn a_runtime_shut_down_while_a_task_waits_leaves_the_port_usable() {
 
 const REQRES_HELPER: &str = env!("CARGO_BIN_EXE_hako-reqres-helper");
 
+/// A process of the request/response helper, in `d`'s domain.
+fn reqres_helper(d: &Domain, label: &str, args: &[&str]) -> hako_tests::harness::Proc {
+    d.spawn_bin(REQRES_HELPER, label, args, hako_tests::harness::WATCHDOG)
+}
+
+/// A `u64 -> u64` service with the settings the helper's
+/// `--in-flight 4 --buffer 2` ask for.
+fn reqres_service(node: &Node, name: &str) -> hako::ReqResService<u64, u64> {
+    node.service_builder(&name.try_into().unwrap())
+        .request_response::<u64, u64>()
+        .max_requests_in_flight(4)
+        .max_response_buffer(2)
+        .open_or_create()
+        .unwrap()
+}
+
 #[test]
 fn a_server_task_answers_a_client_in_another_process() {
     use hako::aio::AsyncServer;
     let d = Domain::new("aio-server", HELPER);
     let node = node(&d);
-    let service = node
-        .service_builder(&"it/aio-rr".try_into().unwrap())
-        .request_response::<u64, u64>()
-        .max_requests_in_flight(4)
-        .max_response_buffer(2)
-        .open_or_create()
-        .unwrap();
+    let service = reqres_service(&node, "it/aio-rr");
     let server = service.server_builder().create().unwrap();
-    let mut cmd = std::process::Command::new(REQRES_HELPER);
-    cmd.env("HAKO_ROOT", &d.root).env_remove("HAKO_CONFIG");
-    let client = d.spawn_command(
+    let client = reqres_helper(
+        &d,
         "client",
-        cmd,
         &[
             "request",
             "--service",
@@ -449,7 +457,6 @@ fn a_server_task_answers_a_client_in_another_process() {
             "--count",
             "500",
         ],
-        hako_tests::harness::WATCHDOG,
     );
     let served = runtime(2).block_on(async move {
         let task = tokio::spawn(async move {
@@ -477,24 +484,12 @@ fn a_server_task_answers_a_client_in_another_process() {
     d.finish();
 }
 
-fn reqres_helper(d: &Domain, label: &str, args: &[&str]) -> hako_tests::harness::Proc {
-    let mut cmd = std::process::Command::new(REQRES_HELPER);
-    cmd.env("HAKO_ROOT", &d.root).env_remove("HAKO_CONFIG");
-    d.spawn_command(label, cmd, args, hako_tests::harness::WATCHDOG)
-}
-
 #[test]
 fn a_client_task_takes_streams_from_a_server_in_another_process() {
     use hako::aio::AsyncClient;
     let d = Domain::new("aio-client", HELPER);
     let node = node(&d);
-    let service = node
-        .service_builder(&"it/aio-rr2".try_into().unwrap())
-        .request_response::<u64, u64>()
-        .max_requests_in_flight(4)
-        .max_response_buffer(2)
-        .open_or_create()
-        .unwrap();
+    let service = reqres_service(&node, "it/aio-rr2");
     let client = service.client_builder().create().unwrap();
     let stop = d.arg("stop");
     let server = reqres_helper(
@@ -579,13 +574,7 @@ fn a_server_killed_while_a_client_task_waits_ends_its_stream_with_an_error() {
     use hako::aio::{AsyncClient, AsyncError};
     let d = Domain::new("aio-server-gone", HELPER);
     let node = node(&d);
-    let service = node
-        .service_builder(&"it/aio-rr3".try_into().unwrap())
-        .request_response::<u64, u64>()
-        .max_requests_in_flight(4)
-        .max_response_buffer(2)
-        .open_or_create()
-        .unwrap();
+    let service = reqres_service(&node, "it/aio-rr3");
     let client = service.client_builder().create().unwrap();
     let hung = d.arg("hung");
     let mut procs = vec![reqres_helper(

@@ -207,11 +207,8 @@ fn random_kills_leave_nothing_behind() {
             "--stream",
             "2",
         ];
-        let reqres_helper = |label: &str, args: &[&str]| {
-            let mut cmd = std::process::Command::new(REQRES_HELPER);
-            cmd.env("HAKO_ROOT", &d.root).env_remove("HAKO_CONFIG");
-            d.spawn_command(label, cmd, args, WATCHDOG)
-        };
+        let reqres_helper =
+            |label: &str, args: &[&str]| d.spawn_bin(REQRES_HELPER, label, args, WATCHDOG);
         let svc_args = [
             "--service",
             SERVICE,

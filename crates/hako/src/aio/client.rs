@@ -144,6 +144,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsyncClient<Req, Resp> {
     /// Ends a wait left pending: servers stop writing to the wake-up
     /// descriptor.
     fn cancel(&mut self) {
+        // Arming is the client's, not a request's: the slot plays no part.
         let asking = Asking {
             client: &self.client,
             slot: 0,
