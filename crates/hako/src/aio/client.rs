@@ -39,6 +39,9 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Waitable for Asking<'_, Req,
             Err(ReqResReceiveError::ServerGone)
         }
     }
+    fn spin_policy(&self) -> (crate::WaitStrategy, &crate::port::wait::Adaptive) {
+        self.client.wait_spin_policy()
+    }
 }
 
 /// A [`Client`] whose responses are awaited: send requests with the

@@ -24,6 +24,9 @@ impl Waitable for Listener {
     fn peers_gone(&self, saw: &mut bool) -> Result<(), ListenerError> {
         self.notifiers_gone(saw)
     }
+    fn spin_policy(&self) -> (crate::WaitStrategy, &crate::port::wait::Adaptive) {
+        Listener::spin_policy(self)
+    }
 }
 
 /// What a wait yields: each event id that fired, with how often.

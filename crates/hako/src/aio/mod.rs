@@ -26,16 +26,24 @@
 //! # Ok(()) }
 //! ```
 //!
-//! **How it waits.** A task that finds nothing registers its interest in
-//! the port's wake block in shared memory (a count, a fence, a second
-//! look) and sleeps in tokio's reactor on the port's FIFO; a sender that
-//! sees the registration after its send writes one byte to the FIFO. While
-//! the reader keeps up, nothing is registered and no system call is made
-//! on either side; a burst of sends to a sleeping task costs a write each
-//! until it wakes, and its wake-up one read. A peer that dies cannot write:
-//! while a task waits, a tokio timer wakes it every 100 ms to ask whether
-//! its peers are still there, and a wait whose peers all went ends with
-//! the error the blocking calls give (`PublishersGone`, `NotifiersGone`).
+//! **How it waits.** A task that finds nothing first spins as its port's
+//! [`WaitStrategy`](crate::WaitStrategy) says (set on the port's builder):
+//! `BusySpin` never sleeps: it looks for up to 50 µs within one poll, then
+//! lets the runtime run its other tasks and asks to be polled again at
+//! once (the lowest latency, the worker thread always busy);
+//! `SpinThenPark` (the default) looks for the port's adaptive budget, as
+//! its blocking wait does (at most 100 µs, shrinking while messages come
+//! slowly); `Park` not at all. Then it registers its interest in the
+//! port's wake block in shared memory (a count, a fence, a second look)
+//! and sleeps in tokio's reactor on the port's FIFO; a sender that sees
+//! the registration after its send writes one byte to the FIFO. While the
+//! reader keeps up, nothing is registered and no system call is made on
+//! either side; a burst of sends to a sleeping task costs a write each
+//! until it wakes, and its wake-up one read. A peer that dies cannot
+//! write: while a task waits, a tokio timer wakes it every 100 ms (a
+//! busy-spinning task looks at the clock instead) to ask whether its peers
+//! are still there, and a wait whose peers all went ends with the error
+//! the blocking calls give (`PublishersGone`, `NotifiersGone`).
 //!
 //! **Runtime.** Make the async ports inside a tokio runtime with its I/O
 //! and time drivers (`#[tokio::main]` and `Runtime::new` enable both); they

@@ -3,28 +3,35 @@
 //! wake block (see `core::park`) around it.
 //!
 //! A poll first tries to take what the port has: while the reader keeps
-//! up, that is all, with no system call and nothing registered. Only when
-//! nothing is there does it arm the port (a waiter count in the wake block
-//! that senders read after each send, then a fence and a re-check), and
-//! only then do senders write a byte to the port's FIFO, which wakes the
-//! task through tokio. A wake-up disarms (and drains the FIFO) before the
-//! next try, so a reader that keeps up again costs senders nothing.
+//! up, that is all, with no system call and nothing registered. When
+//! nothing is there it spins as the port's [`WaitStrategy`] says:
+//! `BusySpin` never sleeps (it spins up to [`ASYNC_BUSY_SLICE`] within one
+//! poll, then lets the runtime run its other tasks and is polled again at
+//! once), `SpinThenPark` spins for the port's adaptive budget (as its
+//! blocking wait does, without the yields), `Park` not at all. Then it
+//! arms the port (a waiter count in the wake block that senders read after
+//! each send, then a fence and a re-check), and only then do senders write
+//! a byte to the port's FIFO, which wakes the task through tokio. A wake-up
+//! disarms (and drains the FIFO) before the next try, so a reader that
+//! keeps up again costs senders nothing.
 //!
 //! A peer that dies cannot write to the FIFO: while armed, a tokio timer
 //! also wakes the task every [`LIVENESS_TICK`] to ask whether the peers are
-//! still there, as the blocking waits do after each timed-out sleep.
+//! still there, as the blocking waits do after each timed-out sleep; a
+//! busy-spinning task asks as often, by the clock.
 
 use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
 use super::error::AsyncError;
+use crate::port::wait::{spin, Adaptive, WaitStrategy, ASYNC_BUSY_SLICE};
 
 /// How often a task that waits on a port asks whether its peers are alive.
 pub(crate) const LIVENESS_TICK: Duration = Duration::from_millis(100);
@@ -43,6 +50,8 @@ pub(crate) trait Waitable {
     /// After a while asleep: an error if every peer seen during the wait
     /// (`saw`, kept here) is gone and nothing is queued.
     fn peers_gone(&self, saw: &mut bool) -> Result<(), Self::Error>;
+    /// The port's wait strategy and its adaptive spin budget.
+    fn spin_policy(&self) -> (WaitStrategy, &Adaptive);
 }
 
 /// The port's FIFO as the reactor sees it: a raw descriptor the port owns
@@ -66,6 +75,13 @@ pub(crate) struct Readiness {
     saw_peer: bool,
     /// The next liveness check, while armed.
     tick: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// When the current wait began (its first empty look), while one runs.
+    began: Option<Instant>,
+    /// The current wait has spun as its strategy allows (`SpinThenPark`),
+    /// or slept: from now on it sleeps.
+    spun: bool,
+    /// A busy-spinning wait's last look at its peers.
+    checked: Option<Instant>,
 }
 
 impl Readiness {
@@ -89,6 +105,9 @@ impl Readiness {
             armed: false,
             saw_peer: false,
             tick: None,
+            began: None,
+            spun: false,
+            checked: None,
         })
     }
 
@@ -102,9 +121,18 @@ impl Readiness {
         cx: &mut Context<'_>,
         mut take: impl FnMut(&P) -> Result<Option<R>, P::Error>,
     ) -> Poll<Result<R, AsyncError<P::Error>>> {
+        let (strategy, adaptive) = port.spin_policy();
         loop {
             match take(port) {
                 Ok(Some(r)) => {
+                    if strategy == WaitStrategy::SpinThenPark {
+                        if let Some(began) = self.began {
+                            // Found after a sleep: as the blocking wait
+                            // judges it (a longer spin would have caught a
+                            // message this quick).
+                            adaptive.slept(began.elapsed());
+                        }
+                    }
                     self.cancel(port);
                     return Poll::Ready(Ok(r));
                 }
@@ -115,6 +143,9 @@ impl Readiness {
                 }
             }
             if !self.armed {
+                if let Some(ready) = self.spin_phase(port, cx, strategy, adaptive, &mut take) {
+                    return ready;
+                }
                 self.armed = true;
                 if self.tick.is_none() {
                     // A new wait: who is there now (no system call).
@@ -156,6 +187,63 @@ impl Readiness {
         }
     }
 
+    /// The spin before a sleep, as `strategy` says (see the module doc):
+    /// `Some` to return from the poll (what the spin found, an error, or
+    /// `Pending` with the task woken again at once when it busy-spins),
+    /// `None` to go on and sleep.
+    fn spin_phase<P: Waitable, R>(
+        &mut self,
+        port: &P,
+        cx: &mut Context<'_>,
+        strategy: WaitStrategy,
+        adaptive: &Adaptive,
+        take: &mut impl FnMut(&P) -> Result<Option<R>, P::Error>,
+    ) -> Option<Poll<Result<R, AsyncError<P::Error>>>> {
+        let now = Instant::now();
+        self.began.get_or_insert(now);
+        let budget = match strategy {
+            WaitStrategy::BusySpin => ASYNC_BUSY_SLICE,
+            WaitStrategy::SpinThenPark if !self.spun => adaptive.spin_for(),
+            _ => Duration::ZERO,
+        };
+        let found = match spin(budget, || take(port)) {
+            Ok(found) => found,
+            Err(e) => {
+                self.cancel(port);
+                return Some(Poll::Ready(Err(AsyncError::Port(e))));
+            }
+        };
+        if let Some(r) = found {
+            if strategy == WaitStrategy::SpinThenPark {
+                adaptive.spun_ok();
+            }
+            self.reset();
+            return Some(Poll::Ready(Ok(r)));
+        }
+        if strategy != WaitStrategy::BusySpin {
+            self.spun = true;
+            return None;
+        }
+        // Never asleep, so no timer: the peers are asked by the clock.
+        match self.checked {
+            None => {
+                // A new wait: who is there now (no system call).
+                self.saw_peer = port.peers_registered();
+                self.checked = Some(now);
+            }
+            Some(checked) if now.duration_since(checked) >= LIVENESS_TICK => {
+                self.checked = Some(now);
+                if let Err(e) = port.peers_gone(&mut self.saw_peer) {
+                    self.cancel(port);
+                    return Some(Poll::Ready(Err(AsyncError::Port(e))));
+                }
+            }
+            Some(_) => {}
+        }
+        cx.waker().wake_by_ref();
+        Some(Poll::Pending)
+    }
+
     /// Ends the current wait: withdraws the port's interest if registered,
     /// so that senders stop writing to the FIFO.
     pub(crate) fn cancel<P: Waitable>(&mut self, port: &P) {
@@ -163,6 +251,14 @@ impl Readiness {
             port.disarm();
             self.armed = false;
         }
+        self.reset();
+    }
+
+    /// Forgets the current wait (nothing is armed).
+    fn reset(&mut self) {
         self.tick = None;
+        self.began = None;
+        self.spun = false;
+        self.checked = None;
     }
 }

@@ -28,6 +28,9 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Waitable for Server<Req, Res
         // blocking receive does.
         Ok(())
     }
+    fn spin_policy(&self) -> (crate::WaitStrategy, &crate::port::wait::Adaptive) {
+        self.wait_spin_policy()
+    }
 }
 
 /// A [`Server`] whose requests are awaited with

@@ -26,6 +26,9 @@ impl<T: Payload + ?Sized> Waitable for Subscriber<T> {
     fn peers_gone(&self, saw: &mut bool) -> Result<(), ReceiveError> {
         self.rx.publishers_gone(saw)
     }
+    fn spin_policy(&self) -> (crate::WaitStrategy, &crate::port::wait::Adaptive) {
+        self.rx.spin_policy()
+    }
 }
 
 /// A [`Subscriber`] whose samples are awaited: [`receive`](Self::receive),

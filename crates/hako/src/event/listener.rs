@@ -271,6 +271,11 @@ impl Listener {
             .register_fd(|| self.pending())
     }
 
+    /// The listener's wait strategy and its spin state, for an async wait.
+    pub(crate) fn spin_policy(&self) -> (WaitStrategy, &Adaptive) {
+        (self.strategy, &self.adaptive)
+    }
+
     /// Withdraws the interest taken by [`arm`](Self::arm) and empties the FIFO.
     pub(crate) fn disarm(&self) {
         self.service

@@ -47,6 +47,36 @@ const YIELDS: u32 = 4;
 /// their peers are still there.
 pub(crate) const PARK_SLICE: Duration = Duration::from_millis(100);
 
+/// Longest a [`WaitStrategy::BusySpin`] wait spins in one poll of an
+/// async task before it lets the runtime run its other tasks (and asks to
+/// be polled again at once).
+pub(crate) const ASYNC_BUSY_SLICE: Duration = Duration::from_micros(50);
+
+/// Calls `poll` until it yields a value or `budget` has passed since the
+/// call (`Ok(None)`), with a PAUSE hint between looks and a look at the
+/// clock every [`SPINS_PER_CLOCK`]: the spin of an async wait, which has no
+/// deadline or peers to check within one slice.
+pub(crate) fn spin<R, E>(
+    budget: Duration,
+    mut poll: impl FnMut() -> Result<Option<R>, E>,
+) -> Result<Option<R>, E> {
+    if budget.is_zero() {
+        return Ok(None);
+    }
+    let began = Instant::now();
+    let mut i: u32 = 0;
+    loop {
+        if let Some(r) = poll()? {
+            return Ok(Some(r));
+        }
+        std::hint::spin_loop();
+        i = i.wrapping_add(1);
+        if i % SPINS_PER_CLOCK == 0 && began.elapsed() >= budget {
+            return Ok(None);
+        }
+    }
+}
+
 /// Per-port state of [`WaitStrategy::SpinThenPark`]: the current spin budget.
 ///
 /// The budget doubles after a wait that spinning served, and after a sleep
@@ -100,7 +130,7 @@ impl Adaptive {
 
     /// How long the wait starting now spins: the budget, or a probe of
     /// [`MIN_SPIN`] every [`PROBE_EVERY`]th wait while the budget is zero.
-    fn spin_for(&self) -> Duration {
+    pub(crate) fn spin_for(&self) -> Duration {
         let budget = self.budget();
         if !budget.is_zero() || self.one_cpu {
             return budget;
@@ -131,7 +161,7 @@ impl Adaptive {
     /// integer arithmetic on nanoseconds, and only a load once the budget is
     /// at its most (where a stream of back-to-back answers keeps it).
     #[inline]
-    fn spun_ok(&self) {
+    pub(crate) fn spun_ok(&self) {
         if self.one_cpu {
             return;
         }
@@ -144,7 +174,7 @@ impl Adaptive {
     }
 
     /// A wait that began `waited` ago ended after a sleep.
-    fn slept(&self, waited: Duration) {
+    pub(crate) fn slept(&self, waited: Duration) {
         if waited <= MAX_SPIN {
             self.set((self.budget() * 2).max(waited).max(MIN_SPIN));
         } else {

@@ -319,6 +319,11 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
         self.inbox.port.rx.arm() || self.inbox.has_queued()
     }
 
+    /// The port's wait strategy and its spin state, for an async wait.
+    pub(crate) fn wait_spin_policy(&self) -> (WaitStrategy, &crate::port::wait::Adaptive) {
+        self.inbox.port.rx.spin_policy()
+    }
+
     /// Withdraws the interest taken by [`wait_arm`](Self::wait_arm).
     pub(crate) fn wait_disarm(&self) {
         self.inbox.port.rx.disarm()

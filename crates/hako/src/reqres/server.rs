@@ -244,6 +244,11 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
         self.port.rx.arm()
     }
 
+    /// The port's wait strategy and its spin state, for an async wait.
+    pub(crate) fn wait_spin_policy(&self) -> (WaitStrategy, &crate::port::wait::Adaptive) {
+        self.port.rx.spin_policy()
+    }
+
     /// Withdraws the interest taken by [`wait_arm`](Self::wait_arm).
     pub(crate) fn wait_disarm(&self) {
         self.port.rx.disarm()

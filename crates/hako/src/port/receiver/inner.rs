@@ -18,7 +18,7 @@ use crate::domain::service::error::{io_err, ServiceError};
 use crate::domain::service::inner::{NewPort, ServiceInner};
 use crate::domain::service::tables::PortKind;
 use crate::os::fifo;
-use crate::port::wait::{Adaptive, Waiter};
+use crate::port::wait::{Adaptive, WaitStrategy, Waiter};
 
 /// A receiving port. `Send` but not `Sync`: one thread at a time uses it,
 /// so receiving needs no lock.
@@ -232,6 +232,11 @@ impl Receiver {
                 .wake_block(self.reg.settings.own, self.reg.index),
         };
         waiter.wait(deadline, poll, ready, abort)
+    }
+
+    /// The port's wait strategy and its spin state, for an async wait.
+    pub(crate) fn spin_policy(&self) -> (WaitStrategy, &Adaptive) {
+        (self.reg.settings.strategy, &self.adaptive)
     }
 
     /// Whether a receive would find something (without taking it).
