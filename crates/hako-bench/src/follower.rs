@@ -52,20 +52,9 @@ where
         let mut side = self.follower(row)?;
         ready()?;
         let one_way = row.pattern.one_way();
-        let mut step = |seq: u64| {
-            if one_way {
-                side.receive(seq)
-            } else {
-                side.serve_one(seq)
-            }
-        };
-        for seq in 1..=warmup {
-            step(seq)?;
-        }
+        side.serve_range(1..=warmup, one_way)?;
         let before = CpuTime::now()?;
-        for seq in warmup + 1..=warmup + iterations {
-            step(seq)?;
-        }
+        side.serve_range(warmup + 1..=warmup + iterations, one_way)?;
         let last_ns = monotonic_ns();
         let report = FollowerReport {
             cpu: CpuTime::now()?.since(before),

@@ -12,12 +12,17 @@
 //! response, checks the answer in place, and drops both. Nothing is copied;
 //! only descriptors cross.
 //!
+//! With a [`WaitStrategy`] ([`HakoReqRes::wait`]) both sides wait with the
+//! blocking calls instead (`PendingResponse::blocking_receive`,
+//! `Server::blocking_receive`), their ports set to that strategy: the
+//! blocking counterparts of the async rows ([`crate::aio`]).
+//!
 //! A round trip ([`Leader::round_trip`]) is one request and its answer; a
 //! request/response row keeps up to its depth in flight
 //! ([`Leader::pipeline`]), each pending response held until its answer is
 //! checked, oldest first.
 
-use hako::{Client, Config, Node, NodeBuilder, ReqResService, Server, ServiceName};
+use hako::{Client, Config, Node, NodeBuilder, ReqResService, Server, ServiceName, WaitStrategy};
 
 use crate::transport::{
     pipeline, poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
@@ -27,9 +32,13 @@ use crate::Result;
 /// Most requests a client may keep in flight here.
 pub const MAX_DEPTH: u32 = 1024;
 
-/// hako request/response, busy-polled.
+/// hako request/response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct HakoReqRes;
+pub struct HakoReqRes {
+    /// `None`: both sides busy-poll `receive()`; a strategy: both wait in
+    /// the blocking receives, their ports set to it.
+    pub wait: Option<WaitStrategy>,
+}
 
 /// The leader's side: the client.
 pub struct ReqResLeader {
@@ -39,6 +48,7 @@ pub struct ReqResLeader {
     _node: Node,
     size: usize,
     payload: PayloadMode,
+    blocking: bool,
 }
 
 /// The follower's side: the server.
@@ -48,6 +58,7 @@ pub struct ReqResFollower {
     _node: Node,
     size: usize,
     payload: PayloadMode,
+    blocking: bool,
 }
 
 impl std::fmt::Debug for ReqResLeader {
@@ -93,14 +104,22 @@ fn send_request(
     Ok(request.send()?)
 }
 
-/// Busy-polls `pending` for its answer and checks it against tag `t`.
+/// Busy-polls (or, `blocking`, waits on) `pending` for its answer and
+/// checks it against tag `t`.
 #[inline]
 fn await_answer(
     pending: &hako::PendingResponse<'_, [u8], [u8]>,
     size: usize,
     payload: PayloadMode,
     t: u8,
+    blocking: bool,
 ) -> Result<()> {
+    if blocking {
+        let answer = pending
+            .blocking_receive()?
+            .ok_or("the server ended the stream without a response")?;
+        return payload.check(&answer, size, t, "response");
+    }
     let answer = poll("a response", || {
         let r = pending.receive()?;
         if r.is_none() && pending.is_finished() {
@@ -116,11 +135,19 @@ impl Transport for HakoReqRes {
     type Follower = ReqResFollower;
 
     fn name(&self) -> &'static str {
-        "hako-reqres"
+        match self.wait {
+            None => "hako-reqres",
+            Some(WaitStrategy::BusySpin) => "hako-reqres-spin",
+            Some(WaitStrategy::SpinThenPark) => "hako-reqres-spin-park",
+            Some(WaitStrategy::Park) => "hako-reqres-park",
+        }
     }
 
     fn waiting(&self) -> Waiting {
-        Waiting::BusyPoll
+        match self.wait {
+            None | Some(WaitStrategy::BusySpin) => Waiting::BusyPoll,
+            Some(_) => Waiting::Blocking,
+        }
     }
 
     fn skip_reason(&self, _size: usize, pattern: Pattern) -> Option<String> {
@@ -151,6 +178,7 @@ impl Transport for HakoReqRes {
             .client_builder()
             .max_slice_len(row.size)
             .max_loaned_requests(1)
+            .wait_strategy(self.wait.unwrap_or_default())
             .create()?;
         Ok(ReqResLeader {
             client,
@@ -158,6 +186,7 @@ impl Transport for HakoReqRes {
             _node: node,
             size: row.size,
             payload: row.payload,
+            blocking: self.wait.is_some(),
         })
     }
 
@@ -171,6 +200,7 @@ impl Transport for HakoReqRes {
             .server_builder()
             .max_slice_len(row.size)
             .max_loaned_responses(1)
+            .wait_strategy(self.wait.unwrap_or_default())
             .create()?;
         Ok(ReqResFollower {
             server,
@@ -178,6 +208,7 @@ impl Transport for HakoReqRes {
             _node: node,
             size: row.size,
             payload: row.payload,
+            blocking: self.wait.is_some(),
         })
     }
 }
@@ -195,17 +226,25 @@ impl Leader for ReqResLeader {
         let t = tag(seq);
         let pending = send_request(&self.client, self.size, self.payload, t)?;
         sent();
-        await_answer(&pending, self.size, self.payload, t.wrapping_add(1))
+        await_answer(
+            &pending,
+            self.size,
+            self.payload,
+            t.wrapping_add(1),
+            self.blocking,
+        )
     }
 
     fn pipeline(&mut self, seqs: std::ops::RangeInclusive<u64>, depth: usize) -> Result<()> {
-        let (size, payload) = (self.size, self.payload);
+        let (size, payload, blocking) = (self.size, self.payload, self.blocking);
         pipeline(
             &mut &self.client,
             seqs,
             depth,
             |client, seq| send_request(client, size, payload, tag(seq)),
-            |_, seq, pending| await_answer(&pending, size, payload, tag(seq).wrapping_add(1)),
+            |_, seq, pending| {
+                await_answer(&pending, size, payload, tag(seq).wrapping_add(1), blocking)
+            },
         )
     }
 }
@@ -214,7 +253,11 @@ impl Follower for ReqResFollower {
     #[inline]
     fn serve_one(&mut self, seq: u64) -> Result<()> {
         let t = tag(seq);
-        let request = poll("a request", || Ok(self.server.receive()?))?;
+        let request = if self.blocking {
+            self.server.blocking_receive()?
+        } else {
+            poll("a request", || Ok(self.server.receive()?))?
+        };
         self.payload.check(&request, self.size, t, "request")?;
         let mut response = request.loan_slice_uninit(self.size)?;
         self.payload

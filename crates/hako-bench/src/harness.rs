@@ -380,7 +380,7 @@ impl Session {
         let row_id = self.next_row - 1;
         let timed = leader
             .connect()
-            .and_then(|()| measure(&mut leader, warmup, iterations));
+            .and_then(|()| leader.round_trips(warmup, iterations));
         let (samples, leader_cpu) = self.with_follower_errors(timed, 1)?;
         let follower_cpu = self.collect(1)?[0].cpu;
         drop(leader);

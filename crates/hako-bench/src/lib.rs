@@ -47,6 +47,9 @@
 //! * [`hako_pubsub`] — hako publish/subscribe: services "ping" and "pong",
 //!   payload `[u8]`, written and checked at both ends only; busy-polling
 //!   `receive()`, or `blocking_receive()` with a `WaitStrategy`.
+//! * [`aio`] — transports driven by tokio on both sides: hako's async
+//!   request/response ports and tokio's unix and TCP sockets, on a
+//!   current-thread or a multi-threaded runtime.
 //! * [`kernel`] — pipes, a unix socket and POSIX message queues, the payload
 //!   copied through the kernel.
 //! * [`reference`](mod@reference) — hako's data path (chunk pool, stamped submission and
@@ -79,6 +82,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
+pub mod aio;
 pub mod blocks;
 pub mod cpu;
 pub mod floor;

@@ -6,6 +6,10 @@
 //! | `floor2`         | a doorbell and a payload line ([`crate::floor::TwoLineFloor`]) | busy-poll |
 //! | `hako`           | hako pub/sub, `receive()` polled ([`crate::hako_pubsub`]) | busy-poll |
 //! | `hako-reqres`    | hako request/response, polled ([`crate::hako_reqres`]) | busy-poll   |
+//! | `hako-reqres-spin-park` | hako request/response, blocking receives, `SpinThenPark` | blocking |
+//! | `hako-reqres-park` | hako request/response, blocking receives, `Park`     | blocking    |
+//! | `hako-async`, `hako-async-busy`, `hako-async-park` | hako request/response awaited under tokio ([`crate::aio`]) | blocking (busy: busy-poll) |
+//! | `tokio-unix`, `tokio-tcp` | tokio's unix and TCP sockets ([`crate::aio`]) | blocking |
 //! | `hako-spin`      | hako, `blocking_receive()`, `WaitStrategy::BusySpin`   | busy-poll   |
 //! | `hako-spin-park` | hako, `blocking_receive()`, `WaitStrategy::SpinThenPark` | blocking  |
 //! | `hako-park`      | hako, `blocking_receive()`, `WaitStrategy::Park`       | blocking    |
@@ -20,12 +24,16 @@
 //! | `iceoryx2-reqres`| iceoryx2 request/response, polled (feature `peers`)    | busy-poll   |
 //! | `shmipc`         | shmipc streams (feature `peers`)                       | blocking    |
 //!
+//! The async transports come twice: on a current-thread runtime (the name
+//! above) and on a multi-threaded one (the name with `-mt`).
+//!
 //! The peers exist only in a build with the `peers` feature; without it
 //! their names are known but refused with a message that says how to get
 //! them.
 
 use hako::WaitStrategy;
 
+use crate::aio::{AsyncTransport, AsyncWait, Flavor, HakoAsync, Socket, TokioStream};
 use crate::floor::{Floor, TwoLineFloor};
 use crate::follower::DynTransport;
 use crate::futex_floor::FutexFloor;
@@ -54,6 +62,14 @@ pub enum Kind {
     HakoPark,
     /// `hako-reqres`.
     HakoReqRes,
+    /// `hako-reqres-spin-park`.
+    HakoReqResSpinPark,
+    /// `hako-reqres-park`.
+    HakoReqResPark,
+    /// `hako-async…`: hako request/response under tokio.
+    HakoAsync(AsyncWait, Flavor),
+    /// `tokio-unix…`, `tokio-tcp…`.
+    TokioStream(Socket, Flavor),
     /// `reference`.
     Reference,
     /// `futex`.
@@ -92,6 +108,18 @@ impl Kind {
         Kind::HakoSpinPark,
         Kind::HakoPark,
         Kind::HakoReqRes,
+        Kind::HakoReqResSpinPark,
+        Kind::HakoReqResPark,
+        Kind::HakoAsync(AsyncWait::Default, Flavor::CurrentThread),
+        Kind::HakoAsync(AsyncWait::Busy, Flavor::CurrentThread),
+        Kind::HakoAsync(AsyncWait::Park, Flavor::CurrentThread),
+        Kind::HakoAsync(AsyncWait::Default, Flavor::MultiThread),
+        Kind::HakoAsync(AsyncWait::Busy, Flavor::MultiThread),
+        Kind::HakoAsync(AsyncWait::Park, Flavor::MultiThread),
+        Kind::TokioStream(Socket::Unix, Flavor::CurrentThread),
+        Kind::TokioStream(Socket::Tcp, Flavor::CurrentThread),
+        Kind::TokioStream(Socket::Unix, Flavor::MultiThread),
+        Kind::TokioStream(Socket::Tcp, Flavor::MultiThread),
         Kind::Reference,
         Kind::Futex,
         Kind::Pipe,
@@ -159,6 +187,29 @@ impl Kind {
         Kind::Tcp,
     ];
 
+    /// What the async rows of `hako bench` compare unless told otherwise:
+    /// hako's async request/response (the ports' default wait, busy, and
+    /// parked) and tokio's unix and TCP sockets on both runtimes, hako's
+    /// blocking request/response (busy-polled, spin-then-park, parked)
+    /// and shmipc (whose streams are tokio's).
+    pub const ASYNC: &'static [Kind] = &[
+        Kind::HakoAsync(AsyncWait::Default, Flavor::CurrentThread),
+        Kind::HakoAsync(AsyncWait::Busy, Flavor::CurrentThread),
+        Kind::HakoAsync(AsyncWait::Park, Flavor::CurrentThread),
+        Kind::TokioStream(Socket::Unix, Flavor::CurrentThread),
+        Kind::TokioStream(Socket::Tcp, Flavor::CurrentThread),
+        Kind::HakoAsync(AsyncWait::Default, Flavor::MultiThread),
+        Kind::HakoAsync(AsyncWait::Busy, Flavor::MultiThread),
+        Kind::HakoAsync(AsyncWait::Park, Flavor::MultiThread),
+        Kind::TokioStream(Socket::Unix, Flavor::MultiThread),
+        Kind::TokioStream(Socket::Tcp, Flavor::MultiThread),
+        Kind::HakoReqRes,
+        Kind::HakoReqResSpinPark,
+        Kind::HakoReqResPark,
+        #[cfg(feature = "peers")]
+        Kind::Shmipc,
+    ];
+
     /// The name (the transport's [`Transport::name`](crate::transport::Transport::name)).
     pub fn name(self) -> &'static str {
         match self {
@@ -169,6 +220,12 @@ impl Kind {
             Kind::HakoSpinPark => "hako-spin-park",
             Kind::HakoPark => "hako-park",
             Kind::HakoReqRes => "hako-reqres",
+            Kind::HakoReqResSpinPark => "hako-reqres-spin-park",
+            Kind::HakoReqResPark => "hako-reqres-park",
+            Kind::HakoAsync(wait, flavor) => crate::aio::Backend::name(&HakoAsync { wait, flavor }),
+            Kind::TokioStream(socket, flavor) => {
+                crate::aio::Backend::name(&TokioStream { socket, flavor })
+            }
             Kind::Reference => "reference",
             Kind::Futex => "futex",
             Kind::Pipe => "pipe",
@@ -234,6 +291,22 @@ pub fn known_names() -> String {
         .join(", ")
 }
 
+/// Where `hako_async` of [`Transports`] keeps the transport of `wait` on
+/// `flavor`.
+fn hako_async_index(wait: AsyncWait, flavor: Flavor) -> usize {
+    let w = AsyncWait::ALL.iter().position(|&w| w == wait).unwrap_or(0);
+    let f = Flavor::ALL.iter().position(|&f| f == flavor).unwrap_or(0);
+    f * 3 + w
+}
+
+/// Where `tokio_stream` of [`Transports`] keeps the transport of `socket`
+/// on `flavor`.
+fn tokio_stream_index(socket: Socket, flavor: Flavor) -> usize {
+    let s = usize::from(socket == Socket::Tcp);
+    let f = Flavor::ALL.iter().position(|&f| f == flavor).unwrap_or(0);
+    f * 2 + s
+}
+
 /// `$body` with `$t` bound to the transport of `$kind` in `$self` (a
 /// [`Transports`]): one match for every way of looking a transport up.
 macro_rules! each {
@@ -265,6 +338,22 @@ macro_rules! each {
             }
             Kind::HakoReqRes => {
                 let $t = &$self.hako_reqres;
+                $body
+            }
+            Kind::HakoReqResSpinPark => {
+                let $t = &$self.hako_reqres_spin_park;
+                $body
+            }
+            Kind::HakoReqResPark => {
+                let $t = &$self.hako_reqres_park;
+                $body
+            }
+            Kind::HakoAsync(wait, flavor) => {
+                let $t = &$self.hako_async[hako_async_index(wait, flavor)];
+                $body
+            }
+            Kind::TokioStream(socket, flavor) => {
+                let $t = &$self.tokio_stream[tokio_stream_index(socket, flavor)];
                 $body
             }
             Kind::Reference => {
@@ -324,6 +413,10 @@ pub struct Transports {
     hako_spin_park: HakoPubSub,
     hako_park: HakoPubSub,
     hako_reqres: HakoReqRes,
+    hako_reqres_spin_park: HakoReqRes,
+    hako_reqres_park: HakoReqRes,
+    hako_async: [AsyncTransport<HakoAsync>; 6],
+    tokio_stream: [AsyncTransport<TokioStream>; 4],
     reference: Reference,
     futex: FutexFloor,
     pipe: Pipe,
@@ -351,7 +444,24 @@ impl Transports {
             hako_spin: with(HakoWait::Blocking(WaitStrategy::BusySpin)),
             hako_spin_park: with(HakoWait::Blocking(WaitStrategy::SpinThenPark)),
             hako_park: with(HakoWait::Blocking(WaitStrategy::Park)),
-            hako_reqres: HakoReqRes,
+            hako_reqres: HakoReqRes { wait: None },
+            hako_reqres_spin_park: HakoReqRes {
+                wait: Some(WaitStrategy::SpinThenPark),
+            },
+            hako_reqres_park: HakoReqRes {
+                wait: Some(WaitStrategy::Park),
+            },
+            hako_async: std::array::from_fn(|i| {
+                let (wait, flavor) = (AsyncWait::ALL[i % 3], Flavor::ALL[i / 3]);
+                debug_assert_eq!(hako_async_index(wait, flavor), i);
+                AsyncTransport(HakoAsync { wait, flavor })
+            }),
+            tokio_stream: std::array::from_fn(|i| {
+                let socket = [Socket::Unix, Socket::Tcp][i % 2];
+                let flavor = Flavor::ALL[i / 2];
+                debug_assert_eq!(tokio_stream_index(socket, flavor), i);
+                AsyncTransport(TokioStream { socket, flavor })
+            }),
             reference: Reference,
             futex: FutexFloor,
             pipe: Pipe,
@@ -404,7 +514,7 @@ mod tests {
         let follower: Vec<&str> = t.for_follower().iter().map(|t| t.dyn_name()).collect();
         let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
         assert_eq!(follower, names);
-        for &k in Kind::SUITE.iter().chain(Kind::REQRES) {
+        for &k in Kind::SUITE.iter().chain(Kind::REQRES).chain(Kind::ASYNC) {
             assert!(Kind::ALL.contains(&k));
         }
     }

@@ -24,6 +24,11 @@
 //!    size of [`SuiteConfig::in_flight_sizes`] and depth of
 //!    [`SuiteConfig::depths`], requests per second with that many in flight,
 //!    in rounds as one-way rows are.
+//! 5. **async**, as request/response, through [`SuiteConfig::asynch`] (the
+//!    async transports of [`crate::aio`] and their blocking counterparts),
+//!    at [`SuiteConfig::async_sizes`], then with each of
+//!    [`SuiteConfig::async_depths`] in flight at
+//!    [`SuiteConfig::async_in_flight_sizes`].
 //!
 //! Transports that cannot carry a size (POSIX message queues above
 //! `msgsize_max`) or a pattern (the floors are ping-pong only) are listed
@@ -107,6 +112,14 @@ pub struct SuiteConfig {
     pub depths: Vec<u32>,
     /// Message sizes of the request/response rate rows.
     pub in_flight_sizes: Vec<usize>,
+    /// Transports of the async rows, in table order.
+    pub asynch: Vec<Kind>,
+    /// Message sizes of the async round trips.
+    pub async_sizes: Vec<usize>,
+    /// Requests in flight of the async rate rows.
+    pub async_depths: Vec<u32>,
+    /// Message sizes of the async rate rows.
+    pub async_in_flight_sizes: Vec<usize>,
 }
 
 /// One ping-pong row: all transports at one size and payload mode.
@@ -206,6 +219,11 @@ pub struct SuiteResult {
     pub request_response: Vec<PingPongRow>,
     /// Request/response rates, with [`SuiteConfig::depths`] in flight.
     pub in_flight: Vec<OneWayRow>,
+    /// Async request/response round trips, one request at a time.
+    pub async_round_trip: Vec<PingPongRow>,
+    /// Async request/response rates, with [`SuiteConfig::async_depths`]
+    /// in flight.
+    pub async_in_flight: Vec<OneWayRow>,
 }
 
 /// Whether a floor probe of `median_ns` shows the VM's low or high level.
@@ -294,10 +312,16 @@ impl SuiteConfig {
         let groups = (self.sizes.len() * self.payloads.len()) as u64;
         let (reqres, _) = self.split(&self.reqres);
         let rates = (self.in_flight_sizes.len() * self.depths.len() * self.payloads.len()) as u64;
+        let (asynch, _) = self.split(&self.asynch);
+        let async_groups = (self.async_sizes.len() * self.payloads.len()) as u64;
+        let async_rates = (self.async_in_flight_sizes.len()
+            * self.async_depths.len()
+            * self.payloads.len()) as u64;
         groups
             * (n(Pattern::PingPong)
                 + kinds.len() as u64 * (n(Pattern::Throughput) + n(Pattern::FanOut)))
             + n(Pattern::RequestResponse) * (groups + rates * reqres.len() as u64)
+            + n(Pattern::Async) * (async_groups + async_rates * asynch.len() as u64)
     }
 }
 
@@ -305,13 +329,15 @@ impl SuiteConfig {
 pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<SuiteResult> {
     let (kinds, mut left_out) = cfg.split(&cfg.transports);
     let (reqres_kinds, reqres_left_out) = cfg.split(&cfg.reqres);
-    for name in reqres_left_out {
+    let (async_kinds, async_left_out) = cfg.split(&cfg.asynch);
+    for name in reqres_left_out.into_iter().chain(async_left_out) {
         if !left_out.contains(&name) {
             left_out.push(name);
         }
     }
     let reqres = cfg.patterns.contains(&Pattern::RequestResponse) && !reqres_kinds.is_empty();
-    if kinds.is_empty() && !reqres {
+    let asynch = cfg.patterns.contains(&Pattern::Async) && !async_kinds.is_empty();
+    if kinds.is_empty() && !reqres && !asynch {
         return Err(
             "nothing to measure: every transport given busy-polls, and both processes \
                     are on one CPU"
@@ -410,38 +436,67 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
     }
     if reqres {
         let rows: Vec<&dyn RunRow> = reqres_kinds.iter().map(|&k| cfg.all.get(k)).collect();
-        measure_reqres(cfg, &mut session, probe, &rows, &mut result, &mut steps)?;
+        let group = ReqResGroup {
+            what: "request/response",
+            sizes: &cfg.sizes,
+            rate_sizes: &cfg.in_flight_sizes,
+            depths: &cfg.depths,
+        };
+        (result.request_response, result.in_flight) =
+            measure_reqres(cfg, &mut session, probe, &rows, &group, &mut steps)?;
+    }
+    if asynch {
+        let rows: Vec<&dyn RunRow> = async_kinds.iter().map(|&k| cfg.all.get(k)).collect();
+        let group = ReqResGroup {
+            what: "async",
+            sizes: &cfg.async_sizes,
+            rate_sizes: &cfg.async_in_flight_sizes,
+            depths: &cfg.async_depths,
+        };
+        (result.async_round_trip, result.async_in_flight) =
+            measure_reqres(cfg, &mut session, probe, &rows, &group, &mut steps)?;
     }
     steps.done();
     session.finish()?;
     Ok(result)
 }
 
-/// The request/response rows: round trips of one request at a time at
-/// every size, then rates with each depth in flight at the rate sizes.
+/// A group of request/response rows: its name in the progress bar, the
+/// sizes of its round trips, and the sizes and depths of its rates.
+struct ReqResGroup<'a> {
+    what: &'static str,
+    sizes: &'a [usize],
+    rate_sizes: &'a [usize],
+    depths: &'a [u32],
+}
+
+/// A group's request/response rows: round trips of one request at a time
+/// at every size, then rates with each depth in flight at the rate sizes.
 fn measure_reqres(
     cfg: &SuiteConfig,
     session: &mut Session,
     probe: &dyn RunRow,
     rows: &[&dyn RunRow],
-    result: &mut SuiteResult,
+    group: &ReqResGroup<'_>,
     steps: &mut Steps<'_>,
-) -> Result<()> {
+) -> Result<(Vec<PingPongRow>, Vec<OneWayRow>)> {
+    let (mut round_trips, mut rates) = (Vec::new(), Vec::new());
     for &payload in &cfg.payloads {
-        for &size in &cfg.sizes {
+        for &size in group.sizes {
             steps.show(format!(
-                "request/response {} {}",
+                "{} {} {}",
+                group.what,
                 payload.name(),
                 crate::report::format_size(size)
             ));
             let row = blocks::measure_row(session, probe, rows, size, payload, &cfg.plan)?;
-            result.request_response.push(PingPongRow { payload, row });
+            round_trips.push(PingPongRow { payload, row });
             steps.finish(1);
         }
     }
     for &payload in &cfg.payloads {
-        for &size in &cfg.in_flight_sizes {
-            for &depth in &cfg.depths {
+        for &size in group.rate_sizes {
+            for &depth in group.depths {
                 let pattern = Pattern::RequestResponse;
                 let mut cell: Vec<OneWayRow> = rows
                     .iter()
@@ -460,11 +515,11 @@ fn measure_reqres(
                     })
                     .collect();
                 measure_one_way(cfg, session, probe, rows, &mut cell, steps)?;
-                result.in_flight.extend(cell);
+                rates.extend(cell);
             }
         }
     }
-    Ok(())
+    Ok((round_trips, rates))
 }
 
 /// The CPUs to pin to by default: the first two this process may use (the

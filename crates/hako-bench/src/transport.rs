@@ -61,24 +61,30 @@ pub enum Pattern {
     /// Requests from the leader, each answered by the follower, with up to
     /// [`RowSpec::depth`] of them in flight.
     RequestResponse,
+    /// Request/response through the async transports ([`crate::aio`]) and
+    /// their blocking counterparts: a group of the suite, whose rows run
+    /// as [`Pattern::RequestResponse`].
+    Async,
 }
 
 impl Pattern {
     /// Every pattern.
-    pub const ALL: [Pattern; 4] = [
+    pub const ALL: [Pattern; 5] = [
         Pattern::PingPong,
         Pattern::Throughput,
         Pattern::FanOut,
         Pattern::RequestResponse,
+        Pattern::Async,
     ];
 
-    /// `pingpong`, `throughput`, `fanout`, `reqres`.
+    /// `pingpong`, `throughput`, `fanout`, `reqres`, `async`.
     pub fn name(self) -> &'static str {
         match self {
             Pattern::PingPong => "pingpong",
             Pattern::Throughput => "throughput",
             Pattern::FanOut => "fanout",
             Pattern::RequestResponse => "reqres",
+            Pattern::Async => "async",
         }
     }
 
@@ -89,7 +95,9 @@ impl Pattern {
             .into_iter()
             .find(|p| p.name() == name)
             .ok_or_else(|| {
-                format!("unknown pattern {name:?}; known: pingpong, throughput, fanout, reqres")
+                format!(
+                    "unknown pattern {name:?}; known: pingpong, throughput, fanout, reqres, async"
+                )
             })
     }
 
@@ -306,6 +314,22 @@ pub trait Leader {
         let _ = (seqs, depth);
         Err(NO_PIPELINE.into())
     }
+
+    /// A ping-pong row's round trips: `warmup` (at least one) untimed, then
+    /// `iterations` timed; each one's time in nanoseconds, in order, and
+    /// the CPU time of the timed ones. Default: [`measure`](crate::timing::measure),
+    /// one [`round_trip`](Self::round_trip) at a time; transports whose
+    /// loop must run elsewhere (in an async runtime) run it whole.
+    fn round_trips(
+        &mut self,
+        warmup: u64,
+        iterations: u64,
+    ) -> Result<(Vec<u64>, crate::cpu::CpuTime)>
+    where
+        Self: Sized,
+    {
+        crate::timing::measure(self, warmup, iterations)
+    }
 }
 
 const ONE_WAY_UNSUPPORTED: &str = "this transport measures ping-pong only";
@@ -350,6 +374,21 @@ pub trait Follower {
     fn receive(&mut self, seq: u64) -> Result<()> {
         let _ = seq;
         Err(ONE_WAY_UNSUPPORTED.into())
+    }
+
+    /// Serves (or, `one_way`, receives) messages `seqs` in order. Default:
+    /// one [`serve_one`](Self::serve_one) or [`receive`](Self::receive)
+    /// at a time; transports whose loop must run elsewhere (in an async
+    /// runtime) run it whole.
+    fn serve_range(&mut self, seqs: RangeInclusive<u64>, one_way: bool) -> Result<()> {
+        for seq in seqs {
+            if one_way {
+                self.receive(seq)?;
+            } else {
+                self.serve_one(seq)?;
+            }
+        }
+        Ok(())
     }
 }
 

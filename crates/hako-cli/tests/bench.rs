@@ -75,6 +75,7 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
         .args(["--sizes", "64,4K", "--iterations", "40", "--blocks", "1"])
         .args(["--block-ms", "1", "--min-messages", "10", "--fanout", "2"])
         .args(["--in-flight", "1,16", "--in-flight-sizes", "64"])
+        .args(["--async-sizes", "64,4K", "--async-in-flight", "1,16"])
         .arg("--shm-dir")
         .arg(&shm)
         .arg("--json")
@@ -93,6 +94,8 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
         "Fan-out",
         "Request/response: one request at a time",
         "Request/response: requests in flight",
+        "Async (tokio): one request at a time",
+        "Async (tokio): requests in flight",
         "Memory",
         "Summary",
     ] {
@@ -166,18 +169,20 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
                     } else {
                         // The floors measure ping-pong only; shmipc's
                         // one-way rows are skipped (see its module).
-                        // Request/response transports answer every
-                        // message.
+                        // Request/response transports (the async ones
+                        // too) answer every message.
                         let ok = [
                             "floor",
                             "floor2",
                             "futex",
                             "reference",
                             "shmipc",
-                            "hako-reqres",
                             "iceoryx2-reqres",
                         ];
-                        assert!(ok.contains(&t.as_str()), "{row}");
+                        let answers = ["hako-reqres", "hako-async", "tokio-"]
+                            .iter()
+                            .any(|p| t.starts_with(p));
+                        assert!(ok.contains(&t.as_str()) || answers, "{row}");
                     }
                     if pattern == "fanout" {
                         assert_eq!(row["followers"], 2);
@@ -224,6 +229,48 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
         .unwrap()
         .contains("hako request/response round trip")));
 
+    // Async: the same shape, hako's async ports against tokio's sockets
+    // and hako's blocking calls, on both runtimes.
+    let asynch = v["async"].as_array().unwrap();
+    let (async_trips, async_rates): (Vec<&Value>, Vec<&Value>) =
+        asynch.iter().partition(|r| r["kind"] == "round_trip");
+    assert_eq!(async_trips.len(), 4, "2 sizes x 2 modes");
+    assert_eq!(async_rates.len(), 4, "2 depths x 2 modes");
+    for row in async_trips.iter().chain(&async_rates) {
+        let measured = row["transports"].as_array().unwrap();
+        let names: Vec<&str> = measured
+            .iter()
+            .map(|t| t["transport"].as_str().unwrap())
+            .collect();
+        for want in [
+            "hako-async",
+            "hako-async-busy",
+            "hako-async-park",
+            "tokio-unix",
+            "tokio-tcp",
+            "hako-async-mt",
+            "tokio-unix-mt",
+            "hako-reqres-park",
+        ] {
+            assert!(names.contains(&want), "{want} missing in {row}");
+        }
+        for t in measured {
+            assert!(t["median_ns"].as_f64().unwrap() > 0.0, "{t}");
+        }
+    }
+    let goals: Vec<&str> = v["goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    for want in [
+        "busy reader: hako async round trip",
+        "sleeping reader: hako async round trip",
+    ] {
+        assert!(goals.iter().any(|g| g.contains(want)), "{want}: {goals:?}");
+    }
+
     // The SVG is XML with an <svg> root, and one line per transport in each
     // of the two panels (the series are the polylines 2 px wide; axes and
     // legend frames are 1 px).
@@ -236,7 +283,12 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
         .count();
     let measured = ping_pong[0]["transports"].as_array().unwrap().len();
     let measured_reqres = trips[0]["transports"].as_array().unwrap().len();
-    assert_eq!(lines, 2 * measured + 2 * measured_reqres, "{svg_text}");
+    let measured_async = async_trips[0]["transports"].as_array().unwrap().len();
+    assert_eq!(
+        lines,
+        2 * measured + 2 * measured_reqres + 2 * measured_async,
+        "{svg_text}"
+    );
     assert!(svg_text.contains("touch mode") && svg_text.contains("full mode"));
     assert!(svg_text.contains("request/response: round trip"));
     for t in &transports {
@@ -270,6 +322,10 @@ fn bad_arguments_fail_clearly() {
     fails_with(&["--sizes", "64,lots"], "bad size");
     fails_with(&["--sizes", "1024M"], "above the largest");
     fails_with(&["--patterns", "smoke-signals"], "unknown pattern");
+    fails_with(
+        &["--async-transports", "carrier-pigeon"],
+        "unknown transport",
+    );
     fails_with(&["--payload", "half"], "unknown payload mode");
     fails_with(&["--fanout", "0"], "fanout");
     if let Some(max) = std::fs::read_to_string("/proc/sys/fs/mqueue/msgsize_max")

@@ -48,8 +48,10 @@ enum Pinning {
 #[command(version)]
 struct Cli {
     /// Transports to measure, in this order; any of floor, floor2, hako,
-    /// hako-spin, hako-spin-park, hako-park, reference, futex, pipe, fifo,
-    /// unix, tcp, mq (and iceoryx2, shmipc with the `peers` feature).
+    /// hako-spin, hako-spin-park, hako-park, hako-reqres (-spin-park,
+    /// -park), hako-async (-busy, -park; -mt), tokio-unix, tokio-tcp (-mt),
+    /// reference, futex, pipe, fifo, unix, tcp, mq (and iceoryx2, shmipc
+    /// with the `peers` feature).
     #[arg(long, value_delimiter = ',', value_parser = Kind::parse,
           default_value = Kind::DEFAULT_LIST)]
     transports: Vec<Kind>,

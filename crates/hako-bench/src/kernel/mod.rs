@@ -51,6 +51,7 @@ use rustix::fs::{fcntl_getfl, fcntl_setfl, open, Mode, OFlags};
 use mq::unlink_queue;
 pub use mq::{msgsize_max, MessageQueue, Mq, MSGSIZE_MAX_PATH};
 pub use pipes::{Fifo, Pipe};
+pub(crate) use sockets::socket_in_flight_skip;
 pub use sockets::{Tcp, UnixSocket, SOCKET_IN_FLIGHT_BYTES};
 
 #[cfg(doc)]
@@ -300,7 +301,7 @@ fn open_fifo(path: &Path, access: OFlags) -> Result<File> {
 }
 
 /// A file of the row in the run's root: `<kind>_<row>_<what>`.
-fn row_path(row: &RowSpec, kind: &str, what: &str) -> PathBuf {
+pub(crate) fn row_path(row: &RowSpec, kind: &str, what: &str) -> PathBuf {
     row.root.join(format!("{kind}_{}_{what}", row.row_id))
 }
 

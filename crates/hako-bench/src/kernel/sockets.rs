@@ -18,7 +18,7 @@ use crate::Result;
 /// a unix socket; TCP's grow from 16 KiB and more) hold this much.
 pub const SOCKET_IN_FLIGHT_BYTES: usize = 64 << 10;
 
-fn socket_in_flight_skip(size: usize, depth: u32) -> Option<String> {
+pub(crate) fn socket_in_flight_skip(size: usize, depth: u32) -> Option<String> {
     (size.saturating_mul(depth as usize) > SOCKET_IN_FLIGHT_BYTES).then(|| {
         format!(
             "{depth} requests of {size} B in flight would outgrow the socket buffers the \

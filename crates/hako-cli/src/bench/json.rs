@@ -180,7 +180,8 @@ pub fn json(result: &SuiteResult, info: &RunInfo) -> Value {
         "ping_pong": ping_pong,
         "one_way": one_way,
         "request_response": super::reqres::json(result),
-        "summary": super::summary::summary(result).into_iter().chain(super::reqres::summary(result)).collect::<Vec<_>>(),
-        "goals": super::summary::goals(result).into_iter().chain(super::reqres::goals(result)).collect::<Vec<_>>(),
+        "async": super::asynch::json(result),
+        "summary": super::output::all_lines(result).into_iter().filter(|l| !l.starts_with("goal: ")).collect::<Vec<_>>(),
+        "goals": super::output::all_lines(result).into_iter().filter(|l| l.starts_with("goal: ")).collect::<Vec<_>>(),
     })
 }

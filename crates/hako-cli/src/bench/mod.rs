@@ -10,6 +10,7 @@
 //! with the leader (`PR_SET_PDEATHSIG`). Leftovers of runs that were killed
 //! outright (SIGKILL) are removed by the next run.
 
+pub mod asynch;
 pub mod json;
 pub mod output;
 pub mod plot;
@@ -74,7 +75,9 @@ cannot carry a size given is an error. See the README for what each column means
 pub struct BenchArgs {
     /// Transports, in table order: hako, hako-spin-park, hako-park,
     /// hako-spin, iceoryx2, shmipc, floor, futex, pipe, fifo, unix, tcp, mq,
-    /// reference [default: all but hako-park, hako-spin and reference].
+    /// reference (and the request/response and async ones) [default: all
+    /// but hako-park, hako-spin, reference and those of the request/response
+    /// and async rows].
     #[arg(long, value_delimiter = ',', value_parser = Kind::parse)]
     pub transports: Option<Vec<Kind>>,
     /// Message sizes (e.g. 64,1K,4KiB,1M) [default: 64,1K,4K,64K,1M,4M;
@@ -84,9 +87,11 @@ pub struct BenchArgs {
     /// Patterns: pingpong (round-trip latency), throughput (one way),
     /// fanout (one sender, --fanout receivers), reqres (request/response:
     /// round trips, and requests per second with --in-flight requests in
-    /// flight).
+    /// flight), async (request/response under tokio, with --async-in-flight
+    /// requests in flight, against tokio's sockets and hako's blocking
+    /// calls).
     #[arg(long, value_delimiter = ',', value_parser = Pattern::parse,
-          default_value = "pingpong,throughput,fanout,reqres")]
+          default_value = "pingpong,throughput,fanout,reqres,async")]
     pub patterns: Vec<Pattern>,
     /// Transports of the request/response rows, in table order [default:
     /// hako-reqres, hako (pub/sub ping-pong, the reference),
@@ -101,6 +106,23 @@ pub struct BenchArgs {
     /// --quick: 64].
     #[arg(long, value_delimiter = ',', value_parser = parse_size)]
     pub in_flight_sizes: Option<Vec<usize>>,
+    /// Transports of the async rows, in table order [default: hako-async,
+    /// hako-async-busy, hako-async-park, tokio-unix, tokio-tcp, the same
+    /// on a multi-threaded runtime (-mt), hako-reqres,
+    /// hako-reqres-spin-park, hako-reqres-park, shmipc].
+    #[arg(long, value_delimiter = ',', value_parser = Kind::parse)]
+    pub async_transports: Option<Vec<Kind>>,
+    /// Message sizes of the async round trips [default: 64,4K,64K,1M;
+    /// --quick: 64,64K].
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    pub async_sizes: Option<Vec<usize>>,
+    /// Requests in flight of the async rate rows.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,256",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub async_in_flight: Vec<u32>,
+    /// Message sizes of the async rate rows.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "64")]
+    pub async_in_flight_sizes: Vec<usize>,
     /// Payload modes: touch (first and last byte written and checked), full
     /// (every byte written, every byte read into a checksum).
     #[arg(long, value_delimiter = ',', value_parser = PayloadMode::parse,
@@ -215,25 +237,26 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
             .clone()
             .unwrap_or_else(|| default_in_flight.to_vec()),
     );
-    let mut depths: Vec<u32> = Vec::new();
-    for &d in &args.in_flight {
-        if !depths.contains(&d) {
-            depths.push(d);
-        }
-    }
-    let mut reqres: Vec<Kind> = Vec::new();
-    for k in args
-        .reqres_transports
-        .clone()
-        .unwrap_or_else(|| Kind::REQRES.to_vec())
-    {
-        if !reqres.contains(&k) {
-            reqres.push(k);
-        }
-    }
+    let depths = dedup_copy(&args.in_flight);
+    let reqres = dedup_copy(args.reqres_transports.as_deref().unwrap_or(Kind::REQRES));
+    let asynch = dedup_copy(args.async_transports.as_deref().unwrap_or(Kind::ASYNC));
+    let default_async: &[usize] = if args.quick {
+        &[64, 64 << 10]
+    } else {
+        &[64, 4 << 10, 64 << 10, 1 << 20]
+    };
+    let async_sizes = dedup(
+        args.async_sizes
+            .clone()
+            .unwrap_or_else(|| default_async.to_vec()),
+    );
+    let async_in_flight_sizes = dedup(args.async_in_flight_sizes.clone());
+    let async_depths = dedup_copy(&args.async_in_flight);
     if let Some(&big) = sizes
         .iter()
         .chain(&in_flight_sizes)
+        .chain(&async_sizes)
+        .chain(&async_in_flight_sizes)
         .find(|&&s| s > MAX_SIZE)
     {
         return Err(format!(
@@ -250,9 +273,16 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
     let named = kinds
         .iter()
         .filter(|_| explicit)
-        .chain(args.reqres_transports.iter().flatten());
-    for &k in named {
-        for &size in &sizes {
+        .map(|k| (k, &sizes))
+        .chain(args.reqres_transports.iter().flatten().map(|k| (k, &sizes)))
+        .chain(
+            args.async_transports
+                .iter()
+                .flatten()
+                .map(|k| (k, &async_sizes)),
+        );
+    for (&k, sizes) in named {
+        for &size in sizes {
             if let Some(why) = all.get(k).row_skip_reason(size, Pattern::PingPong) {
                 return Err(format!(
                     "transport {} cannot carry {} messages: {why}",
@@ -319,9 +349,23 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
             reqres,
             depths,
             in_flight_sizes,
+            asynch,
+            async_sizes,
+            async_depths,
+            async_in_flight_sizes,
         },
         args.pinning,
     ))
+}
+
+/// `items` in order, each once.
+fn dedup_copy<T: Copy + PartialEq>(items: &[T]) -> Vec<T> {
+    items.iter().fold(Vec::new(), |mut out, &x| {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+        out
+    })
 }
 
 /// Removes the run's files and exits on SIGINT or SIGTERM (the followers die

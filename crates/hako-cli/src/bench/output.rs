@@ -233,8 +233,10 @@ pub fn text(result: &SuiteResult, info: &RunInfo) -> String {
 pub fn all_lines(result: &SuiteResult) -> Vec<String> {
     let mut lines = summary(result);
     lines.extend(reqres::summary(result));
+    lines.extend(super::asynch::summary(result));
     lines.extend(goals(result));
     lines.extend(reqres::goals(result));
+    lines.extend(super::asynch::goals(result));
     lines
 }
 
@@ -249,6 +251,7 @@ fn tables(result: &SuiteResult) -> Vec<Table> {
         }
     }
     t.extend(reqres::tables(result));
+    t.extend(super::asynch::tables(result));
     if !result.memory.is_empty() {
         t.push(memory_table(result));
     }

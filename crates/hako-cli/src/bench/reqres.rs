@@ -46,15 +46,18 @@ pub fn tables(result: &SuiteResult) -> Vec<Table> {
         ));
     }
     if !result.in_flight.is_empty() {
-        t.push(in_flight_table(result));
+        t.push(in_flight_table(
+            "Request/response: requests in flight from one client to one server",
+            &result.in_flight,
+        ));
     }
     t
 }
 
-/// Requests per second with requests in flight.
-fn in_flight_table(result: &SuiteResult) -> Table {
+/// Requests per second with requests in flight: the rate rows `rates`.
+pub fn in_flight_table(title: &str, rates: &[OneWayRow]) -> Table {
     let mut t = Table::new(
-        "Request/response: requests in flight from one client to one server",
+        title,
         &[
             "size",
             "payload",
@@ -69,7 +72,7 @@ fn in_flight_table(result: &SuiteResult) -> Table {
         ],
     );
     let mut last = None;
-    for r in &result.in_flight {
+    for r in rates {
         let first = last != Some((r.payload, r.size, r.depth));
         last = Some((r.payload, r.size, r.depth));
         let head = |s: String| if first { s } else { String::new() };
@@ -85,10 +88,11 @@ fn in_flight_table(result: &SuiteResult) -> Table {
     t
 }
 
-/// The rate rows of one cell (payload mode, size, depth), in table order.
-fn cells(result: &SuiteResult) -> Vec<Vec<&OneWayRow>> {
+/// The rate rows of `rates` by cell (payload mode, size, depth), in table
+/// order.
+pub fn cells(rates: &[OneWayRow]) -> Vec<Vec<&OneWayRow>> {
     let mut cells: Vec<Vec<&OneWayRow>> = Vec::new();
-    for r in &result.in_flight {
+    for r in rates {
         match cells.last_mut() {
             Some(c) if (c[0].payload, c[0].size, c[0].depth) == (r.payload, r.size, r.depth) => {
                 c.push(r)
@@ -99,7 +103,8 @@ fn cells(result: &SuiteResult) -> Vec<Vec<&OneWayRow>> {
     cells
 }
 
-fn rate_of(r: &OneWayRow) -> Option<f64> {
+/// The rate of `r`'s median run.
+pub fn rate_of(r: &OneWayRow) -> Option<f64> {
     r.median_run().map(|m| m.messages_per_s())
 }
 
@@ -135,7 +140,7 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
             }
         }
     }
-    for cell in cells(result) {
+    for cell in cells(&result.in_flight) {
         let Some(h) = cell.iter().find(|r| r.transport == HAKO) else {
             continue;
         };
@@ -196,7 +201,7 @@ pub fn goals(result: &SuiteResult) -> Vec<String> {
         ("iceoryx2-reqres", "iceoryx2's", 5.0),
         ("unix", "the unix-socket server's", 20.0),
     ] {
-        for cell in cells(result) {
+        for cell in cells(&result.in_flight) {
             let c = cell[0];
             if (c.depth, c.size, c.payload) != (16, 64, PayloadMode::Touch) {
                 continue;
@@ -227,8 +232,13 @@ pub fn goals(result: &SuiteResult) -> Vec<String> {
 
 /// The JSON `request_response` array (see the module's documentation).
 pub fn json(result: &SuiteResult) -> Vec<Value> {
-    let mut rows: Vec<Value> = result
-        .request_response
+    json_rows(&result.request_response, &result.in_flight)
+}
+
+/// A JSON array of round-trip rows `round_trips` and rate rows `rates`
+/// (see the module's documentation).
+pub fn json_rows(round_trips: &[PingPongRow], rates: &[OneWayRow]) -> Vec<Value> {
+    let mut rows: Vec<Value> = round_trips
         .iter()
         .map(|PingPongRow { payload, row }| {
             let transports: Vec<Value> = row
@@ -259,7 +269,7 @@ pub fn json(result: &SuiteResult) -> Vec<Value> {
             })
         })
         .collect();
-    for cell in cells(result) {
+    for cell in cells(rates) {
         let c = cell[0];
         let transports: Vec<Value> = cell
             .iter()
