@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 
 use super::error::AsyncError;
 use super::readiness::{Readiness, Waitable};
+use super::room::{Ready, RoomPort, RoomWait};
 use crate::port::payload::Payload;
 use crate::reqres::client::Client;
 use crate::reqres::errors::ReqResReceiveError;
@@ -39,7 +40,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Waitable for Asking<'_, Req,
             Err(ReqResReceiveError::ServerGone)
         }
     }
-    fn spin_policy(&self) -> (crate::WaitStrategy, &crate::port::wait::Adaptive) {
+    fn spin_policy(&self) -> (crate::port::wait::WaitStrategy, &crate::port::wait::Adaptive) {
         self.client.wait_spin_policy()
     }
 }
@@ -77,6 +78,7 @@ pub struct AsyncClient<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     // Declared first: deregistered before the client's FIFO closes.
     readiness: Readiness,
     client: Client<Req, Resp>,
+    room: RoomWait,
 }
 
 impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> std::fmt::Debug for AsyncClient<Req, Resp> {
@@ -95,7 +97,11 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsyncClient<Req, Resp> {
         // SAFETY: as in AsyncSubscriber::new: the client's FIFO outlives
         // `readiness`, declared first and dropped first.
         let readiness = unsafe { Readiness::new(client.as_fd())? };
-        Ok(Self { readiness, client })
+        Ok(Self {
+            readiness,
+            client,
+            room: RoomWait::default(),
+        })
     }
 
     /// The client, to loan and send requests.
@@ -103,11 +109,24 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsyncClient<Req, Resp> {
         &self.client
     }
 
+    /// Waits until a request sent now would go out without waiting (the
+    /// queues it goes to have room, or the port never waits: see
+    /// [`Client::has_room`](crate::Client::has_room)).
+    /// Only this port fills those queues, so the next send after it, from
+    /// this task, does not wait.
+    ///
+    /// Cancel-safe: it takes and sends nothing.
+    pub fn ready(&mut self) -> Ready<'_, Self> {
+        Ready::new(self)
+    }
+
     /// The client back, registered with no reactor. Tickets of requests
     /// still in flight keep their slots until it goes.
     pub fn into_inner(mut self) -> Client<Req, Resp> {
         self.cancel();
-        let Self { readiness, client } = self;
+        let Self {
+            readiness, client, ..
+        } = self;
         drop(readiness);
         client
     }
@@ -252,5 +271,18 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for Responses<'_, Req, 
         if let Some(ticket) = self.ticket.take() {
             self.port.finish(ticket);
         }
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> RoomPort for AsyncClient<Req, Resp> {
+    fn poll_room(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let port = &self.client;
+        self.room.poll_room(cx, |alive| {
+            if alive {
+                port.has_room_alive()
+            } else {
+                port.has_room()
+            }
+        })
     }
 }

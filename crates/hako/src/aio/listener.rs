@@ -24,7 +24,7 @@ impl Waitable for Listener {
     fn peers_gone(&self, saw: &mut bool) -> Result<(), ListenerError> {
         self.notifiers_gone(saw)
     }
-    fn spin_policy(&self) -> (crate::WaitStrategy, &crate::port::wait::Adaptive) {
+    fn spin_policy(&self) -> (crate::port::wait::WaitStrategy, &crate::port::wait::Adaptive) {
         Listener::spin_policy(self)
     }
 }

@@ -7,8 +7,10 @@
 //! [`Server`](crate::Server): `receive().await` for the next request;
 //! [`AsyncClient`] a [`Client`](crate::Client): the responses of each
 //! request in flight awaited, or as a stream.
-//! Sending stays synchronous: a publisher or notifier never waits for a
-//! reader.
+//! Sending stays synchronous where it never waits; where it may (a
+//! publisher, client or server under `Block` backpressure, whose
+//! receiver's queue is full) `ready().await` waits for room:
+//! [`AsyncPublisher`], [`AsyncClient::ready`], [`AsyncServer::ready`].
 //!
 //! ```no_run
 //! # async fn f(node: hako::Node) -> Result<(), Box<dyn std::error::Error>> {
@@ -76,11 +78,13 @@ mod client;
 mod error;
 mod listener;
 mod readiness;
+mod room;
 mod server;
 mod subscriber;
 
 pub use client::{AsyncClient, ReceiveResponse, Responses};
 pub use error::AsyncError;
 pub use listener::{AsyncListener, Events, Wait};
+pub use room::{AsyncPublisher, Ready};
 pub use server::{AsyncServer, ReceiveRequest};
 pub use subscriber::{AsyncSubscriber, Receive};

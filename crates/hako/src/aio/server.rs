@@ -7,6 +7,7 @@ use std::task::{Context, Poll};
 
 use super::error::AsyncError;
 use super::readiness::{Readiness, Waitable};
+use super::room::{Ready, RoomPort, RoomWait};
 use crate::port::payload::Payload;
 use crate::reqres::errors::ReqResReceiveError;
 use crate::reqres::active::ActiveRequest;
@@ -28,7 +29,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Waitable for Server<Req, Res
         // blocking receive does.
         Ok(())
     }
-    fn spin_policy(&self) -> (crate::WaitStrategy, &crate::port::wait::Adaptive) {
+    fn spin_policy(&self) -> (crate::port::wait::WaitStrategy, &crate::port::wait::Adaptive) {
         self.wait_spin_policy()
     }
 }
@@ -57,6 +58,7 @@ pub struct AsyncServer<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     // Declared first: deregistered before the server's FIFO closes.
     readiness: Readiness,
     server: Server<Req, Resp>,
+    room: RoomWait,
 }
 
 impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> std::fmt::Debug for AsyncServer<Req, Resp> {
@@ -75,7 +77,11 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsyncServer<Req, Resp> {
         // SAFETY: as in AsyncSubscriber::new: the server's FIFO outlives
         // `readiness`, declared first and dropped first.
         let readiness = unsafe { Readiness::new(server.as_fd())? };
-        Ok(Self { readiness, server })
+        Ok(Self {
+            readiness,
+            server,
+            room: RoomWait::default(),
+        })
     }
 
     /// Waits for the next request: what [`Server::blocking_receive`] gives,
@@ -99,10 +105,23 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsyncServer<Req, Resp> {
         &self.server
     }
 
+    /// Waits until a response sent now would go out without waiting (the
+    /// queues it goes to have room, or the port never waits: see
+    /// [`Server::has_room`](crate::Server::has_room)).
+    /// Only this port fills those queues, so the next send after it, from
+    /// this task, does not wait.
+    ///
+    /// Cancel-safe: it takes and sends nothing.
+    pub fn ready(&mut self) -> Ready<'_, Self> {
+        Ready::new(self)
+    }
+
     /// The server back, registered with no reactor.
     pub fn into_inner(mut self) -> Server<Req, Resp> {
         self.cancel();
-        let Self { readiness, server } = self;
+        let Self {
+            readiness, server, ..
+        } = self;
         drop(readiness);
         server
     }
@@ -138,5 +157,18 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for ReceiveRequest<'_, 
         if let Some(port) = self.port.as_mut() {
             port.cancel();
         }
+    }
+}
+
+impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> RoomPort for AsyncServer<Req, Resp> {
+    fn poll_room(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let port = &self.server;
+        self.room.poll_room(cx, |alive| {
+            if alive {
+                port.has_room_alive()
+            } else {
+                port.has_room()
+            }
+        })
     }
 }

@@ -26,7 +26,7 @@ impl<T: Payload + ?Sized> Waitable for Subscriber<T> {
     fn peers_gone(&self, saw: &mut bool) -> Result<(), ReceiveError> {
         self.rx.publishers_gone(saw)
     }
-    fn spin_policy(&self) -> (crate::WaitStrategy, &crate::port::wait::Adaptive) {
+    fn spin_policy(&self) -> (crate::port::wait::WaitStrategy, &crate::port::wait::Adaptive) {
         self.rx.spin_policy()
     }
 }

@@ -313,6 +313,25 @@ impl<'a> Submission<'a> {
         Ok(Push::Done)
     }
 
+    /// Producer: whether a push now would find room. Reads the consumer's
+    /// position only when the cached one says the ring is full. A position
+    /// that cannot be (more queued than the ring holds) counts as room: the
+    /// push then reports the corruption.
+    pub fn has_room(&self, p: &mut Producer) -> bool {
+        if p.tail.wrapping_sub(p.cached_head) < self.capacity {
+            return true;
+        }
+        // ORDERING: Acquire; as in try_push (the consumer's read of the slot
+        // a push would reuse happened before).
+        let head = self.head.load(Ordering::Acquire);
+        let used = p.tail.wrapping_sub(head);
+        if used > self.capacity {
+            return true;
+        }
+        p.cached_head = head;
+        used < self.capacity
+    }
+
     #[inline]
     fn write(&self, p: &mut Producer, index: u32, len: u64, next: Option<u32>, tag: Tag) {
         let (desc, len_word) = self.pair(p.tail);

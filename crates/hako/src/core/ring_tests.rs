@@ -27,15 +27,26 @@ fn submission_fifo_and_full() {
     let mut p = Producer::default();
     assert_eq!(ring.pop(), Ok(Pop::Empty));
     for i in 0..3 {
+        assert!(ring.has_room(&mut p));
         assert_eq!(ring.try_push(&mut p, i, 1, None, NO_TAG), Ok(Push::Done));
     }
+    assert!(!ring.has_room(&mut p));
     assert_eq!(ring.try_push(&mut p, 9, 1, None, NO_TAG), Ok(Push::Full));
     assert!(ring.has_item());
     for i in 0..3 {
         assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
+        // Room again as soon as the consumer took one.
+        assert!(ring.has_room(&mut p));
     }
     assert_eq!(ring.pop(), Ok(Pop::Empty));
     assert!(!ring.has_item());
+    // A consumer position that cannot be counts as room: the push says why.
+    for i in 0..3 {
+        assert_eq!(ring.try_push(&mut p, i, 1, None, NO_TAG), Ok(Push::Done));
+    }
+    head.store(0, std::sync::atomic::Ordering::Relaxed);
+    assert!(ring.has_room(&mut p));
+    assert_eq!(ring.try_push(&mut p, 9, 1, None, NO_TAG), Err(Corrupted));
 }
 
 #[test]

@@ -272,6 +272,7 @@ impl Listener {
     }
 
     /// The listener's wait strategy and its spin state, for an async wait.
+    #[cfg(feature = "tokio")]
     pub(crate) fn spin_policy(&self) -> (WaitStrategy, &Adaptive) {
         (self.strategy, &self.adaptive)
     }

@@ -50,12 +50,14 @@ pub(crate) const PARK_SLICE: Duration = Duration::from_millis(100);
 /// Longest a [`WaitStrategy::BusySpin`] wait spins in one poll of an
 /// async task before it lets the runtime run its other tasks (and asks to
 /// be polled again at once).
+#[cfg(feature = "tokio")]
 pub(crate) const ASYNC_BUSY_SLICE: Duration = Duration::from_micros(50);
 
 /// Calls `poll` until it yields a value or `budget` has passed since the
 /// call (`Ok(None)`), with a PAUSE hint between looks and a look at the
 /// clock every [`SPINS_PER_CLOCK`]: the spin of an async wait, which has no
 /// deadline or peers to check within one slice.
+#[cfg(feature = "tokio")]
 pub(crate) fn spin<R, E>(
     budget: Duration,
     mut poll: impl FnMut() -> Result<Option<R>, E>,

@@ -243,6 +243,22 @@ impl<T: Payload + ?Sized> Publisher<T> {
         self.inner.update_connections();
     }
 
+    /// Whether a send now would go out without waiting: true unless the
+    /// port waits under backpressure (`BackpressureStrategy::Block`) and a
+    /// receiver's queue is full. Only this port fills its queues, so a
+    /// true stays true until its next send. Takes back what receivers
+    /// returned; no system call.
+    pub fn has_room(&self) -> bool {
+        self.inner.room_everywhere(false)
+    }
+
+    /// [`has_room`](Self::has_room), disconnecting first every full
+    /// subscriber whose process died (a system call each).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn has_room_alive(&self) -> bool {
+        self.inner.room_everywhere(true)
+    }
+
     /// Number of subscribers currently connected.
     pub fn subscriber_count(&self) -> usize {
         self.inner.receiver_count()

@@ -319,7 +319,23 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
         self.inbox.port.rx.arm() || self.inbox.has_queued()
     }
 
+    /// Whether a request sent now would go out without waiting: true unless
+    /// the port waits under backpressure (`BackpressureStrategy::Block`)
+    /// and a queue it sends to is full. Only this port fills its queues,
+    /// so a true stays true until its next send. No system call.
+    pub fn has_room(&self) -> bool {
+        self.inbox.port.tx.room_everywhere(false)
+    }
+
+    /// [`has_room`](Self::has_room), disconnecting first every full peer
+    /// whose process died (a system call each).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn has_room_alive(&self) -> bool {
+        self.inbox.port.tx.room_everywhere(true)
+    }
+
     /// The port's wait strategy and its spin state, for an async wait.
+    #[cfg(feature = "tokio")]
     pub(crate) fn wait_spin_policy(&self) -> (WaitStrategy, &crate::port::wait::Adaptive) {
         self.inbox.port.rx.spin_policy()
     }

@@ -18,7 +18,7 @@ use crate::domain::service::error::{io_err, ServiceError};
 use crate::domain::service::inner::{NewPort, ServiceInner};
 use crate::domain::service::tables::PortKind;
 use crate::os::fifo;
-use crate::port::wait::{Adaptive, WaitStrategy, Waiter};
+use crate::port::wait::{Adaptive, Waiter};
 
 /// A receiving port. `Send` but not `Sync`: one thread at a time uses it,
 /// so receiving needs no lock.
@@ -235,7 +235,8 @@ impl Receiver {
     }
 
     /// The port's wait strategy and its spin state, for an async wait.
-    pub(crate) fn spin_policy(&self) -> (WaitStrategy, &Adaptive) {
+    #[cfg(feature = "tokio")]
+    pub(crate) fn spin_policy(&self) -> (crate::port::wait::WaitStrategy, &Adaptive) {
         (self.reg.settings.strategy, &self.adaptive)
     }
 

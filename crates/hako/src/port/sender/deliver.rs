@@ -296,6 +296,47 @@ impl SenderState {
         }
     }
 
+    /// Whether a send now would deliver to every connection served without
+    /// waiting for room: always, unless the port waits under
+    /// backpressure (`Block`). Takes back what full connections' receivers
+    /// returned; with `check_alive`, disconnects a full one whose receiver
+    /// left or died (a system call per full connection), as a blocked send
+    /// does now and then. For the async forms of waiting sends.
+    pub(crate) fn room_everywhere(&mut self, p: &SenderParams, check_alive: bool) -> bool {
+        if p.overflow != OverflowPolicy::Backpressure || p.strategy != BackpressureStrategy::Block
+        {
+            return true;
+        }
+        // ORDERING: Acquire; as in send().
+        if p.generation.load(Ordering::Acquire) != self.seen_generation {
+            self.update_connections(p);
+        }
+        self.refresh_active();
+        let mut room = true;
+        for k in 0..self.active.len() {
+            let j = self.active[k];
+            if (self.conns[j].outstanding.count() as u64) < p.buffer {
+                continue;
+            }
+            self.take_back_returned(j);
+            let conn = &mut self.conns[j];
+            let count = conn.outstanding.count();
+            // As deliver_one finds room: below the queue's size, or below
+            // the connection's limit with a slot free in its ring.
+            let free = (count as u64) < p.buffer
+                || (count < p.per_conn_limit && conn.sub.has_room(&mut conn.producer));
+            if conn.broken || free {
+                continue;
+            }
+            if check_alive && !self.subscriber_still_there(p, j) {
+                self.disconnect(j, false);
+                continue;
+            }
+            room = false;
+        }
+        room
+    }
+
     /// A delivery to `j` lost to overflow: counted for inspectors.
     #[cold]
     pub(super) fn count_drop(&mut self, j: usize) {

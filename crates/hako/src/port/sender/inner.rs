@@ -217,6 +217,13 @@ impl SenderInner {
         self.lock_unclaimed().update_connections(&self.params);
     }
 
+    /// Whether a send now would not wait for room (see
+    /// `SenderState::room_everywhere`).
+    pub(crate) fn room_everywhere(&self, check_alive: bool) -> bool {
+        self.lock_unclaimed()
+            .room_everywhere(&self.params, check_alive)
+    }
+
     /// Receivers currently connected.
     pub(crate) fn receiver_count(&self) -> usize {
         let mut st = self.lock_unclaimed();
