@@ -33,6 +33,27 @@ impl<T: Payload + ?Sized> Sample<T> {
     }
 }
 
+impl<T: crate::ShmSafe> Sample<[T]> {
+    /// The first element, for code that reads through raw pointers
+    /// (language bindings): [`len`](Self::len) elements of the service's
+    /// element size lie there (see
+    /// [`PubSubBuilder::payload_type`](crate::PubSubBuilder::payload_type)),
+    /// until the sample drops.
+    pub fn as_ptr(&self) -> *const T {
+        self.raw.payload().cast()
+    }
+
+    /// Elements of the payload.
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Whether the payload has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len() == 0
+    }
+}
+
 impl<T: Payload + ?Sized> Deref for Sample<T> {
     type Target = T;
     #[inline]

@@ -105,6 +105,13 @@ impl<T: ShmSafe> SampleMutUninit<[T]> {
         }
     }
 
+    /// The first element, for code that writes through raw pointers
+    /// (language bindings): `len` elements of the service's element size
+    /// lie there (see [`PubSubBuilder::payload_type`](crate::PubSubBuilder::payload_type)).
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.raw.payload().cast()
+    }
+
     /// The uninitialised elements.
     pub fn payload_mut(&mut self) -> &mut [MaybeUninit<T>] {
         // SAFETY: in range (len <= max_len), unique through &mut self.

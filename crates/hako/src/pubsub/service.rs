@@ -44,6 +44,8 @@ pub struct PubSubBuilder<T: Payload + ?Sized> {
     node: Arc<NodeInner>,
     name: ServiceName,
     req: QosRequest,
+    /// The payload as described at run time ([`PubSubBuilder::payload_type`]).
+    described: Option<TypeDetails>,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
@@ -88,8 +90,15 @@ impl<T: Payload + ?Sized> PubSubBuilder<T> {
             node,
             name,
             req: QosRequest::default(),
+            described: None,
             _t: PhantomData,
         }
+    }
+
+    /// The payload's name, size and alignment: `T`'s, or those described
+    /// at run time.
+    fn details(&self) -> TypeDetails {
+        self.described.clone().unwrap_or_else(T::details)
     }
 
     fn finish(self, mode: Mode) -> Result<PubSubService<T>, ServiceError> {
@@ -118,6 +127,42 @@ impl<T: Payload + ?Sized> PubSubBuilder<T> {
     }
 }
 
+impl PubSubBuilder<[u8]> {
+    /// For language bindings: the service carries a payload described at
+    /// run time, by the name, size and alignment a Rust process would give
+    /// it ([`TypeDetails`]; `slice` for a slice of such elements), so that
+    /// a C or Python program and a Rust program with the real type share
+    /// one service. The ports of this builder's service see each payload
+    /// as bytes: a sample holds [`len`](crate::Sample::len) elements of
+    /// `details.size` bytes, reached through `as_ptr` / `as_mut_ptr` (a
+    /// `[u8]` view of it covers only `len` bytes). Refused on create
+    /// unless the size is at least 1, the alignment a power of two up to
+    /// 4096 and the size a multiple of it.
+    pub fn payload_type(mut self, details: TypeDetails) -> Self {
+        self.described = Some(details);
+        self
+    }
+}
+
+/// Checks a payload described at run time (see
+/// [`PubSubBuilder::payload_type`]).
+pub(crate) fn check_described(t: &TypeDetails) -> Result<(), ServiceError> {
+    let bad = |field, value, rule| Err(ServiceError::InvalidSetting { field, value, rule });
+    if t.size == 0 {
+        return bad("payload size", 0, "at least 1");
+    }
+    if !t.align.is_power_of_two() {
+        return bad("payload alignment", t.align, "a power of two");
+    }
+    if t.size % t.align != 0 {
+        return bad("payload size", t.size, "a multiple of the alignment");
+    }
+    if t.type_name.is_empty() {
+        return bad("payload type name", 0, "not empty");
+    }
+    Ok(())
+}
+
 impl<T: Payload + ?Sized> PatternRequest for PubSubBuilder<T> {
     type Settings = PubSubSettings;
 
@@ -135,7 +180,10 @@ impl<T: Payload + ?Sized> PatternRequest for PubSubBuilder<T> {
             overflow: self.req.overflow.unwrap_or(d.overflow),
         };
         validate_qos(&qos)?;
-        let t: TypeDetails = T::details();
+        let t: TypeDetails = self.details();
+        if self.described.is_some() {
+            check_described(&t)?;
+        }
         if t.align > MAX_ALIGN {
             return Err(ServiceError::InvalidSetting {
                 field: "payload alignment",
@@ -151,7 +199,7 @@ impl<T: Payload + ?Sized> PatternRequest for PubSubBuilder<T> {
 
     fn check(&self, svc: &str, existing: &PubSubSettings) -> Result<(), ServiceError> {
         let PubSubSettings { payload, qos: q } = existing;
-        check_payload(svc, PAYLOAD_FIELDS, T::details(), payload)?;
+        check_payload(svc, PAYLOAD_FIELDS, self.details(), payload)?;
         at_least(
             svc,
             "max_publishers",

@@ -1,0 +1,361 @@
+//! The C API called as C calls it (through the Rust rlib of the same
+//! functions): a C-described payload shares a service with a Rust type,
+//! misuse is reported instead of crashing, and listeners hand out events
+//! in pieces. The cross-process and cross-language tests are C and C++
+//! programs (tests/c, run by scripts/c).
+
+use std::ffi::{CStr, CString};
+use std::ptr::{null, null_mut};
+
+use hako::{Config, NodeBuilder, ShmSafe};
+use hako_c::*;
+
+/// A struct with fields of every size, as C lays it out.
+#[derive(Debug, Clone, Copy, PartialEq, Default, ShmSafe)]
+#[hako(type_name = "hako_tests::Mixed")]
+#[repr(C)]
+struct Mixed {
+    a: u8,
+    b: u16,
+    c: u32,
+    d: u64,
+    e: f32,
+    f: f64,
+}
+
+struct Root(std::path::PathBuf);
+
+impl Root {
+    fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!("hako-ffi-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        Self(p)
+    }
+    fn c(&self) -> CString {
+        CString::new(self.0.to_str().unwrap()).unwrap()
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn last() -> String {
+    // SAFETY: a NUL-terminated string owned by this thread.
+    unsafe { CStr::from_ptr(hako_last_error_message()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs a C API call and checks it succeeded.
+macro_rules! ok {
+    ($e:expr) => {{
+        // SAFETY: the arguments are live handles and valid pointers.
+        let s = unsafe { $e };
+        assert_eq!(s, hako_status::HAKO_OK, "{}: {}", stringify!($e), last());
+    }};
+}
+
+fn node(root: &Root) -> *mut hako_node {
+    let root = root.c();
+    let opts = hako_node_options {
+        name: c"ffi-test".as_ptr(),
+        root: root.as_ptr(),
+    };
+    let mut n = null_mut();
+    ok!(hako_node_create(&opts, &mut n));
+    n
+}
+
+fn mixed_type() -> hako_payload_type {
+    hako_payload_type {
+        type_name: c"hako_tests::Mixed".as_ptr(),
+        size: std::mem::size_of::<Mixed>() as u64,
+        align: std::mem::align_of::<Mixed>() as u64,
+        slice: false,
+    }
+}
+
+#[test]
+fn a_payload_described_in_c_shares_a_service_with_the_rust_type() {
+    let root = Root::new("mixed");
+    let mut n = node(&root);
+    let mut svc = null_mut();
+    ok!(hako_pubsub_service_open(
+        n,
+        c"ffi/mixed".as_ptr(),
+        &mixed_type(),
+        null(),
+        hako_open_mode::HAKO_CREATE,
+        &mut svc
+    ));
+    // The Rust side opens it with the real type.
+    let rust_node = NodeBuilder::new()
+        .config(&Config::default().with_root(&root.0))
+        .create()
+        .unwrap();
+    let rust_svc = rust_node
+        .service_builder(&"ffi/mixed".try_into().unwrap())
+        .publish_subscribe::<Mixed>()
+        .open()
+        .unwrap();
+    let rust_sub = rust_svc.subscriber_builder().create().unwrap();
+    let rust_pub = rust_svc.publisher_builder().create().unwrap();
+
+    // C to Rust, through a loan written in place.
+    let mut publisher = null_mut();
+    ok!(hako_publisher_create(svc, null(), &mut publisher));
+    let mut subscriber = null_mut();
+    ok!(hako_subscriber_create(svc, null(), &mut subscriber));
+    let want = Mixed {
+        a: 1,
+        b: 2,
+        c: 3,
+        d: 4,
+        e: 5.5,
+        f: 6.25,
+    };
+    let mut loan = null_mut();
+    ok!(hako_publisher_loan(publisher, 1, &mut loan));
+    // SAFETY: a live loan.
+    let (data, size) = unsafe { (hako_sample_mut_data(loan), hako_sample_mut_size(loan)) };
+    assert_eq!(size, std::mem::size_of::<Mixed>());
+    assert_eq!(data as usize % std::mem::align_of::<Mixed>(), 0);
+    // SAFETY: `size` bytes, aligned for Mixed.
+    unsafe { data.cast::<Mixed>().write(want) };
+    let mut reached = 0;
+    ok!(hako_publisher_send(publisher, &mut loan, &mut reached));
+    assert!(loan.is_null(), "a sent sample's handle is cleared");
+    assert_eq!(reached, 2, "the Rust and the C subscriber");
+    assert_eq!(*rust_sub.receive().unwrap().unwrap(), want);
+
+    // Rust to C.
+    let back = Mixed { a: 9, ..want };
+    rust_pub.send_copy(back).unwrap();
+    // The C subscriber gets both (from two publishers: in either order).
+    let mut got = null_mut();
+    let mut both = Vec::new();
+    for _ in 0..2 {
+        ok!(hako_subscriber_receive(subscriber, 1_000_000, &mut got));
+        // SAFETY: a live sample of `size` bytes, aligned for Mixed.
+        unsafe {
+            assert_eq!(hako_sample_size(got), std::mem::size_of::<Mixed>());
+            both.push(*hako_sample_data(got).cast::<Mixed>());
+        }
+        ok!(hako_sample_drop(&mut got));
+    }
+    both.sort_by_key(|m| m.a);
+    assert_eq!(both, [want, back]);
+    // Nothing more: NULL at once.
+    ok!(hako_subscriber_receive(subscriber, 0, &mut got));
+    assert!(got.is_null());
+
+    // A C program that names the type differently is refused.
+    let mut other = null_mut();
+    let wrong = hako_payload_type {
+        type_name: c"Mixed".as_ptr(),
+        ..mixed_type()
+    };
+    // SAFETY: valid arguments.
+    let s = unsafe {
+        hako_pubsub_service_open(
+            n,
+            c"ffi/mixed".as_ptr(),
+            &wrong,
+            null(),
+            hako_open_mode::HAKO_OPEN,
+            &mut other,
+        )
+    };
+    assert_eq!(s, hako_status::HAKO_ERROR_INCOMPATIBLE);
+    assert!(last().contains("Mixed"), "{}", last());
+
+    ok!(hako_subscriber_drop(&mut subscriber));
+    ok!(hako_publisher_drop(&mut publisher));
+    ok!(hako_pubsub_service_drop(&mut svc));
+    ok!(hako_node_drop(&mut n));
+}
+
+#[test]
+fn misuse_is_reported_not_crashed() {
+    let root = Root::new("misuse");
+    let mut n = node(&root);
+    let mut svc = null_mut();
+    let bytes = hako_payload_bytes();
+    let opts = hako_publisher_options {
+        max_slice_len: 64,
+        max_loans: 2,
+        backpressure: hako_backpressure::HAKO_BACKPRESSURE_BLOCK,
+        retries: 0,
+    };
+    ok!(hako_pubsub_service_open(
+        n,
+        c"ffi/bytes".as_ptr(),
+        &bytes,
+        null(),
+        hako_open_mode::HAKO_OPEN_OR_CREATE,
+        &mut svc
+    ));
+    let (mut p1, mut p2) = (null_mut(), null_mut());
+    ok!(hako_publisher_create(svc, &opts, &mut p1));
+    ok!(hako_publisher_create(svc, &opts, &mut p2));
+    let mut loan = null_mut();
+    ok!(hako_publisher_loan(p1, 8, &mut loan));
+    // SAFETY: (all calls below) live handles or NULL, valid pointers.
+    unsafe {
+        // Another publisher's sample.
+        assert_eq!(
+            hako_publisher_send(p2, &mut loan, null_mut()),
+            hako_status::HAKO_ERROR_MISUSE
+        );
+        assert!(!loan.is_null(), "a refused sample stays the caller's");
+        // Longer than the publisher allows.
+        let mut big = null_mut();
+        assert_eq!(
+            hako_publisher_loan(p1, 65, &mut big),
+            hako_status::HAKO_ERROR_MISUSE
+        );
+        assert!(last().contains("max_slice_len"), "{}", last());
+        // Double drop.
+        assert_eq!(hako_sample_mut_drop(&mut loan), hako_status::HAKO_OK);
+        assert_eq!(
+            hako_sample_mut_drop(&mut loan),
+            hako_status::HAKO_ERROR_NULL_ARGUMENT
+        );
+        // NULL everywhere.
+        assert_eq!(
+            hako_publisher_send(p1, null_mut(), null_mut()),
+            hako_status::HAKO_ERROR_NULL_ARGUMENT
+        );
+        assert_eq!(
+            hako_node_create(null(), null_mut()),
+            hako_status::HAKO_ERROR_NULL_ARGUMENT
+        );
+        assert!(hako_sample_data(null()).is_null());
+        assert_eq!(hako_sample_size(null()), 0);
+        // A size that is no whole number of elements is fine for bytes;
+        // 0 bytes is not.
+        assert_eq!(
+            hako_publisher_send_copy(p1, c"x".as_ptr().cast(), 0, null_mut()),
+            hako_status::HAKO_ERROR_INVALID_ARGUMENT
+        );
+        // Bad names and non-UTF-8 strings.
+        let mut bad = null_mut();
+        assert_eq!(
+            hako_pubsub_service_open(
+                n,
+                c"".as_ptr(),
+                &bytes,
+                null(),
+                hako_open_mode::HAKO_OPEN_OR_CREATE,
+                &mut bad
+            ),
+            hako_status::HAKO_ERROR_INVALID_ARGUMENT
+        );
+        let latin1 = [b'f', 0xe9, 0];
+        assert_eq!(
+            hako_pubsub_service_open(
+                n,
+                latin1.as_ptr().cast(),
+                &bytes,
+                null(),
+                hako_open_mode::HAKO_OPEN_OR_CREATE,
+                &mut bad
+            ),
+            hako_status::HAKO_ERROR_INVALID_ARGUMENT
+        );
+        assert!(last().contains("UTF-8"), "{}", last());
+        // A payload that cannot be.
+        let zero = hako_payload_type {
+            type_name: c"Empty".as_ptr(),
+            size: 0,
+            align: 1,
+            slice: false,
+        };
+        assert_eq!(
+            hako_pubsub_service_open(
+                n,
+                c"ffi/zero".as_ptr(),
+                &zero,
+                null(),
+                hako_open_mode::HAKO_CREATE,
+                &mut bad
+            ),
+            hako_status::HAKO_ERROR_INVALID_ARGUMENT
+        );
+        // Every status has a description.
+        for s in [hako_status::HAKO_OK, hako_status::HAKO_ERROR_INTERNAL] {
+            assert!(!CStr::from_ptr(hako_error_string(s)).to_bytes().is_empty());
+        }
+    }
+    ok!(hako_publisher_drop(&mut p1));
+    ok!(hako_publisher_drop(&mut p2));
+    ok!(hako_pubsub_service_drop(&mut svc));
+    ok!(hako_node_drop(&mut n));
+}
+
+#[test]
+fn a_listener_hands_out_events_in_pieces_and_loses_none() {
+    let root = Root::new("events");
+    let mut n = node(&root);
+    let mut svc = null_mut();
+    let opts = hako_event_options {
+        event_id_max: 7,
+        ..Default::default()
+    };
+    ok!(hako_event_service_open(
+        n,
+        c"ffi/bell".as_ptr(),
+        &opts,
+        hako_open_mode::HAKO_OPEN_OR_CREATE,
+        &mut svc
+    ));
+    let (mut notifier, mut listener) = (null_mut(), null_mut());
+    ok!(hako_notifier_create(svc, &mut notifier));
+    ok!(hako_listener_create(
+        svc,
+        hako_wait_strategy::HAKO_WAIT_PARK,
+        &mut listener
+    ));
+    for id in [1, 2, 2, 5] {
+        ok!(hako_notifier_notify(notifier, id, null_mut()));
+    }
+    // SAFETY: a live notifier.
+    let s = unsafe { hako_notifier_notify(notifier, 8, null_mut()) };
+    assert_eq!(s, hako_status::HAKO_ERROR_INVALID_ARGUMENT);
+    let mut seen = Vec::new();
+    let mut one = [hako_event::default(); 1];
+    let mut count = 0;
+    while seen.len() < 3 {
+        ok!(hako_listener_wait(
+            listener,
+            100_000,
+            one.as_mut_ptr(),
+            1,
+            &mut count
+        ));
+        assert_eq!(count, 1);
+        seen.push((one[0].id, one[0].count));
+    }
+    seen.sort();
+    assert_eq!(seen, [(1, 1), (2, 2), (5, 1)]);
+    // Nothing more: a timeout gives none.
+    ok!(hako_listener_wait(
+        listener,
+        1_000,
+        one.as_mut_ptr(),
+        1,
+        &mut count
+    ));
+    assert_eq!(count, 0);
+    ok!(hako_listener_drop(&mut listener));
+    ok!(hako_notifier_drop(&mut notifier));
+    ok!(hako_event_service_drop(&mut svc));
+    ok!(hako_node_drop(&mut n));
+    let mut reclaimed = 99;
+    let r = root.c();
+    ok!(hako_reclaim_dead_nodes(r.as_ptr(), &mut reclaimed));
+    assert_eq!(reclaimed, 0);
+}
