@@ -33,7 +33,7 @@ impl<T: Payload + ?Sized> Sample<T> {
     }
 }
 
-impl<T: crate::ShmSafe> Sample<[T]> {
+impl<T: crate::port::payload::ShmSafe> Sample<[T]> {
     /// The first element, for code that reads through raw pointers
     /// (language bindings): [`len`](Self::len) elements of the service's
     /// element size lie there (see
