@@ -1,0 +1,89 @@
+//! The Rust side of the cross-language tests (scripts/c): `rust_peer
+//! subscribe ROOT COUNT` receives COUNT `Mixed` messages from a C
+//! publisher and checks every field; `rust_peer publish ROOT COUNT` waits
+//! for a subscriber (a C++ one) and publishes COUNT of them under
+//! backpressure. The C side's layout is `tests/c/mixed.h`.
+
+use std::time::{Duration, Instant};
+
+use hako::{Config, NodeBuilder, OverflowPolicy, ShmSafe};
+
+/// `struct mixed` of tests/c/mixed.h.
+#[derive(Debug, Clone, Copy, PartialEq, Default, ShmSafe)]
+#[hako(type_name = "hako_tests::Mixed")]
+#[repr(C)]
+struct Mixed {
+    a: u8,
+    b: u16,
+    c: u32,
+    d: u64,
+    e: f32,
+    f: f64,
+}
+
+/// `mixed_of` of tests/c/mixed.h.
+fn mixed_of(seq: u64) -> Mixed {
+    Mixed {
+        a: (seq * 7) as u8,
+        b: (seq * 31) as u16,
+        c: (seq * 1_000_003) as u32,
+        d: seq.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        e: seq as f32 * 0.5,
+        f: seq as f64 * 0.25,
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, mode, root, count] = args.as_slice() else {
+        return Err("usage: rust_peer subscribe|publish ROOT COUNT".into());
+    };
+    let count: u64 = count.parse()?;
+    let node = NodeBuilder::new()
+        .name("rust_peer")?
+        .config(&Config::default().with_root(root))
+        .create()?;
+    let service = node
+        .service_builder(&"ffi/cross".try_into()?)
+        .publish_subscribe::<Mixed>()
+        .overflow_policy(OverflowPolicy::Backpressure)
+        .subscriber_max_buffer_size(8)
+        .open_or_create()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    match mode.as_str() {
+        "subscribe" => {
+            let sub = service.subscriber_builder().create()?;
+            for seq in 0..count {
+                let sample = sub
+                    .receive_timeout(Duration::from_secs(10))?
+                    .ok_or_else(|| format!("message {seq} did not come"))?;
+                if *sample != mixed_of(seq) {
+                    return Err(format!("message {seq} is wrong: {:?}", *sample).into());
+                }
+            }
+            println!("RESULT received={count}");
+        }
+        "publish" => {
+            let publisher = service.publisher_builder().create()?;
+            while publisher.subscriber_count() == 0 {
+                if Instant::now() > deadline {
+                    return Err("no subscriber came".into());
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            for seq in 0..count {
+                let reached = publisher.send_copy(mixed_of(seq))?;
+                if reached != 1 {
+                    return Err(format!("message {seq} reached {reached} subscribers").into());
+                }
+            }
+            // Until the subscriber has read everything and left.
+            while publisher.subscriber_count() > 0 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            println!("RESULT sent={count}");
+        }
+        other => return Err(format!("unknown mode {other:?}").into()),
+    }
+    Ok(())
+}

@@ -1,0 +1,385 @@
+// hako: zero-copy inter-process communication over shared memory; the C++17
+// wrapper over the C API (hako.h). Header-only.
+//
+// Errors are exceptions: every failing call throws hako::Error, which
+// carries the hako_status and the message of the failure. Handles are
+// RAII, move-only types; a sample keeps what it needs alive, so it may
+// outlive its port, but it cannot be copied, and sending consumes it.
+//
+//   hako::Node node;
+//   auto topic = hako::PubSubService<Frame>::open_or_create(node, "Camera/Frame", "my_crate::Frame");
+//   hako::Publisher<Frame> publisher(topic);
+//   auto sample = publisher.loan();
+//   sample->width = 640;
+//   publisher.send(std::move(sample));
+//
+// Thread safety as in C: nodes and services from any thread; a port from
+// one thread at a time.
+
+#ifndef HAKO_HPP
+#define HAKO_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "hako.h"
+
+namespace hako {
+
+/// A failed call: its status and message.
+class Error : public std::runtime_error {
+public:
+    Error(hako_status status, const std::string& message)
+        : std::runtime_error(message), status_(status) {}
+    /// The C status.
+    hako_status status() const noexcept { return status_; }
+
+private:
+    hako_status status_;
+};
+
+namespace detail {
+
+inline void check(hako_status s) {
+    if (s != HAKO_OK) {
+        std::string message = hako_last_error_message();
+        if (message.empty()) {
+            message = hako_error_string(s);
+        }
+        throw Error(s, message);
+    }
+}
+
+/// An owning C handle, freed by `Drop` (which takes its address and
+/// clears it).
+template <typename T, hako_status (*Drop)(T**)>
+class Handle {
+public:
+    Handle() noexcept = default;
+    explicit Handle(T* p) noexcept : p_(p) {}
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    Handle(Handle&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+    Handle& operator=(Handle&& o) noexcept {
+        if (this != &o) {
+            reset();
+            p_ = std::exchange(o.p_, nullptr);
+        }
+        return *this;
+    }
+    ~Handle() { reset(); }
+    void reset() noexcept {
+        if (p_ != nullptr) {
+            Drop(&p_);
+        }
+    }
+    T* get() const noexcept { return p_; }
+    /// The handle's own slot, for calls that consume it (they clear it).
+    T** slot() noexcept { return &p_; }
+    T** out() noexcept {
+        reset();
+        return &p_;
+    }
+    explicit operator bool() const noexcept { return p_ != nullptr; }
+
+private:
+    T* p_ = nullptr;
+};
+
+inline uint64_t micros(std::chrono::microseconds d) {
+    return d.count() < 0 ? 0 : static_cast<uint64_t>(d.count());
+}
+
+}  // namespace detail
+
+/// How waits wait (see hako_wait_strategy).
+enum class Wait { SpinThenPark = HAKO_WAIT_SPIN_THEN_PARK, BusySpin = HAKO_WAIT_BUSY_SPIN, Park = HAKO_WAIT_PARK };
+
+/// A waiting time: a duration, or forever.
+struct Timeout {
+    uint64_t us;
+    /// No waiting.
+    static Timeout now() { return {0}; }
+    /// Until something comes.
+    static Timeout forever() { return {HAKO_FOREVER}; }
+    /// Up to `d`.
+    template <typename Rep, typename Period>
+    static Timeout after(std::chrono::duration<Rep, Period> d) {
+        return {detail::micros(std::chrono::duration_cast<std::chrono::microseconds>(d))};
+    }
+};
+
+/// A node: this process's membership of a domain.
+class Node {
+public:
+    /// A node of the domain in effect (HAKO_CONFIG, HAKO_ROOT, else /dev/shm/hako).
+    Node() { detail::check(hako_node_create(nullptr, h_.out())); }
+    /// A named node, in `root` if not empty.
+    explicit Node(const std::string& name, const std::string& root = {}) {
+        hako_node_options o{name.empty() ? nullptr : name.c_str(), root.empty() ? nullptr : root.c_str()};
+        detail::check(hako_node_create(&o, h_.out()));
+    }
+    /// Its id, as `hako nodes` shows it.
+    uint64_t id() const {
+        uint64_t id = 0;
+        detail::check(hako_node_id(h_.get(), &id));
+        return id;
+    }
+    const hako_node* get() const noexcept { return h_.get(); }
+
+private:
+    detail::Handle<hako_node, hako_node_drop> h_;
+};
+
+/// Removes what dead nodes left in `root` (empty: the domain in effect);
+/// the number of dead nodes.
+inline size_t reclaim_dead_nodes(const std::string& root = {}) {
+    size_t n = 0;
+    detail::check(hako_reclaim_dead_nodes(root.empty() ? nullptr : root.c_str(), &n));
+    return n;
+}
+
+/// Settings of a publish/subscribe service (0: the default on create,
+/// anything on open).
+using PubSubOptions = hako_pubsub_options;
+
+/// A publish/subscribe service carrying `T` (trivially copyable, laid out
+/// as the Rust type of the same name) or, for `Slice<T>`, slices of `T`.
+template <typename T>
+struct Slice {};
+
+namespace detail {
+template <typename P>
+struct PayloadOf {
+    using Element = P;
+    static constexpr bool slice = false;
+};
+template <typename T>
+struct PayloadOf<Slice<T>> {
+    using Element = T;
+    static constexpr bool slice = true;
+};
+}  // namespace detail
+
+template <typename P>
+class PubSubService {
+    using Element = typename detail::PayloadOf<P>::Element;
+    static_assert(std::is_trivially_copyable_v<Element>, "payloads are plain data");
+
+public:
+    /// Opens the service `name` if it exists, creates it otherwise.
+    /// `type_name` is the element type's name as Rust gives it
+    /// (`my_crate::Frame`, `u8`).
+    static PubSubService open_or_create(const Node& node, const std::string& name, const std::string& type_name,
+                                        const PubSubOptions& options = {}) {
+        return PubSubService(node, name, type_name, options, HAKO_OPEN_OR_CREATE);
+    }
+    /// Creates it; throws if it exists.
+    static PubSubService create(const Node& node, const std::string& name, const std::string& type_name,
+                                const PubSubOptions& options = {}) {
+        return PubSubService(node, name, type_name, options, HAKO_CREATE);
+    }
+    /// Opens it; throws if it does not exist or does not match.
+    static PubSubService open(const Node& node, const std::string& name, const std::string& type_name,
+                              const PubSubOptions& options = {}) {
+        return PubSubService(node, name, type_name, options, HAKO_OPEN);
+    }
+    const hako_pubsub_service* get() const noexcept { return h_.get(); }
+
+private:
+    PubSubService(const Node& node, const std::string& name, const std::string& type_name,
+                  const PubSubOptions& options, hako_open_mode mode) {
+        hako_payload_type t{type_name.c_str(), sizeof(Element), alignof(Element), detail::PayloadOf<P>::slice};
+        detail::check(hako_pubsub_service_open(node.get(), name.c_str(), &t, &options, mode, h_.out()));
+    }
+    detail::Handle<hako_pubsub_service, hako_pubsub_service_drop> h_;
+};
+
+/// A loaned sample of `P`: write through `->` / `*` (or `data()` and
+/// `size()` for slices), then hand it to `Publisher::send`.
+template <typename P>
+class SampleMut {
+    using Element = typename detail::PayloadOf<P>::Element;
+
+public:
+    Element* data() noexcept { return static_cast<Element*>(hako_sample_mut_data(h_.get())); }
+    /// Elements.
+    size_t size() const noexcept { return hako_sample_mut_size(h_.get()) / sizeof(Element); }
+    Element& operator*() noexcept { return *data(); }
+    Element* operator->() noexcept { return data(); }
+    Element* begin() noexcept { return data(); }
+    Element* end() noexcept { return data() + size(); }
+    explicit operator bool() const noexcept { return static_cast<bool>(h_); }
+
+private:
+    template <typename>
+    friend class Publisher;
+    detail::Handle<hako_sample_mut, hako_sample_mut_drop> h_;
+};
+
+/// A received sample of `P`, read-only, valid while this object lives.
+template <typename P>
+class Sample {
+    using Element = typename detail::PayloadOf<P>::Element;
+
+public:
+    const Element* data() const noexcept { return static_cast<const Element*>(hako_sample_data(h_.get())); }
+    /// Elements.
+    size_t size() const noexcept { return hako_sample_len(h_.get()); }
+    const Element& operator*() const noexcept { return *data(); }
+    const Element* operator->() const noexcept { return data(); }
+    const Element* begin() const noexcept { return data(); }
+    const Element* end() const noexcept { return data() + size(); }
+    /// The publisher that sent it.
+    uint64_t publisher_id() const noexcept { return hako_sample_publisher_id(h_.get()); }
+
+private:
+    template <typename>
+    friend class Subscriber;
+    detail::Handle<hako_sample, hako_sample_drop> h_;
+};
+
+/// Settings of a publisher.
+struct PublisherOptions {
+    size_t max_slice_len = 0;
+    uint32_t max_loans = 0;
+    hako_backpressure backpressure = HAKO_BACKPRESSURE_BLOCK;
+    uint32_t retries = 0;
+};
+
+/// A publisher of `P`. One thread at a time.
+template <typename P>
+class Publisher {
+    using Element = typename detail::PayloadOf<P>::Element;
+
+public:
+    explicit Publisher(const PubSubService<P>& service, const PublisherOptions& o = {}) {
+        hako_publisher_options c{o.max_slice_len, o.max_loans, o.backpressure, o.retries};
+        detail::check(hako_publisher_create(service.get(), &c, h_.out()));
+    }
+    /// A sample of one element (or `len` for slices), in shared memory.
+    SampleMut<P> loan(size_t len = 1) {
+        SampleMut<P> s;
+        detail::check(hako_publisher_loan(h_.get(), len, s.h_.out()));
+        return s;
+    }
+    /// Sends a sample this publisher loaned; the subscribers it reached.
+    size_t send(SampleMut<P>&& sample) {
+        size_t reached = 0;
+        // Sent, the C side clears the sample's handle; refused (another
+        // publisher's sample), it stays the caller's.
+        detail::check(hako_publisher_send(h_.get(), sample.h_.slot(), &reached));
+        return reached;
+    }
+    /// Loans, copies `value` and sends.
+    size_t send_copy(const Element& value) {
+        size_t reached = 0;
+        detail::check(hako_publisher_send_copy(h_.get(), &value, sizeof(Element), &reached));
+        return reached;
+    }
+    /// Subscribers connected now.
+    size_t subscriber_count() const {
+        size_t n = 0;
+        detail::check(hako_publisher_subscriber_count(h_.get(), &n));
+        return n;
+    }
+
+private:
+    detail::Handle<hako_publisher, hako_publisher_drop> h_;
+};
+
+/// A subscriber of `P`. One thread at a time.
+template <typename P>
+class Subscriber {
+public:
+    explicit Subscriber(const PubSubService<P>& service, Wait wait = Wait::SpinThenPark) {
+        hako_subscriber_options o{static_cast<hako_wait_strategy>(wait)};
+        detail::check(hako_subscriber_create(service.get(), &o, h_.out()));
+    }
+    /// The next sample, waiting up to `timeout`; none if nothing came.
+    /// Throws when the publishers all left during a wait.
+    std::optional<Sample<P>> receive(Timeout timeout = Timeout::now()) {
+        Sample<P> s;
+        detail::check(hako_subscriber_receive(h_.get(), timeout.us, s.h_.out()));
+        if (!s.h_) {
+            return std::nullopt;
+        }
+        return s;
+    }
+
+private:
+    detail::Handle<hako_subscriber, hako_subscriber_drop> h_;
+};
+
+/// Settings of an event service (0: the default on create, anything on open).
+using EventOptions = hako_event_options;
+
+/// An event service.
+class EventService {
+public:
+    static EventService open_or_create(const Node& node, const std::string& name, const EventOptions& o = {}) {
+        return EventService(node, name, o, HAKO_OPEN_OR_CREATE);
+    }
+    static EventService open(const Node& node, const std::string& name, const EventOptions& o = {}) {
+        return EventService(node, name, o, HAKO_OPEN);
+    }
+    const hako_event_service* get() const noexcept { return h_.get(); }
+
+private:
+    EventService(const Node& node, const std::string& name, const EventOptions& o, hako_open_mode mode) {
+        detail::check(hako_event_service_open(node.get(), name.c_str(), &o, mode, h_.out()));
+    }
+    detail::Handle<hako_event_service, hako_event_service_drop> h_;
+};
+
+/// A notifier. One thread at a time.
+class Notifier {
+public:
+    explicit Notifier(const EventService& s) { detail::check(hako_notifier_create(s.get(), h_.out())); }
+    /// Fires event `id`; the listeners notified.
+    size_t notify(uint64_t id) {
+        size_t n = 0;
+        detail::check(hako_notifier_notify(h_.get(), id, &n));
+        return n;
+    }
+
+private:
+    detail::Handle<hako_notifier, hako_notifier_drop> h_;
+};
+
+/// A listener. One thread at a time.
+class Listener {
+public:
+    explicit Listener(const EventService& s, Wait wait = Wait::SpinThenPark) {
+        detail::check(hako_listener_create(s.get(), static_cast<hako_wait_strategy>(wait), h_.out()));
+    }
+    /// The events that fired (each id once, with its count), waiting up
+    /// to `timeout`; empty if none.
+    std::vector<hako_event> wait(Timeout timeout = Timeout::forever()) {
+        std::vector<hako_event> out(16);
+        size_t n = 0;
+        detail::check(hako_listener_wait(h_.get(), timeout.us, out.data(), out.size(), &n));
+        out.resize(n);
+        // More than fit come at once on the next calls.
+        while (n == 16) {
+            std::vector<hako_event> more(16);
+            detail::check(hako_listener_wait(h_.get(), 0, more.data(), more.size(), &n));
+            out.insert(out.end(), more.begin(), more.begin() + static_cast<std::ptrdiff_t>(n));
+        }
+        return out;
+    }
+
+private:
+    detail::Handle<hako_listener, hako_listener_drop> h_;
+};
+
+}  // namespace hako
+
+#endif  // HAKO_HPP

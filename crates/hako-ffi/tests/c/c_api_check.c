@@ -1,0 +1,105 @@
+/* The C API in one process, for valgrind and AddressSanitizer: every
+ * handle made and freed, samples both ways, misuse reported (a double
+ * drop, another publisher's sample, a slice too long, NULLs), events.
+ * `c_api_check ROOT`; exits 0 when every check holds. */
+#include <stdio.h>
+#include <string.h>
+
+#include "hako.h"
+
+static int failures = 0;
+#define EXPECT(cond)                                                        \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            fprintf(stderr, "%s:%d: %s (%s)\n", __FILE__, __LINE__, #cond, \
+                    hako_last_error_message());                            \
+            failures++;                                                     \
+        }                                                                   \
+    } while (0)
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: c_api_check ROOT\n");
+        return 2;
+    }
+    hako_node_options o = {.name = "c_api_check", .root = argv[1]};
+    hako_node* node = NULL;
+    EXPECT(hako_node_create(&o, &node) == HAKO_OK);
+    hako_payload_type bytes = hako_payload_bytes();
+    hako_pubsub_service* svc = NULL;
+    EXPECT(hako_pubsub_service_open(node, "check/bytes", &bytes, NULL, HAKO_OPEN_OR_CREATE, &svc) == HAKO_OK);
+    hako_publisher_options po = {.max_slice_len = 1024, .max_loans = 2};
+    hako_publisher *p1 = NULL, *p2 = NULL;
+    EXPECT(hako_publisher_create(svc, &po, &p1) == HAKO_OK);
+    EXPECT(hako_publisher_create(svc, &po, &p2) == HAKO_OK);
+    hako_subscriber* sub = NULL;
+    EXPECT(hako_subscriber_create(svc, NULL, &sub) == HAKO_OK);
+
+    /* A loan written in place, received as the same bytes. */
+    hako_sample_mut* m = NULL;
+    EXPECT(hako_publisher_loan(p1, 100, &m) == HAKO_OK);
+    EXPECT(hako_sample_mut_size(m) == 100);
+    memset(hako_sample_mut_data(m), 0xab, 100);
+    size_t reached = 0;
+    EXPECT(hako_publisher_send(p1, &m, &reached) == HAKO_OK && m == NULL && reached == 1);
+    EXPECT(hako_publisher_send_copy(p2, "hello", 5, &reached) == HAKO_OK);
+    hako_sample* s = NULL;
+    int seen_loan = 0, seen_copy = 0;
+    for (int i = 0; i < 2; i++) {
+        EXPECT(hako_subscriber_receive(sub, 1000000, &s) == HAKO_OK && s != NULL);
+        const unsigned char* d = hako_sample_data(s);
+        if (hako_sample_size(s) == 100 && d[0] == 0xab && d[99] == 0xab) seen_loan = 1;
+        if (hako_sample_size(s) == 5 && memcmp(d, "hello", 5) == 0) seen_copy = 1;
+        EXPECT(hako_sample_drop(&s) == HAKO_OK && s == NULL);
+    }
+    EXPECT(seen_loan && seen_copy);
+    EXPECT(hako_subscriber_receive(sub, 0, &s) == HAKO_OK && s == NULL);
+
+    /* Misuse, reported. */
+    EXPECT(hako_publisher_loan(p1, 8, &m) == HAKO_OK);
+    EXPECT(hako_publisher_send(p2, &m, NULL) == HAKO_ERROR_MISUSE && m != NULL);
+    EXPECT(hako_sample_mut_drop(&m) == HAKO_OK && m == NULL);
+    EXPECT(hako_sample_mut_drop(&m) == HAKO_ERROR_NULL_ARGUMENT);
+    EXPECT(hako_publisher_loan(p1, 1025, &m) == HAKO_ERROR_MISUSE);
+    EXPECT(hako_subscriber_receive(sub, 0, NULL) == HAKO_ERROR_NULL_ARGUMENT);
+    EXPECT(hako_publisher_send(NULL, &m, NULL) == HAKO_ERROR_NULL_ARGUMENT);
+    EXPECT(strlen(hako_last_error_message()) > 0);
+    hako_pubsub_service* wrong = NULL;
+    hako_payload_type other = {"u32", 4, 4, true};
+    EXPECT(hako_pubsub_service_open(node, "check/bytes", &other, NULL, HAKO_OPEN, &wrong) == HAKO_ERROR_INCOMPATIBLE);
+    EXPECT(hako_pubsub_service_open(node, "check/none", &bytes, NULL, HAKO_OPEN, &wrong) == HAKO_ERROR_NOT_FOUND);
+
+    /* A sample outlives its subscriber. */
+    EXPECT(hako_publisher_send_copy(p1, "late", 4, NULL) == HAKO_OK);
+    EXPECT(hako_subscriber_receive(sub, 1000000, &s) == HAKO_OK && s != NULL);
+    EXPECT(hako_subscriber_drop(&sub) == HAKO_OK);
+    EXPECT(hako_sample_size(s) == 4 && memcmp(hako_sample_data(s), "late", 4) == 0);
+    EXPECT(hako_sample_drop(&s) == HAKO_OK);
+
+    /* Events. */
+    hako_event_options eo = {.event_id_max = 3};
+    hako_event_service* ev = NULL;
+    EXPECT(hako_event_service_open(node, "check/bell", &eo, HAKO_OPEN_OR_CREATE, &ev) == HAKO_OK);
+    hako_notifier* n = NULL;
+    hako_listener* l = NULL;
+    EXPECT(hako_notifier_create(ev, &n) == HAKO_OK);
+    EXPECT(hako_listener_create(ev, HAKO_WAIT_PARK, &l) == HAKO_OK);
+    EXPECT(hako_notifier_notify(n, 2, &reached) == HAKO_OK && reached == 1);
+    EXPECT(hako_notifier_notify(n, 4, NULL) == HAKO_ERROR_INVALID_ARGUMENT);
+    hako_event events[4];
+    size_t count = 0;
+    EXPECT(hako_listener_wait(l, 1000000, events, 4, &count) == HAKO_OK && count == 1);
+    EXPECT(events[0].id == 2 && events[0].count == 1);
+    EXPECT(hako_listener_wait(l, 0, events, 0, &count) == HAKO_ERROR_BUFFER_TOO_SMALL);
+
+    EXPECT(hako_listener_drop(&l) == HAKO_OK);
+    EXPECT(hako_notifier_drop(&n) == HAKO_OK);
+    EXPECT(hako_event_service_drop(&ev) == HAKO_OK);
+    EXPECT(hako_publisher_drop(&p1) == HAKO_OK);
+    EXPECT(hako_publisher_drop(&p2) == HAKO_OK);
+    EXPECT(hako_pubsub_service_drop(&svc) == HAKO_OK);
+    EXPECT(hako_node_drop(&node) == HAKO_OK);
+    EXPECT(hako_node_drop(&node) == HAKO_ERROR_NULL_ARGUMENT);
+    if (failures == 0) printf("RESULT checks passed\n");
+    return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,53 @@
+// Events from C++: `events_cpp listen [COUNT]` waits for events of the
+// doorbell service and prints them; `events_cpp notify [COUNT]` rings
+// it every 100 ms (ids 1..7 in turn). Interoperates with the Rust
+// `listener` and `notifier` examples.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "hako.hpp"
+#include "transmission.h"
+
+int main(int argc, char** argv) {
+    if (argc < 2 || (std::strcmp(argv[1], "listen") != 0 && std::strcmp(argv[1], "notify") != 0)) {
+        std::fprintf(stderr, "usage: events_cpp listen|notify [COUNT]\n");
+        return 2;
+    }
+    uint64_t count = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : UINT64_MAX;
+    try {
+        hako::Node node("events_cpp");
+        hako::EventOptions options{};
+        options.event_id_max = DOORBELL_EVENT_ID_MAX;
+        auto bell = hako::EventService::open_or_create(node, DOORBELL_SERVICE, options);
+        if (std::strcmp(argv[1], "notify") == 0) {
+            hako::Notifier notifier(bell);
+            for (uint64_t i = 0; i < count; i++) {
+                uint64_t id = 1 + i % DOORBELL_EVENT_ID_MAX;
+                std::printf("rang %llu, %zu listener(s)\n", (unsigned long long)id, notifier.notify(id));
+                std::fflush(stdout);
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+        } else {
+            hako::Listener listener(bell, hako::Wait::Park);
+            uint64_t seen = 0;
+            while (seen < count) {
+                auto events = listener.wait(hako::Timeout::after(std::chrono::seconds(2)));
+                if (events.empty()) {
+                    std::printf("nothing for 2 s\n");
+                }
+                for (const auto& e : events) {
+                    std::printf("event %llu (x%llu)\n", (unsigned long long)e.id, (unsigned long long)e.count);
+                    seen += e.count;
+                }
+                std::fflush(stdout);
+            }
+        }
+    } catch (const hako::Error& e) {
+        std::fprintf(stderr, "hako: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
