@@ -44,6 +44,7 @@
 //!   each side wakes the other and sleeps.
 //! * [`hako_reqres`] — hako request/response: a client and a server, `[u8]`
 //!   requests and responses, up to 64 in flight.
+//! * [`hako_c`] — hako's ping-pong written in C against the C API.
 //! * [`hako_pubsub`] — hako publish/subscribe: services "ping" and "pong",
 //!   payload `[u8]`, written and checked at both ends only; busy-polling
 //!   `receive()`, or `blocking_receive()` with a `WaitStrategy`.
@@ -88,6 +89,7 @@ pub mod cpu;
 pub mod floor;
 pub mod follower;
 pub mod futex_floor;
+pub mod hako_c;
 pub mod hako_pubsub;
 pub mod hako_reqres;
 pub mod harness;

@@ -14,6 +14,7 @@
 //! | `hako-spin-park` | hako, `blocking_receive()`, `WaitStrategy::SpinThenPark` | blocking  |
 //! | `hako-park`      | hako, `blocking_receive()`, `WaitStrategy::Park`       | blocking    |
 //! | `reference`      | hako's data path by hand ([`crate::reference`])        | busy-poll   |
+//! | `hako-c`         | hako's ping-pong in C, through the C API ([`crate::hako_c`]) | busy-poll |
 //! | `futex`          | one futex word ([`crate::futex_floor`])                | blocking    |
 //! | `pipe`           | anonymous pipes ([`crate::kernel::Pipe`])              | blocking    |
 //! | `fifo`           | named pipes ([`crate::kernel::Fifo`])                  | blocking    |
@@ -37,6 +38,7 @@ use crate::aio::{AsyncTransport, AsyncWait, Flavor, HakoAsync, Socket, TokioStre
 use crate::floor::{Floor, TwoLineFloor};
 use crate::follower::DynTransport;
 use crate::futex_floor::FutexFloor;
+use crate::hako_c::HakoC;
 use crate::hako_pubsub::{HakoPubSub, HakoWait};
 use crate::hako_reqres::HakoReqRes;
 use crate::harness::RunRow;
@@ -72,6 +74,8 @@ pub enum Kind {
     TokioStream(Socket, Flavor),
     /// `reference`.
     Reference,
+    /// `hako-c`.
+    HakoC,
     /// `futex`.
     Futex,
     /// `pipe`.
@@ -121,6 +125,7 @@ impl Kind {
         Kind::TokioStream(Socket::Unix, Flavor::MultiThread),
         Kind::TokioStream(Socket::Tcp, Flavor::MultiThread),
         Kind::Reference,
+        Kind::HakoC,
         Kind::Futex,
         Kind::Pipe,
         Kind::Fifo,
@@ -156,6 +161,7 @@ impl Kind {
     /// futex), every kernel mechanism and (when built in) the peers.
     pub const SUITE: &'static [Kind] = &[
         Kind::Hako,
+        Kind::HakoC,
         Kind::HakoSpinPark,
         #[cfg(feature = "peers")]
         Kind::Iceoryx2,
@@ -227,6 +233,7 @@ impl Kind {
                 crate::aio::Backend::name(&TokioStream { socket, flavor })
             }
             Kind::Reference => "reference",
+            Kind::HakoC => "hako-c",
             Kind::Futex => "futex",
             Kind::Pipe => "pipe",
             Kind::Fifo => "fifo",
@@ -360,6 +367,10 @@ macro_rules! each {
                 let $t = &$self.reference;
                 $body
             }
+            Kind::HakoC => {
+                let $t = &$self.hako_c;
+                $body
+            }
             Kind::Futex => {
                 let $t = &$self.futex;
                 $body
@@ -418,6 +429,7 @@ pub struct Transports {
     hako_async: [AsyncTransport<HakoAsync>; 6],
     tokio_stream: [AsyncTransport<TokioStream>; 4],
     reference: Reference,
+    hako_c: HakoC,
     futex: FutexFloor,
     pipe: Pipe,
     fifo: Fifo,
@@ -463,6 +475,7 @@ impl Transports {
                 AsyncTransport(TokioStream { socket, flavor })
             }),
             reference: Reference,
+            hako_c: HakoC,
             futex: FutexFloor,
             pipe: Pipe,
             fifo: Fifo,

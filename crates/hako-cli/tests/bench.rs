@@ -178,6 +178,7 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
                             "reference",
                             "shmipc",
                             "iceoryx2-reqres",
+                            "hako-c",
                         ];
                         let answers = ["hako-reqres", "hako-async", "tokio-"]
                             .iter()

@@ -100,3 +100,94 @@ pub(crate) unsafe fn take<T>(slot: *mut *mut T, what: &str) -> Result<Box<T>, Fa
     // (the slot is NULL now).
     Ok(unsafe { Box::from_raw(p) })
 }
+
+/// Handles made and freed once per message (samples) come from a small
+/// per-thread cache of allocations instead of the allocator: a message
+/// then costs no `malloc` and no `free`. Each handle is still its own
+/// allocation, so it may move to another thread and be freed there (it
+/// joins that thread's cache).
+pub(crate) trait Recycled: Sized + 'static {
+    /// This type's cache on the current thread.
+    fn with_cache<R>(f: impl FnOnce(&mut Vec<Box<MaybeUninit<Self>>>) -> R) -> R;
+}
+
+/// Allocations kept per thread and type, at most.
+const CACHED: usize = 64;
+
+macro_rules! recycled {
+    ($t:ty) => {
+        impl $crate::handle::Recycled for $t {
+            fn with_cache<R>(f: impl FnOnce(&mut Vec<Box<std::mem::MaybeUninit<Self>>>) -> R) -> R {
+                thread_local! {
+                    static CACHE: std::cell::RefCell<Vec<Box<std::mem::MaybeUninit<$t>>>> =
+                        const { std::cell::RefCell::new(Vec::new()) };
+                }
+                CACHE.with(|c| f(&mut c.borrow_mut()))
+            }
+        }
+    };
+}
+pub(crate) use recycled;
+
+use std::mem::MaybeUninit;
+
+/// [`give`] from the thread's cache.
+///
+/// # Safety
+/// As [`give`].
+pub(crate) unsafe fn give_recycled<T: Recycled>(out: *mut *mut T, value: T) -> Result<(), Failure> {
+    if out.is_null() {
+        return Err(Failure::null("the out pointer"));
+    }
+    let slot = T::with_cache(|c| c.pop()).unwrap_or_else(Box::new_uninit);
+    let p = Box::into_raw(slot).cast::<T>();
+    // SAFETY: an allocation for one T (fresh, or recycled empty), written
+    // once here, owned by the handle from now on.
+    unsafe { p.write(value) };
+    // SAFETY: non-NULL and writable (the caller's promise).
+    unsafe { out.write(p) };
+    Ok(())
+}
+
+/// [`take`] of a handle made by [`give_recycled`]: drops the value and
+/// keeps its allocation in the thread's cache.
+///
+/// # Safety
+/// As [`take`], for a handle made by [`give_recycled`].
+pub(crate) unsafe fn drop_recycled<T: Recycled>(
+    slot: *mut *mut T,
+    what: &str,
+) -> Result<(), Failure> {
+    // SAFETY: the caller's promise, passed on.
+    let b = unsafe { take(slot, what) }?;
+    drop(recycle(b));
+    Ok(())
+}
+
+/// Takes the value of a handle made by [`give_recycled`] back, setting
+/// `*slot` to NULL, and keeps its allocation in the thread's cache.
+///
+/// # Safety
+/// As [`take`], for a handle made by [`give_recycled`].
+pub(crate) unsafe fn take_recycled<T: Recycled>(
+    slot: *mut *mut T,
+    what: &str,
+) -> Result<T, Failure> {
+    // SAFETY: the caller's promise, passed on.
+    let b = unsafe { take(slot, what) }?;
+    Ok(recycle(b))
+}
+
+/// The value of an owning box; its allocation goes to the thread's cache.
+fn recycle<T: Recycled>(b: Box<T>) -> T {
+    let raw = Box::into_raw(b);
+    // SAFETY: `raw` is a live, initialised T from Box::into_raw; it is read
+    // out once, and its memory is then only kept as uninitialised.
+    let (value, empty) = unsafe { (raw.read(), Box::from_raw(raw.cast::<MaybeUninit<T>>())) };
+    T::with_cache(|c| {
+        if c.len() < CACHED {
+            c.push(empty);
+        }
+    });
+    value
+}

@@ -6,7 +6,9 @@ use std::time::Duration;
 use hako::{PubSubService, Publisher, Sample, SampleMutUninit, Subscriber, TypeDetails};
 
 use crate::error::{guard, hako_status, Failure, HAKO_ERROR_MISUSE};
-use crate::handle::{get, get_mut, give, put, take, text};
+use crate::handle::{
+    drop_recycled, get, get_mut, give, give_recycled, put, recycled, take, take_recycled, text,
+};
 use crate::node::{hako_node, hako_open_mode, hako_wait_strategy, HAKO_FOREVER};
 
 /// A payload type, as a Rust process's type describes itself: the full
@@ -126,6 +128,9 @@ pub struct hako_sample {
     sample: Sample<[u8]>,
     bytes: usize,
 }
+
+recycled!(hako_sample_mut);
+recycled!(hako_sample);
 
 /// The payload type of byte slices: `{"u8", 1, 1, true}` (Rust `[u8]`).
 #[no_mangle]
@@ -306,7 +311,7 @@ pub unsafe extern "C" fn hako_publisher_loan(
             bytes: len * p.elem_size,
         };
         // SAFETY: writable (the caller's promise).
-        unsafe { give(out, s) }
+        unsafe { give_recycled(out, s) }
     })
 }
 
@@ -364,7 +369,7 @@ pub unsafe extern "C" fn hako_publisher_send(
             ));
         }
         // SAFETY: checked above: an owning sample handle.
-        let s = unsafe { take(sample, "the sample") }?;
+        let s = unsafe { take_recycled(sample, "the sample") }?;
         // SAFETY: a chunk is never uninitialised at the byte level (zeros
         // or an earlier payload of this service), and the bytes are plain
         // data: what the caller did not write is old contents, not
@@ -383,7 +388,7 @@ pub unsafe extern "C" fn hako_publisher_send(
 #[no_mangle]
 pub unsafe extern "C" fn hako_sample_mut_drop(sample: *mut *mut hako_sample_mut) -> hako_status {
     // SAFETY: the caller's promise, passed on.
-    guard(|| unsafe { take(sample, "the sample") }.map(drop))
+    guard(|| unsafe { drop_recycled(sample, "the sample") })
 }
 
 /// Loans, copies `size` bytes from `data` (a whole number of elements)
@@ -520,7 +525,7 @@ pub unsafe extern "C" fn hako_subscriber_receive(
             Some(sample) => {
                 let bytes = sample.len() * s.elem_size;
                 // SAFETY: writable.
-                unsafe { give(out, hako_sample { sample, bytes }) }
+                unsafe { give_recycled(out, hako_sample { sample, bytes }) }
             }
             None => {
                 // SAFETY: writable.
@@ -581,7 +586,7 @@ pub unsafe extern "C" fn hako_sample_publisher_id(sample: *const hako_sample) ->
 #[no_mangle]
 pub unsafe extern "C" fn hako_sample_drop(sample: *mut *mut hako_sample) -> hako_status {
     // SAFETY: the caller's promise, passed on.
-    guard(|| unsafe { take(sample, "the sample") }.map(drop))
+    guard(|| unsafe { drop_recycled(sample, "the sample") })
 }
 
 /// The subscriber's wake-up descriptor, for an event loop (epoll, poll):

@@ -80,6 +80,26 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
             rows.iter()
                 .filter_map(|r| Some((r.row.size, r.row.get("hako")?.vs("floor2")?))),
         ));
+        // The C API against Rust.
+        let c_api: Vec<String> = rows
+            .iter()
+            .filter_map(|r| {
+                let ratio = r.row.get("hako-c")?.vs("hako")?;
+                Some(format!(
+                    "{} {}",
+                    format_size(r.row.size),
+                    format_ratio(Some(ratio))
+                ))
+            })
+            .collect();
+        if !c_api.is_empty() {
+            lines.push(format!(
+                "hako-c (ping-pong in C through the C API) round trip / hako in Rust, {} (block \
+                 by block): {}",
+                payload.name(),
+                c_api.join(", ")
+            ));
+        }
         // Against the futex floor (shown as "-" where it was not measured),
         // and against busy-poll hako: back to back, the adaptive spin
         // should catch every answer.
@@ -289,6 +309,19 @@ pub fn goals(result: &SuiteResult) -> Vec<String> {
         "hako round trip at most 0.3x iceoryx2's at every size (touch)",
         &peer,
         0.3,
+    );
+    // The C API (issue #20): hako's ping-pong written in C against Rust's,
+    // block by block, at every size and payload mode.
+    let c_api: Vec<f64> = result
+        .ping_pong
+        .iter()
+        .filter_map(|r| r.row.get("hako-c")?.vs("hako"))
+        .collect();
+    worst_at_most(
+        &mut lines,
+        "hako round trip through the C API (hako-c) at most 1.1x hako's in Rust at every size",
+        &c_api,
+        1.1,
     );
     // Throughput against iceoryx2 is a goal in touch mode only: in full mode
     // both write and read every byte, so both are bound by memory bandwidth
