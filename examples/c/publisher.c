@@ -36,10 +36,10 @@ int main(int argc, char** argv) {
 
     for (uint64_t seq = 0; seq < count; seq++) {
         /* Loan a chunk, write the message in place, send it. */
-        hako_sample_mut* sample = NULL;
+        hako_sample_mut sample = {0};
         s = hako_publisher_loan(publisher, 1, &sample);
         if (s != HAKO_OK) return fail("loan", s);
-        transmission* t = hako_sample_mut_data(sample);
+        transmission* t = sample.data;
         t->seq = seq;
         t->temperature = 20.0 + (double)(seq % 10) * 0.5;
         memset(t->note, 0, sizeof t->note);

@@ -34,19 +34,19 @@ int main(int argc, char** argv) {
 
     uint64_t received = 0;
     while (received < count) {
-        hako_sample* sample = NULL;
+        hako_sample sample = {0};
         s = hako_subscriber_receive(subscriber, 1000 * 1000, &sample);
         if (s == HAKO_ERROR_PEER_GONE) {
             printf("the publishers left; waiting for new ones\n");
             continue;
         }
         if (s != HAKO_OK) return fail("receive", s);
-        if (sample == NULL) {
+        if (sample.data == NULL) {
             printf("nothing for a second\n");
             continue;
         }
         /* The sample is a view into shared memory, valid until dropped. */
-        const transmission* t = hako_sample_data(sample);
+        const transmission* t = sample.data;
         printf("received #%llu %.1f °C \"%s\"\n", (unsigned long long)t->seq, t->temperature,
                (const char*)t->note);
         fflush(stdout);

@@ -94,10 +94,10 @@ int hb_connected(hb_side* s) {
 /* Loans a sample, writes tag `t` (first and last byte, or every byte),
  * sends it. */
 int hb_send(hb_side* s, uint8_t t) {
-    hako_sample_mut* m = NULL;
+    hako_sample_mut m = {0};
     hako_status st = hako_publisher_loan(s->publisher, s->size, &m);
     if (st != HAKO_OK) return fail("loan", st);
-    uint8_t* p = hako_sample_mut_data(m);
+    uint8_t* p = m.data;
     if (s->full) {
         memset(p, t, s->size);
     } else {
@@ -117,17 +117,17 @@ int hb_send(hb_side* s, uint8_t t) {
 /* Busy-polls for the next sample and checks it carries tag `t` (and, in
  * full mode, that its bytes add up to t * size). */
 int hb_receive(hb_side* s, uint8_t t) {
-    hako_sample* r = NULL;
-    for (uint64_t spins = 0; r == NULL; spins++) {
+    hako_sample r = {0};
+    for (uint64_t spins = 0; r.data == NULL; spins++) {
         hako_status st = hako_subscriber_receive(s->subscriber, 0, &r);
         if (st != HAKO_OK) return fail("receive", st);
-        if (r == NULL && spins > (1ull << 32)) {
+        if (r.data == NULL && spins > (1ull << 32)) {
             snprintf(hb_error, sizeof hb_error, "gave up waiting for a message");
             return -1;
         }
     }
-    const uint8_t* p = hako_sample_data(r);
-    size_t n = hako_sample_size(r);
+    const uint8_t* p = r.data;
+    size_t n = r.size;
     int ok = n == s->size && p[0] == t && p[n - 1] == t;
     if (ok && s->full) {
         uint64_t sum = 0;

@@ -116,14 +116,6 @@ typedef struct hako_publisher hako_publisher;
 // A publish/subscribe service. Owning handle; any thread.
 typedef struct hako_pubsub_service hako_pubsub_service;
 
-// A received sample, read-only. Owning handle (dropped); may move between
-// threads and outlive its subscriber.
-typedef struct hako_sample hako_sample;
-
-// A loaned sample, to fill and send. Owning handle (sent or dropped);
-// may move between threads and outlive its publisher.
-typedef struct hako_sample_mut hako_sample_mut;
-
 // A subscriber. Owning handle; one thread at a time.
 typedef struct hako_subscriber hako_subscriber;
 
@@ -208,6 +200,41 @@ typedef struct hako_subscriber_options {
   // How a receive with a timeout waits.
   enum hako_wait_strategy wait;
 } hako_subscriber_options;
+
+// A loaned sample, to fill and send: write `size` bytes at `data`, then
+// `hako_publisher_send` it through the publisher that loaned it (or
+// `hako_sample_mut_drop` it). Owned by the caller; may move between
+// threads and outlive its publisher. Do not use a copy of one after it
+// was sent or dropped.
+typedef struct hako_sample_mut {
+  // Where to write the payload, aligned for the payload type (NULL once
+  // sent or dropped). It holds what an earlier sample of the pool left
+  // there (zeros at first): write all of it that readers read.
+  void *data;
+  // Bytes at `data`: elements × element size.
+  size_t size;
+  // Elements (1 unless the service carries slices).
+  size_t len;
+  // hako's state of the loan; do not touch.
+  uint64_t _private[8];
+} hako_sample_mut;
+
+// A received sample, read-only: `size` bytes at `data`, valid until
+// `hako_sample_drop`. Owned by the caller; may move between threads and
+// outlive its subscriber. Do not use a copy of one after it was dropped.
+typedef struct hako_sample {
+  // The payload, aligned for the payload type (NULL when none came, or
+  // once dropped).
+  const void *data;
+  // Bytes at `data`.
+  size_t size;
+  // Elements.
+  size_t len;
+  // The id of the publisher that sent it.
+  uint64_t publisher_id;
+  // hako's state of the sample; do not touch.
+  uint64_t _private[8];
+} hako_sample;
 
 #ifdef __cplusplus
 extern "C" {
@@ -356,48 +383,6 @@ enum hako_status hako_publisher_create(const struct hako_pubsub_service *service
 // `publisher` is NULL or points to NULL or a publisher handle.
 enum hako_status hako_publisher_drop(struct hako_publisher **publisher);
 
-// Loans a sample of `len` elements (1 for a service that is not a slice)
-// in shared memory. Its memory holds what an earlier sample of the pool
-// left there (zeros at first): write all of it that readers read.
-//
-// # Safety
-// `publisher` is a publisher handle; `out` is writable.
-enum hako_status hako_publisher_loan(struct hako_publisher *publisher,
-                                     size_t len,
-                                     struct hako_sample_mut **out);
-
-// Where to write the loaned sample's payload: `hako_sample_mut_size`
-// bytes, aligned for the payload type. NULL for a NULL sample.
-//
-// # Safety
-// `sample` is NULL or a loaned sample handle.
-void *hako_sample_mut_data(struct hako_sample_mut *sample);
-
-// The loaned sample's payload size in bytes (elements × element size);
-// 0 for a NULL sample.
-//
-// # Safety
-// `sample` is NULL or a loaned sample handle.
-size_t hako_sample_mut_size(const struct hako_sample_mut *sample);
-
-// Sends a loaned sample through the publisher that loaned it, and sets
-// `*sample` to NULL. `reached` (may be NULL) gets the number of
-// subscribers it reached. A sample of another publisher is refused
-// (`HAKO_ERROR_MISUSE`) and stays the caller's.
-//
-// # Safety
-// `publisher` is a publisher handle; `sample` points to NULL or a loaned
-// sample handle; `reached` is NULL or writable.
-enum hako_status hako_publisher_send(struct hako_publisher *publisher,
-                                     struct hako_sample_mut **sample,
-                                     size_t *reached);
-
-// Gives a loaned sample back unsent and sets `*sample` to NULL.
-//
-// # Safety
-// `sample` is NULL or points to NULL or a loaned sample handle.
-enum hako_status hako_sample_mut_drop(struct hako_sample_mut **sample);
-
 // Loans, copies `size` bytes from `data` (a whole number of elements)
 // and sends: for small payloads.
 //
@@ -432,50 +417,6 @@ enum hako_status hako_subscriber_create(const struct hako_pubsub_service *servic
 // `subscriber` is NULL or points to NULL or a subscriber handle.
 enum hako_status hako_subscriber_drop(struct hako_subscriber **subscriber);
 
-// Takes the next sample: at once (`timeout_us` 0), waiting up to
-// `timeout_us` microseconds, or until one comes (`HAKO_FOREVER`). `*out`
-// is the sample, or NULL if none came in time. `HAKO_ERROR_PEER_GONE`
-// when a wait's publishers all left and nothing is queued.
-//
-// # Safety
-// `subscriber` is a subscriber handle; `out` is writable.
-enum hako_status hako_subscriber_receive(struct hako_subscriber *subscriber,
-                                         uint64_t timeout_us,
-                                         struct hako_sample **out);
-
-// The received sample's payload: `hako_sample_size` bytes, aligned for
-// the payload type, valid until the sample is dropped. NULL for a NULL
-// sample.
-//
-// # Safety
-// `sample` is NULL or a received sample handle.
-const void *hako_sample_data(const struct hako_sample *sample);
-
-// The received sample's payload size in bytes; 0 for a NULL sample.
-//
-// # Safety
-// `sample` is NULL or a received sample handle.
-size_t hako_sample_size(const struct hako_sample *sample);
-
-// The received sample's number of elements; 0 for a NULL sample.
-//
-// # Safety
-// `sample` is NULL or a received sample handle.
-size_t hako_sample_len(const struct hako_sample *sample);
-
-// The id of the publisher that sent the sample; 0 for a NULL sample.
-//
-// # Safety
-// `sample` is NULL or a received sample handle.
-uint64_t hako_sample_publisher_id(const struct hako_sample *sample);
-
-// Gives a received sample back to its publisher and sets `*sample` to
-// NULL.
-//
-// # Safety
-// `sample` is NULL or points to NULL or a received sample handle.
-enum hako_status hako_sample_drop(struct hako_sample **sample);
-
 // The subscriber's wake-up descriptor, for an event loop (epoll, poll):
 // readable after `hako_subscriber_arm` returned false and a publisher
 // sent. The subscriber owns it.
@@ -497,6 +438,55 @@ enum hako_status hako_subscriber_arm(const struct hako_subscriber *subscriber, b
 // # Safety
 // `subscriber` is a subscriber handle.
 enum hako_status hako_subscriber_disarm(const struct hako_subscriber *subscriber);
+
+// Loans a sample of `len` elements (1 for a service that is not a slice)
+// in shared memory, into `*out`, which must not hold a live sample.
+//
+// # Safety
+// `publisher` is a publisher handle; `out` is writable (its contents may
+// be uninitialised).
+enum hako_status hako_publisher_loan(struct hako_publisher *publisher,
+                                     size_t len,
+                                     struct hako_sample_mut *out);
+
+// Sends a loaned sample through the publisher that loaned it, and marks
+// it consumed. `reached` (may be NULL) gets the number of subscribers it
+// reached. A sample of another publisher is refused (`HAKO_ERROR_MISUSE`)
+// and stays the caller's; a consumed one is `HAKO_ERROR_NULL_ARGUMENT`.
+//
+// # Safety
+// `publisher` is a publisher handle; `sample` points to a sample filled
+// by `hako_publisher_loan` (live or consumed); `reached` is NULL or
+// writable.
+enum hako_status hako_publisher_send(struct hako_publisher *publisher,
+                                     struct hako_sample_mut *sample,
+                                     size_t *reached);
+
+// Gives a loaned sample back unsent and marks it consumed.
+//
+// # Safety
+// `sample` is NULL or points to a sample filled by `hako_publisher_loan`.
+enum hako_status hako_sample_mut_drop(struct hako_sample_mut *sample);
+
+// Takes the next sample into `*out` (which must not hold a live one): at
+// once (`timeout_us` 0), waiting up to `timeout_us` microseconds, or until
+// one comes (`HAKO_FOREVER`). `out->data` is NULL if none came in time.
+// `HAKO_ERROR_PEER_GONE` when a wait's publishers all left and nothing is
+// queued.
+//
+// # Safety
+// `subscriber` is a subscriber handle; `out` is writable (its contents
+// may be uninitialised).
+enum hako_status hako_subscriber_receive(struct hako_subscriber *subscriber,
+                                         uint64_t timeout_us,
+                                         struct hako_sample *out);
+
+// Gives a received sample back to its publisher and marks it consumed.
+//
+// # Safety
+// `sample` is NULL or points to a sample filled by
+// `hako_subscriber_receive`.
+enum hako_status hako_sample_drop(struct hako_sample *sample);
 
 #ifdef __cplusplus
 }  // extern "C"

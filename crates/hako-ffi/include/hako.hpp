@@ -203,47 +203,85 @@ private:
 };
 
 /// A loaned sample of `P`: write through `->` / `*` (or `data()` and
-/// `size()` for slices), then hand it to `Publisher::send`.
+/// `size()` for slices), then hand it to `Publisher::send`. Move-only;
+/// dropped unsent, it goes back to the pool.
 template <typename P>
 class SampleMut {
     using Element = typename detail::PayloadOf<P>::Element;
 
 public:
-    Element* data() noexcept { return static_cast<Element*>(hako_sample_mut_data(h_.get())); }
+    SampleMut(const SampleMut&) = delete;
+    SampleMut& operator=(const SampleMut&) = delete;
+    SampleMut(SampleMut&& o) noexcept : s_(o.s_) { o.s_ = hako_sample_mut{}; }
+    SampleMut& operator=(SampleMut&& o) noexcept {
+        if (this != &o) {
+            reset();
+            s_ = o.s_;
+            o.s_ = hako_sample_mut{};
+        }
+        return *this;
+    }
+    ~SampleMut() { reset(); }
+    Element* data() noexcept { return static_cast<Element*>(s_.data); }
     /// Elements.
-    size_t size() const noexcept { return hako_sample_mut_size(h_.get()) / sizeof(Element); }
+    size_t size() const noexcept { return s_.len; }
     Element& operator*() noexcept { return *data(); }
     Element* operator->() noexcept { return data(); }
     Element* begin() noexcept { return data(); }
     Element* end() noexcept { return data() + size(); }
-    explicit operator bool() const noexcept { return static_cast<bool>(h_); }
+    explicit operator bool() const noexcept { return s_.data != nullptr; }
 
 private:
     template <typename>
     friend class Publisher;
-    detail::Handle<hako_sample_mut, hako_sample_mut_drop> h_;
+    SampleMut() noexcept = default;
+    void reset() noexcept {
+        if (s_.data != nullptr) {
+            hako_sample_mut_drop(&s_);
+        }
+    }
+    hako_sample_mut s_{};
 };
 
 /// A received sample of `P`, read-only, valid while this object lives.
+/// Move-only; dropping it hands the chunk back.
 template <typename P>
 class Sample {
     using Element = typename detail::PayloadOf<P>::Element;
 
 public:
-    const Element* data() const noexcept { return static_cast<const Element*>(hako_sample_data(h_.get())); }
+    Sample(const Sample&) = delete;
+    Sample& operator=(const Sample&) = delete;
+    Sample(Sample&& o) noexcept : s_(o.s_) { o.s_ = hako_sample{}; }
+    Sample& operator=(Sample&& o) noexcept {
+        if (this != &o) {
+            reset();
+            s_ = o.s_;
+            o.s_ = hako_sample{};
+        }
+        return *this;
+    }
+    ~Sample() { reset(); }
+    const Element* data() const noexcept { return static_cast<const Element*>(s_.data); }
     /// Elements.
-    size_t size() const noexcept { return hako_sample_len(h_.get()); }
+    size_t size() const noexcept { return s_.len; }
     const Element& operator*() const noexcept { return *data(); }
     const Element* operator->() const noexcept { return data(); }
     const Element* begin() const noexcept { return data(); }
     const Element* end() const noexcept { return data() + size(); }
     /// The publisher that sent it.
-    uint64_t publisher_id() const noexcept { return hako_sample_publisher_id(h_.get()); }
+    uint64_t publisher_id() const noexcept { return s_.publisher_id; }
 
 private:
     template <typename>
     friend class Subscriber;
-    detail::Handle<hako_sample, hako_sample_drop> h_;
+    Sample() noexcept = default;
+    void reset() noexcept {
+        if (s_.data != nullptr) {
+            hako_sample_drop(&s_);
+        }
+    }
+    hako_sample s_{};
 };
 
 /// Settings of a publisher.
@@ -267,15 +305,15 @@ public:
     /// A sample of one element (or `len` for slices), in shared memory.
     SampleMut<P> loan(size_t len = 1) {
         SampleMut<P> s;
-        detail::check(hako_publisher_loan(h_.get(), len, s.h_.out()));
+        detail::check(hako_publisher_loan(h_.get(), len, &s.s_));
         return s;
     }
     /// Sends a sample this publisher loaned; the subscribers it reached.
     size_t send(SampleMut<P>&& sample) {
         size_t reached = 0;
-        // Sent, the C side clears the sample's handle; refused (another
+        // Sent, the C side marks the sample consumed; refused (another
         // publisher's sample), it stays the caller's.
-        detail::check(hako_publisher_send(h_.get(), sample.h_.slot(), &reached));
+        detail::check(hako_publisher_send(h_.get(), &sample.s_, &reached));
         return reached;
     }
     /// Loans, copies `value` and sends.
@@ -307,11 +345,11 @@ public:
     /// Throws when the publishers all left during a wait.
     std::optional<Sample<P>> receive(Timeout timeout = Timeout::now()) {
         Sample<P> s;
-        detail::check(hako_subscriber_receive(h_.get(), timeout.us, s.h_.out()));
-        if (!s.h_) {
+        detail::check(hako_subscriber_receive(h_.get(), timeout.us, &s.s_));
+        if (s.s_.data == nullptr) {
             return std::nullopt;
         }
-        return s;
+        return std::optional<Sample<P>>(std::move(s));
     }
 
 private:

@@ -11,10 +11,13 @@
 //!   and sets it to NULL: a second drop is a reported error
 //!   (`HAKO_ERROR_NULL_ARGUMENT`), not a crash. Calls that consume a
 //!   handle (sending a sample) do the same.
-//! * Every function returns a [`hako_status`] (0 is success), except the
-//!   accessors of samples (their data pointer and size), which return the
-//!   value and give NULL or 0 for a NULL handle. `hako_last_error_message`
-//!   says why the last call on the thread failed.
+//! * Every function returns a [`hako_status`] (0 is success);
+//!   `hako_last_error_message` says why the last call on the thread
+//!   failed.
+//! * Samples are not handles but small structs the caller owns
+//!   ([`hako_sample_mut`], [`hako_sample`]): the payload's address and size
+//!   are fields, and a message costs no allocation. Sending or dropping one
+//!   marks it consumed, so a second send or drop is a reported error.
 //! * No Rust panic crosses the boundary: it becomes
 //!   `HAKO_ERROR_INTERNAL`.
 //! * Thread safety, per type: nodes and services may be used from any
@@ -38,8 +41,10 @@ mod event;
 mod handle;
 mod node;
 mod pubsub;
+mod sample;
 
 pub use error::{hako_error_string, hako_last_error_message, hako_status};
 pub use event::*;
 pub use node::*;
 pub use pubsub::*;
+pub use sample::*;

@@ -1,15 +1,12 @@
 //! Publish/subscribe: services, publishers, subscribers and their samples.
 
 use std::ffi::{c_char, c_void};
-use std::time::Duration;
 
-use hako::{PubSubService, Publisher, Sample, SampleMutUninit, Subscriber, TypeDetails};
+use hako::{PubSubService, Publisher, Subscriber, TypeDetails};
 
-use crate::error::{guard, hako_status, Failure, HAKO_ERROR_MISUSE};
-use crate::handle::{
-    drop_recycled, get, get_mut, give, give_recycled, put, recycled, take, take_recycled, text,
-};
-use crate::node::{hako_node, hako_open_mode, hako_wait_strategy, HAKO_FOREVER};
+use crate::error::{guard, hako_status, Failure};
+use crate::handle::{get, get_mut, give, put, take, text};
+use crate::node::{hako_node, hako_open_mode, hako_wait_strategy};
 
 /// A payload type, as a Rust process's type describes itself: the full
 /// name of the element type (`my_crate::Frame`, `u8`, `[f32; 4]`), its
@@ -82,16 +79,8 @@ pub struct hako_pubsub_service {
 
 /// A publisher. Owning handle; one thread at a time.
 pub struct hako_publisher {
-    publisher: Publisher<[u8]>,
-    elem_size: usize,
-}
-
-/// A loaned sample, to fill and send. Owning handle (sent or dropped);
-/// may move between threads and outlive its publisher.
-pub struct hako_sample_mut {
-    loan: SampleMutUninit<[u8]>,
-    publisher_id: u64,
-    bytes: usize,
+    pub(crate) publisher: Publisher<[u8]>,
+    pub(crate) elem_size: usize,
 }
 
 /// Settings of a publisher. Zero means the default.
@@ -110,8 +99,8 @@ pub struct hako_publisher_options {
 
 /// A subscriber. Owning handle; one thread at a time.
 pub struct hako_subscriber {
-    sub: Subscriber<[u8]>,
-    elem_size: usize,
+    pub(crate) sub: Subscriber<[u8]>,
+    pub(crate) elem_size: usize,
 }
 
 /// Settings of a subscriber.
@@ -121,16 +110,6 @@ pub struct hako_subscriber_options {
     /// How a receive with a timeout waits.
     pub wait: hako_wait_strategy,
 }
-
-/// A received sample, read-only. Owning handle (dropped); may move between
-/// threads and outlive its subscriber.
-pub struct hako_sample {
-    sample: Sample<[u8]>,
-    bytes: usize,
-}
-
-recycled!(hako_sample_mut);
-recycled!(hako_sample);
 
 /// The payload type of byte slices: `{"u8", 1, 1, true}` (Rust `[u8]`).
 #[no_mangle]
@@ -289,108 +268,6 @@ pub unsafe extern "C" fn hako_publisher_drop(publisher: *mut *mut hako_publisher
     guard(|| unsafe { take(publisher, "the publisher") }.map(drop))
 }
 
-/// Loans a sample of `len` elements (1 for a service that is not a slice)
-/// in shared memory. Its memory holds what an earlier sample of the pool
-/// left there (zeros at first): write all of it that readers read.
-///
-/// # Safety
-/// `publisher` is a publisher handle; `out` is writable.
-#[no_mangle]
-pub unsafe extern "C" fn hako_publisher_loan(
-    publisher: *mut hako_publisher,
-    len: usize,
-    out: *mut *mut hako_sample_mut,
-) -> hako_status {
-    guard(|| {
-        // SAFETY: the caller's promises.
-        let p = unsafe { get_mut(publisher, "the publisher") }?;
-        let loan = p.publisher.loan_slice_uninit(len)?;
-        let s = hako_sample_mut {
-            loan,
-            publisher_id: p.publisher.id(),
-            bytes: len * p.elem_size,
-        };
-        // SAFETY: writable (the caller's promise).
-        unsafe { give_recycled(out, s) }
-    })
-}
-
-/// Where to write the loaned sample's payload: `hako_sample_mut_size`
-/// bytes, aligned for the payload type. NULL for a NULL sample.
-///
-/// # Safety
-/// `sample` is NULL or a loaned sample handle.
-#[no_mangle]
-pub unsafe extern "C" fn hako_sample_mut_data(sample: *mut hako_sample_mut) -> *mut c_void {
-    // SAFETY: NULL or live (the caller's promise).
-    match unsafe { sample.as_mut() } {
-        Some(s) => s.loan.as_mut_ptr().cast(),
-        None => std::ptr::null_mut(),
-    }
-}
-
-/// The loaned sample's payload size in bytes (elements × element size);
-/// 0 for a NULL sample.
-///
-/// # Safety
-/// `sample` is NULL or a loaned sample handle.
-#[no_mangle]
-pub unsafe extern "C" fn hako_sample_mut_size(sample: *const hako_sample_mut) -> usize {
-    // SAFETY: NULL or live (the caller's promise).
-    unsafe { sample.as_ref() }.map_or(0, |s| s.bytes)
-}
-
-/// Sends a loaned sample through the publisher that loaned it, and sets
-/// `*sample` to NULL. `reached` (may be NULL) gets the number of
-/// subscribers it reached. A sample of another publisher is refused
-/// (`HAKO_ERROR_MISUSE`) and stays the caller's.
-///
-/// # Safety
-/// `publisher` is a publisher handle; `sample` points to NULL or a loaned
-/// sample handle; `reached` is NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn hako_publisher_send(
-    publisher: *mut hako_publisher,
-    sample: *mut *mut hako_sample_mut,
-    reached: *mut usize,
-) -> hako_status {
-    guard(|| {
-        // SAFETY: the caller's promises.
-        let p = unsafe { get_mut(publisher, "the publisher") }?;
-        if sample.is_null() {
-            return Err(Failure::null("the sample"));
-        }
-        // SAFETY: readable (the caller's promise); NULL or live.
-        let theirs = unsafe { (*sample).as_ref() }.ok_or_else(|| Failure::null("the sample"))?;
-        if theirs.publisher_id != p.publisher.id() {
-            return Err(Failure::new(
-                HAKO_ERROR_MISUSE,
-                "the sample was loaned by another publisher; send it through that one",
-            ));
-        }
-        // SAFETY: checked above: an owning sample handle.
-        let s = unsafe { take_recycled(sample, "the sample") }?;
-        // SAFETY: a chunk is never uninitialised at the byte level (zeros
-        // or an earlier payload of this service), and the bytes are plain
-        // data: what the caller did not write is old contents, not
-        // undefined memory (see SampleMutUninit::assume_init).
-        let n = unsafe { s.loan.assume_init() }.send();
-        // SAFETY: NULL or writable.
-        unsafe { put(reached, n) };
-        Ok(())
-    })
-}
-
-/// Gives a loaned sample back unsent and sets `*sample` to NULL.
-///
-/// # Safety
-/// `sample` is NULL or points to NULL or a loaned sample handle.
-#[no_mangle]
-pub unsafe extern "C" fn hako_sample_mut_drop(sample: *mut *mut hako_sample_mut) -> hako_status {
-    // SAFETY: the caller's promise, passed on.
-    guard(|| unsafe { drop_recycled(sample, "the sample") })
-}
-
 /// Loans, copies `size` bytes from `data` (a whole number of elements)
 /// and sends: for small payloads.
 ///
@@ -495,98 +372,6 @@ pub unsafe extern "C" fn hako_subscriber_drop(
 ) -> hako_status {
     // SAFETY: the caller's promise, passed on.
     guard(|| unsafe { take(subscriber, "the subscriber") }.map(drop))
-}
-
-/// Takes the next sample: at once (`timeout_us` 0), waiting up to
-/// `timeout_us` microseconds, or until one comes (`HAKO_FOREVER`). `*out`
-/// is the sample, or NULL if none came in time. `HAKO_ERROR_PEER_GONE`
-/// when a wait's publishers all left and nothing is queued.
-///
-/// # Safety
-/// `subscriber` is a subscriber handle; `out` is writable.
-#[no_mangle]
-pub unsafe extern "C" fn hako_subscriber_receive(
-    subscriber: *mut hako_subscriber,
-    timeout_us: u64,
-    out: *mut *mut hako_sample,
-) -> hako_status {
-    guard(|| {
-        // SAFETY: the caller's promises.
-        let s = unsafe { get_mut(subscriber, "the subscriber") }?;
-        if out.is_null() {
-            return Err(Failure::null("the out pointer"));
-        }
-        let got = match timeout_us {
-            0 => s.sub.receive()?,
-            HAKO_FOREVER => Some(s.sub.blocking_receive()?),
-            us => s.sub.receive_timeout(Duration::from_micros(us))?,
-        };
-        match got {
-            Some(sample) => {
-                let bytes = sample.len() * s.elem_size;
-                // SAFETY: writable.
-                unsafe { give_recycled(out, hako_sample { sample, bytes }) }
-            }
-            None => {
-                // SAFETY: writable.
-                unsafe { put(out, std::ptr::null_mut()) };
-                Ok(())
-            }
-        }
-    })
-}
-
-/// The received sample's payload: `hako_sample_size` bytes, aligned for
-/// the payload type, valid until the sample is dropped. NULL for a NULL
-/// sample.
-///
-/// # Safety
-/// `sample` is NULL or a received sample handle.
-#[no_mangle]
-pub unsafe extern "C" fn hako_sample_data(sample: *const hako_sample) -> *const c_void {
-    // SAFETY: NULL or live (the caller's promise).
-    unsafe { sample.as_ref() }.map_or(std::ptr::null(), |s| s.sample.as_ptr().cast())
-}
-
-/// The received sample's payload size in bytes; 0 for a NULL sample.
-///
-/// # Safety
-/// `sample` is NULL or a received sample handle.
-#[no_mangle]
-pub unsafe extern "C" fn hako_sample_size(sample: *const hako_sample) -> usize {
-    // SAFETY: NULL or live (the caller's promise).
-    unsafe { sample.as_ref() }.map_or(0, |s| s.bytes)
-}
-
-/// The received sample's number of elements; 0 for a NULL sample.
-///
-/// # Safety
-/// `sample` is NULL or a received sample handle.
-#[no_mangle]
-pub unsafe extern "C" fn hako_sample_len(sample: *const hako_sample) -> usize {
-    // SAFETY: NULL or live (the caller's promise).
-    unsafe { sample.as_ref() }.map_or(0, |s| s.sample.len())
-}
-
-/// The id of the publisher that sent the sample; 0 for a NULL sample.
-///
-/// # Safety
-/// `sample` is NULL or a received sample handle.
-#[no_mangle]
-pub unsafe extern "C" fn hako_sample_publisher_id(sample: *const hako_sample) -> u64 {
-    // SAFETY: NULL or live (the caller's promise).
-    unsafe { sample.as_ref() }.map_or(0, |s| s.sample.publisher_id())
-}
-
-/// Gives a received sample back to its publisher and sets `*sample` to
-/// NULL.
-///
-/// # Safety
-/// `sample` is NULL or points to NULL or a received sample handle.
-#[no_mangle]
-pub unsafe extern "C" fn hako_sample_drop(sample: *mut *mut hako_sample) -> hako_status {
-    // SAFETY: the caller's promise, passed on.
-    guard(|| unsafe { drop_recycled(sample, "the sample") })
 }
 
 /// The subscriber's wake-up descriptor, for an event loop (epoll, poll):

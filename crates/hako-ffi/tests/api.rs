@@ -58,6 +58,27 @@ macro_rules! ok {
     }};
 }
 
+/// A zeroed loan struct, as C code would declare one.
+fn new_loan() -> hako_sample_mut {
+    hako_sample_mut {
+        data: null_mut(),
+        size: 0,
+        len: 0,
+        _private: [0; 8],
+    }
+}
+
+/// A zeroed sample struct.
+fn new_sample() -> hako_sample {
+    hako_sample {
+        data: null(),
+        size: 0,
+        len: 0,
+        publisher_id: 0,
+        _private: [0; 8],
+    }
+}
+
 fn node(root: &Root) -> *mut hako_node {
     let root = root.c();
     let opts = hako_node_options {
@@ -117,17 +138,19 @@ fn a_payload_described_in_c_shares_a_service_with_the_rust_type() {
         e: 5.5,
         f: 6.25,
     };
-    let mut loan = null_mut();
+    let mut loan = new_loan();
     ok!(hako_publisher_loan(publisher, 1, &mut loan));
-    // SAFETY: a live loan.
-    let (data, size) = unsafe { (hako_sample_mut_data(loan), hako_sample_mut_size(loan)) };
+    let (data, size) = (loan.data, loan.size);
     assert_eq!(size, std::mem::size_of::<Mixed>());
     assert_eq!(data as usize % std::mem::align_of::<Mixed>(), 0);
     // SAFETY: `size` bytes, aligned for Mixed.
     unsafe { data.cast::<Mixed>().write(want) };
     let mut reached = 0;
     ok!(hako_publisher_send(publisher, &mut loan, &mut reached));
-    assert!(loan.is_null(), "a sent sample's handle is cleared");
+    assert!(loan.data.is_null(), "a sent sample is marked consumed");
+    // SAFETY: a consumed sample.
+    let again = unsafe { hako_publisher_send(publisher, &mut loan, null_mut()) };
+    assert_eq!(again, hako_status::HAKO_ERROR_NULL_ARGUMENT, "sent twice");
     assert_eq!(reached, 2, "the Rust and the C subscriber");
     assert_eq!(*rust_sub.receive().unwrap().unwrap(), want);
 
@@ -135,22 +158,28 @@ fn a_payload_described_in_c_shares_a_service_with_the_rust_type() {
     let back = Mixed { a: 9, ..want };
     rust_pub.send_copy(back).unwrap();
     // The C subscriber gets both (from two publishers: in either order).
-    let mut got = null_mut();
+    let mut got = new_sample();
     let mut both = Vec::new();
     for _ in 0..2 {
         ok!(hako_subscriber_receive(subscriber, 1_000_000, &mut got));
+        assert_eq!(got.size, std::mem::size_of::<Mixed>());
         // SAFETY: a live sample of `size` bytes, aligned for Mixed.
-        unsafe {
-            assert_eq!(hako_sample_size(got), std::mem::size_of::<Mixed>());
-            both.push(*hako_sample_data(got).cast::<Mixed>());
-        }
+        both.push(unsafe { *got.data.cast::<Mixed>() });
+        // Receiving into a struct that holds a sample would leak it.
+        let mut other = new_sample();
+        // SAFETY: a copy of a live sample (used only to be refused).
+        let s = unsafe {
+            std::ptr::copy_nonoverlapping(&got, &mut other, 1);
+            hako_subscriber_receive(subscriber, 0, &mut other)
+        };
+        assert_eq!(s, hako_status::HAKO_ERROR_MISUSE);
         ok!(hako_sample_drop(&mut got));
     }
     both.sort_by_key(|m| m.a);
     assert_eq!(both, [want, back]);
     // Nothing more: NULL at once.
     ok!(hako_subscriber_receive(subscriber, 0, &mut got));
-    assert!(got.is_null());
+    assert!(got.data.is_null());
 
     // A C program that names the type differently is refused.
     let mut other = null_mut();
@@ -201,7 +230,7 @@ fn misuse_is_reported_not_crashed() {
     let (mut p1, mut p2) = (null_mut(), null_mut());
     ok!(hako_publisher_create(svc, &opts, &mut p1));
     ok!(hako_publisher_create(svc, &opts, &mut p2));
-    let mut loan = null_mut();
+    let mut loan = new_loan();
     ok!(hako_publisher_loan(p1, 8, &mut loan));
     // SAFETY: (all calls below) live handles or NULL, valid pointers.
     unsafe {
@@ -210,9 +239,9 @@ fn misuse_is_reported_not_crashed() {
             hako_publisher_send(p2, &mut loan, null_mut()),
             hako_status::HAKO_ERROR_MISUSE
         );
-        assert!(!loan.is_null(), "a refused sample stays the caller's");
+        assert!(!loan.data.is_null(), "a refused sample stays the caller's");
         // Longer than the publisher allows.
-        let mut big = null_mut();
+        let mut big = new_loan();
         assert_eq!(
             hako_publisher_loan(p1, 65, &mut big),
             hako_status::HAKO_ERROR_MISUSE
@@ -233,8 +262,10 @@ fn misuse_is_reported_not_crashed() {
             hako_node_create(null(), null_mut()),
             hako_status::HAKO_ERROR_NULL_ARGUMENT
         );
-        assert!(hako_sample_data(null()).is_null());
-        assert_eq!(hako_sample_size(null()), 0);
+        assert_eq!(
+            hako_sample_drop(null_mut()),
+            hako_status::HAKO_ERROR_NULL_ARGUMENT
+        );
         // A size that is no whole number of elements is fine for bytes;
         // 0 bytes is not.
         assert_eq!(

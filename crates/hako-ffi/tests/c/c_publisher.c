@@ -44,9 +44,9 @@ int main(int argc, char** argv) {
         return 1;
     }
     for (uint64_t seq = 0; seq < count; seq++) {
-        hako_sample_mut* s = NULL;
+        hako_sample_mut s = {0};
         CHECK(hako_publisher_loan(pub, 1, &s));
-        *(mixed*)hako_sample_mut_data(s) = mixed_of(seq);
+        *(mixed*)s.data = mixed_of(seq);
         size_t reached = 0;
         CHECK(hako_publisher_send(pub, &s, &reached));
         if (reached != 1) {
