@@ -196,3 +196,22 @@ pub(crate) fn check_payload(
     }
     Ok(())
 }
+
+/// Checks a payload described at run time (see
+/// [`PubSubBuilder::payload_type`](crate::PubSubBuilder::payload_type)).
+pub(crate) fn check_described(t: &TypeDetails) -> Result<(), ServiceError> {
+    let bad = |field, value, rule| Err(ServiceError::InvalidSetting { field, value, rule });
+    if t.size == 0 {
+        return bad("payload size", 0, "at least 1");
+    }
+    if !t.align.is_power_of_two() {
+        return bad("payload alignment", t.align, "a power of two");
+    }
+    if t.size % t.align != 0 {
+        return bad("payload size", t.size, "a multiple of the alignment");
+    }
+    if t.type_name.is_empty() {
+        return bad("payload type name", 0, "not empty");
+    }
+    Ok(())
+}

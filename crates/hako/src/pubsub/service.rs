@@ -15,7 +15,9 @@ use crate::domain::service::builder::{qos_setter, ServiceBuilder};
 use crate::domain::service::error::{at_least, ServiceError};
 use crate::domain::service::inner::ServiceInner;
 use crate::domain::service::open::{acquire, Mode, PatternRequest};
-use crate::port::payload::{check_payload, Payload, PayloadDescription, TypeDetails, PAYLOAD_FIELDS};
+use crate::port::payload::{
+    check_described, check_payload, Payload, PayloadDescription, TypeDetails, PAYLOAD_FIELDS,
+};
 
 impl ServiceBuilder {
     /// A publish/subscribe service carrying `T` (a [`ShmSafe`](crate::ShmSafe)
@@ -142,25 +144,6 @@ impl PubSubBuilder<[u8]> {
         self.described = Some(details);
         self
     }
-}
-
-/// Checks a payload described at run time (see
-/// [`PubSubBuilder::payload_type`]).
-pub(crate) fn check_described(t: &TypeDetails) -> Result<(), ServiceError> {
-    let bad = |field, value, rule| Err(ServiceError::InvalidSetting { field, value, rule });
-    if t.size == 0 {
-        return bad("payload size", 0, "at least 1");
-    }
-    if !t.align.is_power_of_two() {
-        return bad("payload alignment", t.align, "a power of two");
-    }
-    if t.size % t.align != 0 {
-        return bad("payload size", t.size, "a multiple of the alignment");
-    }
-    if t.type_name.is_empty() {
-        return bad("payload type name", 0, "not empty");
-    }
-    Ok(())
 }
 
 impl<T: Payload + ?Sized> PatternRequest for PubSubBuilder<T> {

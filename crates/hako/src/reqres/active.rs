@@ -127,6 +127,25 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
     }
 }
 
+impl<Req: crate::port::payload::ShmSafe, Resp: Payload + ?Sized> ActiveRequest<'_, [Req], Resp> {
+    /// The first element, for code that reads through raw pointers
+    /// (language bindings): [`len`](Self::len) elements of the service's
+    /// element size lie there (see `ReqResBuilder::payload_types`).
+    pub fn as_ptr(&self) -> *const Req {
+        self.raw.payload().cast()
+    }
+
+    /// Elements of the request.
+    pub fn len(&self) -> usize {
+        self.elems
+    }
+
+    /// Whether the request has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.elems == 0
+    }
+}
+
 impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> std::fmt::Debug for ActiveRequest<'_, Req, Resp> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ActiveRequest")

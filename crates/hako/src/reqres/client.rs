@@ -136,8 +136,8 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
             self.max_loans,
             q.max_requests_in_flight,
         )?;
-        let req_env = Envelope::of::<Req>(self.max_slice_len);
-        let resp_env = Envelope::of::<Resp>(1);
+        let req_env = Envelope::described(&self.settings.request, self.max_slice_len);
+        let resp_env = Envelope::described(&self.settings.response, 1);
         let max_len = spec.max_len(&req_env)?;
         // A request goes to one server; each server may have queued, held
         // or returned (before the client took it back) a queue's worth.

@@ -61,6 +61,18 @@ impl Envelope {
         }
     }
 
+    /// The envelope of the payload a service recorded (`T`'s, checked when
+    /// the service was opened, or one described at run time), with at most
+    /// `max_elems` elements (1 for a value).
+    pub fn described(d: &crate::port::payload::PayloadDescription, max_elems: usize) -> Self {
+        Self {
+            size: usize::try_from(d.size).unwrap_or(usize::MAX),
+            slice: d.slice,
+            max_elems: if d.slice { max_elems } else { 1 },
+            align: d.align.max(1),
+        }
+    }
+
     /// Bytes a chunk must hold: those of the largest message, and at least
     /// one (an end of stream has no payload, and a payload may have no
     /// bytes, but a pool's chunks do); `None` if that does not fit a `u64`

@@ -109,6 +109,13 @@ impl<T: ShmSafe, D: Destination> MessageMutUninit<T, D> {
 }
 
 impl<T: ShmSafe, D: Destination> MessageMutUninit<[T], D> {
+    /// The first element, for code that writes through raw pointers
+    /// (language bindings): `len` elements of the service's element size
+    /// lie there (see `ReqResBuilder::payload_types`).
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.payload().cast()
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.elems

@@ -197,6 +197,25 @@ impl<T: Payload + ?Sized> Response<T> {
     }
 }
 
+impl<T: crate::port::payload::ShmSafe> Response<[T]> {
+    /// The first element, for code that reads through raw pointers
+    /// (language bindings): [`len`](Self::len) elements of the service's
+    /// element size lie there (see `ReqResBuilder::payload_types`).
+    pub fn as_ptr(&self) -> *const T {
+        self.raw.payload().cast()
+    }
+
+    /// Elements of the payload.
+    pub fn len(&self) -> usize {
+        self.elems
+    }
+
+    /// Whether the payload has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.elems == 0
+    }
+}
+
 impl<T: Payload + ?Sized> Deref for Response<T> {
     type Target = T;
     fn deref(&self) -> &T {

@@ -99,8 +99,8 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
         // ends are loaned and sent one at a time, when an active request
         // drops.
         let max_loans = u64::from(user_loans) + 1;
-        let req_env = Envelope::of::<Req>(1);
-        let resp_env = Envelope::of::<Resp>(self.max_slice_len);
+        let req_env = Envelope::described(&self.settings.request, 1);
+        let resp_env = Envelope::described(&self.settings.response, self.max_slice_len);
         let max_len = spec.max_len(&resp_env)?;
         // As the client's receiver says (see client::response_queue).
         let (buffer, borrowed) = (2 * in_flight * (per + 1), in_flight * per);

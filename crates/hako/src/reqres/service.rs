@@ -15,7 +15,7 @@ use crate::domain::service::builder::{qos_setter, ServiceBuilder};
 use crate::domain::service::error::{at_least, ServiceError};
 use crate::domain::service::inner::ServiceInner;
 use crate::domain::service::open::{acquire, Mode, PatternRequest};
-use crate::port::payload::{check_payload, Payload, PayloadDescription};
+use crate::port::payload::{check_described, check_payload, Payload, PayloadDescription, TypeDetails};
 
 impl ServiceBuilder {
     /// A request/response service: clients send requests of `Req`, servers
@@ -28,6 +28,7 @@ impl ServiceBuilder {
             node: self.node,
             name: self.name,
             req: QosRequest::default(),
+            described: None,
             _t: PhantomData,
         }
     }
@@ -50,6 +51,9 @@ pub struct ReqResBuilder<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     node: Arc<NodeInner>,
     name: ServiceName,
     req: QosRequest,
+    /// Request and response types described at run time
+    /// ([`ReqResBuilder::payload_types`]).
+    described: Option<(TypeDetails, TypeDetails)>,
     _t: Types<Req, Resp>,
 }
 
@@ -80,6 +84,14 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ReqResBuilder<Req, Resp> {
         /// flight (at most 65536).
         max_response_buffer, response_buffer);
 
+    /// The request's and the response's type: `Req`'s and `Resp`'s, or
+    /// those described at run time.
+    fn details(&self) -> (TypeDetails, TypeDetails) {
+        self.described
+            .clone()
+            .unwrap_or_else(|| (Req::details(), Resp::details()))
+    }
+
     fn finish(self, mode: Mode) -> Result<ReqResService<Req, Resp>, ServiceError> {
         let (inner, settings) = acquire(&self.node, &self.name, &self, mode)?;
         Ok(ReqResService {
@@ -103,6 +115,20 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ReqResBuilder<Req, Resp> {
     /// from many processes at once: exactly one creates it.
     pub fn open_or_create(self) -> Result<ReqResService<Req, Resp>, ServiceError> {
         self.finish(Mode::OpenOrCreate)
+    }
+}
+
+impl ReqResBuilder<[u8], [u8]> {
+    /// For language bindings: the service carries requests and responses
+    /// described at run time (see
+    /// [`PubSubBuilder::payload_type`](crate::PubSubBuilder::payload_type)),
+    /// so that a C or Python program shares a service with a Rust one. The
+    /// ports of this builder's service see each message as bytes: reach a
+    /// message's `len` elements of the described size through `as_ptr` /
+    /// `as_mut_ptr`.
+    pub fn payload_types(mut self, request: TypeDetails, response: TypeDetails) -> Self {
+        self.described = Some((request, response));
+        self
     }
 }
 
@@ -133,8 +159,11 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> PatternRequest for ReqResBui
             max_response_buffer: r.response_buffer.unwrap_or(d.max_response_buffer),
         };
         validate_qos(&qos)?;
-        let (request, response) = (Req::details(), Resp::details());
+        let (request, response) = self.details();
         for t in [&request, &response] {
+            if self.described.is_some() {
+                check_described(t)?;
+            }
             if t.align > MAX_ALIGN {
                 return Err(ServiceError::InvalidSetting {
                     field: "payload alignment",
@@ -151,8 +180,9 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> PatternRequest for ReqResBui
     }
 
     fn check(&self, svc: &str, existing: &ReqResSettings) -> Result<(), ServiceError> {
-        check_payload(svc, REQUEST_FIELDS, Req::details(), &existing.request)?;
-        check_payload(svc, RESPONSE_FIELDS, Resp::details(), &existing.response)?;
+        let (request, response) = self.details();
+        check_payload(svc, REQUEST_FIELDS, request, &existing.request)?;
+        check_payload(svc, RESPONSE_FIELDS, response, &existing.response)?;
         let (r, q) = (&self.req, &existing.qos);
         at_least(svc, "max_clients", r.max_clients, q.max_clients)?;
         at_least(svc, "max_servers", r.max_servers, q.max_servers)?;
