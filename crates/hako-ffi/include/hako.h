@@ -97,6 +97,14 @@ typedef enum hako_backpressure {
   HAKO_BACKPRESSURE_DISCARD = 2,
 } hako_backpressure;
 
+// A request a server received, to answer. Owning handle, used from its
+// server's thread; dropping it ends the response stream.
+typedef struct hako_active_request hako_active_request;
+
+// A client. Owning handle; one thread at a time, with its pending
+// responses.
+typedef struct hako_client hako_client;
+
 // An event service. Owning handle; any thread.
 typedef struct hako_event_service hako_event_service;
 
@@ -110,11 +118,22 @@ typedef struct hako_node hako_node;
 // A notifier. Owning handle; one thread at a time.
 typedef struct hako_notifier hako_notifier;
 
+// A request sent and its responses to come. Owning handle, used from its
+// client's thread; drop it before its client.
+typedef struct hako_pending hako_pending;
+
 // A publisher. Owning handle; one thread at a time.
 typedef struct hako_publisher hako_publisher;
 
 // A publish/subscribe service. Owning handle; any thread.
 typedef struct hako_pubsub_service hako_pubsub_service;
+
+// A request/response service. Owning handle; any thread.
+typedef struct hako_reqres_service hako_reqres_service;
+
+// A server. Owning handle; one thread at a time, with its active
+// requests.
+typedef struct hako_server hako_server;
 
 // A subscriber. Owning handle; one thread at a time.
 typedef struct hako_subscriber hako_subscriber;
@@ -200,6 +219,63 @@ typedef struct hako_subscriber_options {
   // How a receive with a timeout waits.
   enum hako_wait_strategy wait;
 } hako_subscriber_options;
+
+// Settings of a request/response service. Zero means: the configured
+// default on create, anything on open.
+typedef struct hako_reqres_options {
+  // Clients the service admits.
+  uint32_t max_clients;
+  // Servers the service admits.
+  uint32_t max_servers;
+  // Nodes that may hold it open at once.
+  uint32_t max_nodes;
+  // Requests a client may have in flight.
+  uint32_t max_requests_in_flight;
+  // Responses a client may hold or have queued per request.
+  uint32_t max_response_buffer;
+} hako_reqres_options;
+
+// Settings of a client or a server. Zero means the default.
+typedef struct hako_port_options {
+  // Most elements of a slice request (client) or response (server).
+  size_t max_slice_len;
+  // Requests (client) or responses (server) loaned at once.
+  uint32_t max_loans;
+  // When the other side's queue is full: block (default), retry, discard.
+  enum hako_backpressure backpressure;
+  // Tries of `HAKO_BACKPRESSURE_RETRY`.
+  uint32_t retries;
+  // How its waits wait.
+  enum hako_wait_strategy wait;
+} hako_port_options;
+
+// A loaned request or response, to fill and send: `size` bytes at
+// `data`. Owned by the caller, as a `hako_sample_mut`.
+typedef struct hako_message_mut {
+  // Where to write the payload (NULL once sent or dropped).
+  void *data;
+  // Bytes at `data`.
+  size_t size;
+  // Elements.
+  size_t len;
+  // hako's state; do not touch.
+  uint64_t _private[11];
+} hako_message_mut;
+
+// A response a client received: `size` bytes at `data`, valid until
+// `hako_response_drop`. Owned by the caller.
+typedef struct hako_response {
+  // The payload (NULL when none came, or once dropped).
+  const void *data;
+  // Bytes at `data`.
+  size_t size;
+  // Elements.
+  size_t len;
+  // The id of the server that sent it.
+  uint64_t server_id;
+  // hako's state; do not touch.
+  uint64_t _private[8];
+} hako_response;
 
 // A loaned sample, to fill and send: write `size` bytes at `data`, then
 // `hako_publisher_send` it through the publisher that loaned it (or
@@ -438,6 +514,176 @@ enum hako_status hako_subscriber_arm(const struct hako_subscriber *subscriber, b
 // # Safety
 // `subscriber` is a subscriber handle.
 enum hako_status hako_subscriber_disarm(const struct hako_subscriber *subscriber);
+
+// Opens or creates (`mode`) the request/response service `name` with
+// requests of `request` and responses of `response`. `options` may be
+// NULL.
+//
+// # Safety
+// `node` is a node handle; `name` and the types' names are
+// NUL-terminated; `options` is NULL or valid; `out` is writable.
+enum hako_status hako_reqres_service_open(const struct hako_node *node,
+                                          const char *name,
+                                          const struct hako_payload_type *request,
+                                          const struct hako_payload_type *response,
+                                          const struct hako_reqres_options *options,
+                                          enum hako_open_mode mode,
+                                          struct hako_reqres_service **out);
+
+// Drops a request/response service handle and sets `*service` to NULL.
+//
+// # Safety
+// `service` is NULL or points to NULL or a service handle.
+enum hako_status hako_reqres_service_drop(struct hako_reqres_service **service);
+
+// Creates a client. `options` may be NULL.
+//
+// # Safety
+// `service` is a service handle; `options` is NULL or valid; `out` is
+// writable.
+enum hako_status hako_client_create(const struct hako_reqres_service *service,
+                                    const struct hako_port_options *options,
+                                    struct hako_client **out);
+
+// Drops a client and sets `*client` to NULL; refused
+// (`HAKO_ERROR_MISUSE`) while loans or pending responses of it live.
+//
+// # Safety
+// `client` is NULL or points to NULL or a client handle.
+enum hako_status hako_client_drop(struct hako_client **client);
+
+// Loans a request of `len` elements (1 unless requests are slices) into
+// `*out`, which must not hold a live message.
+//
+// # Safety
+// `client` is a client handle; `out` is writable.
+enum hako_status hako_client_loan(struct hako_client *client,
+                                  size_t len,
+                                  struct hako_message_mut *out);
+
+// Sends a loaned request through the client that loaned it, marks it
+// consumed, and gives the pending response in `*pending`.
+//
+// # Safety
+// `client` is a client handle; `request` was filled by
+// `hako_client_loan`; `pending` is writable.
+enum hako_status hako_client_send(struct hako_client *client,
+                                  struct hako_message_mut *request,
+                                  struct hako_pending **pending);
+
+// Gives a loaned request or response back unsent and marks it consumed.
+//
+// # Safety
+// `message` is NULL or was filled by `hako_client_loan` or
+// `hako_active_request_loan`.
+enum hako_status hako_message_mut_drop(struct hako_message_mut *message);
+
+// Takes the next response to `pending` into `*out` (which must not hold a
+// live one): at once (`timeout_us` 0), waiting up to `timeout_us`
+// microseconds, or until one comes or the stream ends (`HAKO_FOREVER`).
+// `out->data` is NULL if none came; then `*ended` (may be NULL) tells
+// whether the stream has ended. `HAKO_ERROR_PEER_GONE` when the server
+// went without ending it.
+//
+// # Safety
+// `pending` is a pending response handle; `out` is writable; `ended` is
+// NULL or writable.
+enum hako_status hako_pending_receive(struct hako_pending *pending,
+                                      uint64_t timeout_us,
+                                      struct hako_response *out,
+                                      bool *ended);
+
+// Gives a received response back and marks it consumed.
+//
+// # Safety
+// `response` is NULL or was filled by `hako_pending_receive`.
+enum hako_status hako_response_drop(struct hako_response *response);
+
+// Drops a pending response and sets `*pending` to NULL: responses still
+// on their way go back to the server unread.
+//
+// # Safety
+// `pending` is NULL or points to NULL or a pending response handle.
+enum hako_status hako_pending_drop(struct hako_pending **pending);
+
+// Creates a server. `options` may be NULL.
+//
+// # Safety
+// `service` is a service handle; `options` is NULL or valid; `out` is
+// writable.
+enum hako_status hako_server_create(const struct hako_reqres_service *service,
+                                    const struct hako_port_options *options,
+                                    struct hako_server **out);
+
+// Drops a server and sets `*server` to NULL; refused
+// (`HAKO_ERROR_MISUSE`) while active requests of it live.
+//
+// # Safety
+// `server` is NULL or points to NULL or a server handle.
+enum hako_status hako_server_drop(struct hako_server **server);
+
+// Takes the next request: at once (`timeout_us` 0), waiting up to
+// `timeout_us` microseconds, or until one comes (`HAKO_FOREVER`).
+// `*out` is the active request, or NULL if none came in time.
+//
+// # Safety
+// `server` is a server handle; `out` is writable.
+enum hako_status hako_server_receive(struct hako_server *server,
+                                     uint64_t timeout_us,
+                                     struct hako_active_request **out);
+
+// The request's payload (in the client's shared memory); NULL for NULL.
+//
+// # Safety
+// `request` is NULL or an active request handle.
+const void *hako_active_request_data(const struct hako_active_request *request);
+
+// The request's payload size in bytes; 0 for NULL.
+//
+// # Safety
+// `request` is NULL or an active request handle.
+size_t hako_active_request_size(const struct hako_active_request *request);
+
+// The id of the client that sent the request; 0 for NULL.
+//
+// # Safety
+// `request` is NULL or an active request handle.
+uint64_t hako_active_request_client_id(const struct hako_active_request *request);
+
+// Loans a response of `len` elements (1 unless responses are slices) to
+// this request into `*out`, which must not hold a live message.
+//
+// # Safety
+// `request` is an active request handle; `out` is writable.
+enum hako_status hako_active_request_loan(struct hako_active_request *request,
+                                          size_t len,
+                                          struct hako_message_mut *out);
+
+// Sends a response loaned for this request, and marks it consumed; the
+// stream goes on.
+//
+// # Safety
+// `request` is an active request handle; `response` was filled by
+// `hako_active_request_loan`.
+enum hako_status hako_active_request_send(struct hako_active_request *request,
+                                          struct hako_message_mut *response);
+
+// Sends a response loaned for this request as the last of its stream (the
+// response and the end in one message), marks it consumed, and drops the
+// request (`*request` becomes NULL).
+//
+// # Safety
+// `request` points to an active request handle; `response` was filled by
+// `hako_active_request_loan`.
+enum hako_status hako_active_request_send_last(struct hako_active_request **request,
+                                               struct hako_message_mut *response);
+
+// Drops an active request and sets `*request` to NULL: its stream ends
+// (the client's pending response sees the end).
+//
+// # Safety
+// `request` is NULL or points to NULL or an active request handle.
+enum hako_status hako_active_request_drop(struct hako_active_request **request);
 
 // Loans a sample of `len` elements (1 for a service that is not a slice)
 // in shared memory, into `*out`, which must not hold a live sample.

@@ -41,10 +41,12 @@ mod event;
 mod handle;
 mod node;
 mod pubsub;
+mod reqres;
 mod sample;
 
 pub use error::{hako_error_string, hako_last_error_message, hako_status};
 pub use event::*;
 pub use node::*;
 pub use pubsub::*;
+pub use reqres::*;
 pub use sample::*;

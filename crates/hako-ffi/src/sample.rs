@@ -20,12 +20,12 @@ use crate::node::HAKO_FOREVER;
 use crate::pubsub::{hako_publisher, hako_subscriber};
 
 /// Words of `_private` that hold the Rust value.
-const VALUE_WORDS: usize = 6;
+pub(crate) const VALUE_WORDS: usize = 6;
 /// The word that marks a live sample, and its mark.
-const TAG: usize = 7;
-const LIVE: u64 = u64::from_le_bytes(*b"hakolive");
-/// The word that names a loan's publisher.
-const OWNER: usize = 6;
+pub(crate) const TAG: usize = 7;
+pub(crate) const LIVE: u64 = u64::from_le_bytes(*b"hakolive");
+/// The word that names a loan's port.
+pub(crate) const OWNER: usize = 6;
 
 // The values fit their storage, aligned.
 const _: () = {
@@ -75,13 +75,21 @@ pub struct hako_sample {
 }
 
 /// Moves `value` into `words` and marks them live.
-fn store<T>(words: &mut [u64; 8], value: T) {
-    // SAFETY: the assertions above: T fits the first VALUE_WORDS words,
-    // which are 8-aligned (a u64 array) and at least as aligned as T;
-    // whatever was there is overwritten without being read (the caller
-    // checked it was not live).
+pub(crate) fn store<T>(words: &mut [u64; 8], value: T) {
+    store_at(words, VALUE_WORDS, TAG, value);
+}
+
+/// Moves `value` into the first `value_words` of `words` and marks them
+/// live in word `tag`.
+pub(crate) fn store_at<T>(words: &mut [u64], value_words: usize, tag: usize, value: T) {
+    assert!(size_of::<T>() <= value_words * 8 && align_of::<T>() <= 8);
+    assert!(value_words <= tag && tag < words.len());
+    // SAFETY: T fits the first value_words words (asserted above), which
+    // are 8-aligned (u64s) and at least as aligned as T; whatever was
+    // there is overwritten without being read (the caller checked it was
+    // not live).
     unsafe { words.as_mut_ptr().cast::<T>().write(value) };
-    words[TAG] = LIVE;
+    words[tag] = LIVE;
 }
 
 /// Moves the live value out of `words` and marks them consumed; `None` if
@@ -90,15 +98,24 @@ fn store<T>(words: &mut [u64; 8], value: T) {
 /// # Safety
 /// Live words hold a `T` put there by [`store`] (each struct holds one
 /// type: loans `SampleMutUninit`, received samples `Sample`).
-unsafe fn load<T>(words: &mut [u64; 8]) -> Option<T> {
-    if words[TAG] != LIVE {
+pub(crate) unsafe fn load<T>(words: &mut [u64; 8]) -> Option<T> {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { load_at(words, VALUE_WORDS, TAG) }
+}
+
+/// [`load`] of words stored by [`store_at`] with the same layout.
+///
+/// # Safety
+/// Live words hold a `T` put there by `store_at(words, value_words, tag, _)`.
+pub(crate) unsafe fn load_at<T>(words: &mut [u64], value_words: usize, tag: usize) -> Option<T> {
+    if words.get(tag) != Some(&LIVE) || value_words > tag {
         return None;
     }
-    words[TAG] = 0;
-    // SAFETY: live: a T stored by `store`, read out once (the mark is
+    words[tag] = 0;
+    // SAFETY: live: a T stored by `store_at`, read out once (the mark is
     // cleared first).
     let v = unsafe { words.as_ptr().cast::<T>().read() };
-    words[..VALUE_WORDS].fill(0);
+    words[..value_words].fill(0);
     Some(v)
 }
 
