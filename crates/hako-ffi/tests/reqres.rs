@@ -222,12 +222,12 @@ fn responses_go_to_their_own_request_and_send_last_consumes_it() {
             hako_status::HAKO_ERROR_MISUSE
         );
         let mut req = message();
-        ok!(hako_client_loan(client, 1, &mut req));
+        assert_eq!(hako_client_loan(client, 1, &mut req), hako_status::HAKO_OK);
         assert_eq!(
             hako_active_request_send(a, &mut req),
             hako_status::HAKO_ERROR_MISUSE
         );
-        ok!(hako_message_mut_drop(&mut req));
+        assert_eq!(hako_message_mut_drop(&mut req), hako_status::HAKO_OK);
         assert_eq!(
             hako_message_mut_drop(&mut req),
             hako_status::HAKO_ERROR_NULL_ARGUMENT
