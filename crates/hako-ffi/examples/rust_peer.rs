@@ -2,7 +2,9 @@
 //! subscribe ROOT COUNT` receives COUNT `Mixed` messages from a C
 //! publisher and checks every field; `rust_peer publish ROOT COUNT` waits
 //! for a subscriber (a C++ one) and publishes COUNT of them under
-//! backpressure. The C side's layout is `tests/c/mixed.h`.
+//! backpressure; `rust_peer serve ROOT COUNT` answers COUNT requests of a
+//! client (a C++ one) with one response each (`send_last`). The C side's
+//! layout is `tests/c/mixed.h`.
 
 use std::time::{Duration, Instant};
 
@@ -36,13 +38,16 @@ fn mixed_of(seq: u64) -> Mixed {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let [_, mode, root, count] = args.as_slice() else {
-        return Err("usage: rust_peer subscribe|publish ROOT COUNT".into());
+        return Err("usage: rust_peer subscribe|publish|serve ROOT COUNT".into());
     };
     let count: u64 = count.parse()?;
     let node = NodeBuilder::new()
         .name("rust_peer")?
         .config(&Config::default().with_root(root))
         .create()?;
+    if mode == "serve" {
+        return serve(&node, count);
+    }
     let service = node
         .service_builder(&"ffi/cross".try_into()?)
         .publish_subscribe::<Mixed>()
@@ -85,5 +90,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         other => return Err(format!("unknown mode {other:?}").into()),
     }
+    Ok(())
+}
+
+/// Answers `count` requests of `Mixed` (each checked to be `mixed_of(seq)`)
+/// with `mixed_of(seq + 1)` as the last response.
+fn serve(node: &hako::Node, count: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let service = node
+        .service_builder(&"ffi/cross-rr".try_into()?)
+        .request_response::<Mixed, Mixed>()
+        .max_requests_in_flight(4)
+        .max_response_buffer(4)
+        .open_or_create()?;
+    let server = service.server_builder().create()?;
+    for seq in 0..count {
+        let request = server
+            .receive_timeout(Duration::from_secs(10))?
+            .ok_or_else(|| format!("request {seq} did not come"))?;
+        if *request != mixed_of(seq) {
+            return Err(format!("request {seq} is wrong: {:?}", *request).into());
+        }
+        request.send_last_copy(mixed_of(seq + 1))?;
+    }
+    println!("RESULT served={count}");
     Ok(())
 }

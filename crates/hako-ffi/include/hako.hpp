@@ -418,6 +418,250 @@ private:
     detail::Handle<hako_listener, hako_listener_drop> h_;
 };
 
+/// Settings of a request/response service (0: the default on create,
+/// anything on open).
+using ReqResOptions = hako_reqres_options;
+
+/// Settings of a client or a server.
+struct PortOptions {
+    size_t max_slice_len = 0;
+    uint32_t max_loans = 0;
+    hako_backpressure backpressure = HAKO_BACKPRESSURE_BLOCK;
+    uint32_t retries = 0;
+    Wait wait = Wait::SpinThenPark;
+    hako_port_options c() const {
+        return {max_slice_len, max_loans, backpressure, retries, static_cast<hako_wait_strategy>(wait)};
+    }
+};
+
+/// A request/response service: requests of `Req`, responses of `Resp`
+/// (each a plain type or `Slice<T>`), named as the Rust types are.
+template <typename Req, typename Resp>
+class ReqResService {
+    using ReqElement = typename detail::PayloadOf<Req>::Element;
+    using RespElement = typename detail::PayloadOf<Resp>::Element;
+
+public:
+    static ReqResService open_or_create(const Node& node, const std::string& name, const std::string& request_type,
+                                        const std::string& response_type, const ReqResOptions& o = {}) {
+        return ReqResService(node, name, request_type, response_type, o, HAKO_OPEN_OR_CREATE);
+    }
+    static ReqResService open(const Node& node, const std::string& name, const std::string& request_type,
+                              const std::string& response_type, const ReqResOptions& o = {}) {
+        return ReqResService(node, name, request_type, response_type, o, HAKO_OPEN);
+    }
+    const hako_reqres_service* get() const noexcept { return h_.get(); }
+
+private:
+    ReqResService(const Node& node, const std::string& name, const std::string& request_type,
+                  const std::string& response_type, const ReqResOptions& o, hako_open_mode mode) {
+        hako_payload_type rq{request_type.c_str(), sizeof(ReqElement), alignof(ReqElement),
+                             detail::PayloadOf<Req>::slice};
+        hako_payload_type rs{response_type.c_str(), sizeof(RespElement), alignof(RespElement),
+                             detail::PayloadOf<Resp>::slice};
+        detail::check(hako_reqres_service_open(node.get(), name.c_str(), &rq, &rs, &o, mode, h_.out()));
+    }
+    detail::Handle<hako_reqres_service, hako_reqres_service_drop> h_;
+};
+
+/// A loaned request or response of `P`: write it, then send it through
+/// the client or the active request that loaned it. Move-only; dropped
+/// unsent, it goes back.
+template <typename P>
+class MessageMut {
+    using Element = typename detail::PayloadOf<P>::Element;
+
+public:
+    MessageMut(const MessageMut&) = delete;
+    MessageMut& operator=(const MessageMut&) = delete;
+    MessageMut(MessageMut&& o) noexcept : m_(o.m_) { o.m_ = hako_message_mut{}; }
+    MessageMut& operator=(MessageMut&& o) noexcept {
+        if (this != &o) {
+            reset();
+            m_ = o.m_;
+            o.m_ = hako_message_mut{};
+        }
+        return *this;
+    }
+    ~MessageMut() { reset(); }
+    Element* data() noexcept { return static_cast<Element*>(m_.data); }
+    size_t size() const noexcept { return m_.len; }
+    Element& operator*() noexcept { return *data(); }
+    Element* operator->() noexcept { return data(); }
+    Element* begin() noexcept { return data(); }
+    Element* end() noexcept { return data() + size(); }
+    hako_message_mut* c() noexcept { return &m_; }
+
+private:
+    template <typename, typename>
+    friend class Client;
+    template <typename, typename>
+    friend class ActiveRequest;
+    MessageMut() noexcept = default;
+    void reset() noexcept {
+        if (m_.data != nullptr) {
+            hako_message_mut_drop(&m_);
+        }
+    }
+    hako_message_mut m_{};
+};
+
+/// A response a client received, read-only, valid while this object lives.
+template <typename P>
+class Response {
+    using Element = typename detail::PayloadOf<P>::Element;
+
+public:
+    Response(const Response&) = delete;
+    Response& operator=(const Response&) = delete;
+    Response(Response&& o) noexcept : r_(o.r_) { o.r_ = hako_response{}; }
+    Response& operator=(Response&& o) noexcept {
+        if (this != &o) {
+            reset();
+            r_ = o.r_;
+            o.r_ = hako_response{};
+        }
+        return *this;
+    }
+    ~Response() { reset(); }
+    const Element* data() const noexcept { return static_cast<const Element*>(r_.data); }
+    size_t size() const noexcept { return r_.len; }
+    const Element& operator*() const noexcept { return *data(); }
+    const Element* operator->() const noexcept { return data(); }
+    const Element* begin() const noexcept { return data(); }
+    const Element* end() const noexcept { return data() + size(); }
+    uint64_t server_id() const noexcept { return r_.server_id; }
+
+private:
+    template <typename>
+    friend class Pending;
+    Response() noexcept = default;
+    void reset() noexcept {
+        if (r_.data != nullptr) {
+            hako_response_drop(&r_);
+        }
+    }
+    hako_response r_{};
+};
+
+/// The responses to come of a request sent. Drop it before its client.
+template <typename Resp>
+class Pending {
+public:
+    /// The next response, waiting up to `timeout`; none if none came, or
+    /// if the stream ended (`ended()` tells). Throws when the server went
+    /// without ending it.
+    std::optional<Response<Resp>> receive(Timeout timeout = Timeout::forever()) {
+        Response<Resp> r;
+        bool ended = false;
+        detail::check(hako_pending_receive(h_.get(), timeout.us, &r.r_, &ended));
+        ended_ = ended;
+        if (r.r_.data == nullptr) {
+            return std::nullopt;
+        }
+        return std::optional<Response<Resp>>(std::move(r));
+    }
+    /// Whether the stream has ended (as the last receive found).
+    bool ended() const noexcept { return ended_; }
+
+private:
+    template <typename, typename>
+    friend class Client;
+    Pending() noexcept = default;
+    detail::Handle<hako_pending, hako_pending_drop> h_;
+    bool ended_ = false;
+};
+
+/// A client. One thread at a time, with its pending responses.
+template <typename Req, typename Resp>
+class Client {
+    using Element = typename detail::PayloadOf<Req>::Element;
+
+public:
+    explicit Client(const ReqResService<Req, Resp>& service, const PortOptions& o = {}) {
+        hako_port_options c = o.c();
+        detail::check(hako_client_create(service.get(), &c, h_.out()));
+    }
+    /// A request of one element (or `len` for slices), in shared memory.
+    MessageMut<Req> loan(size_t len = 1) {
+        MessageMut<Req> m;
+        detail::check(hako_client_loan(h_.get(), len, &m.m_));
+        return m;
+    }
+    /// Sends a request this client loaned; its responses to come.
+    Pending<Resp> send(MessageMut<Req>&& request) {
+        Pending<Resp> p;
+        detail::check(hako_client_send(h_.get(), &request.m_, p.h_.out()));
+        return p;
+    }
+    /// Loans, copies `value` and sends.
+    Pending<Resp> send_copy(const Element& value) {
+        auto m = loan();
+        *m = value;
+        return send(std::move(m));
+    }
+
+private:
+    detail::Handle<hako_client, hako_client_drop> h_;
+};
+
+/// A request a server received; answer it with `send` (a stream) or
+/// `send_last`. Destroying it ends the stream.
+template <typename Req, typename Resp>
+class ActiveRequest {
+    using Element = typename detail::PayloadOf<Req>::Element;
+
+public:
+    const Element* data() const noexcept {
+        return static_cast<const Element*>(hako_active_request_data(h_.get()));
+    }
+    size_t size() const noexcept { return hako_active_request_size(h_.get()) / sizeof(Element); }
+    const Element& operator*() const noexcept { return *data(); }
+    const Element* operator->() const noexcept { return data(); }
+    uint64_t client_id() const noexcept { return hako_active_request_client_id(h_.get()); }
+    /// A response of one element (or `len` for slices).
+    MessageMut<Resp> loan(size_t len = 1) {
+        MessageMut<Resp> m;
+        detail::check(hako_active_request_loan(h_.get(), len, &m.m_));
+        return m;
+    }
+    /// Sends a response; the stream goes on.
+    void send(MessageMut<Resp>&& response) { detail::check(hako_active_request_send(h_.get(), &response.m_)); }
+    /// Sends the last response with the end of the stream; this request
+    /// is done afterwards.
+    void send_last(MessageMut<Resp>&& response) {
+        detail::check(hako_active_request_send_last(h_.slot(), &response.m_));
+    }
+
+private:
+    template <typename, typename>
+    friend class Server;
+    ActiveRequest() noexcept = default;
+    detail::Handle<hako_active_request, hako_active_request_drop> h_;
+};
+
+/// A server. One thread at a time, with its active requests.
+template <typename Req, typename Resp>
+class Server {
+public:
+    explicit Server(const ReqResService<Req, Resp>& service, const PortOptions& o = {}) {
+        hako_port_options c = o.c();
+        detail::check(hako_server_create(service.get(), &c, h_.out()));
+    }
+    /// The next request, waiting up to `timeout`; none if none came.
+    std::optional<ActiveRequest<Req, Resp>> receive(Timeout timeout = Timeout::forever()) {
+        ActiveRequest<Req, Resp> a;
+        detail::check(hako_server_receive(h_.get(), timeout.us, a.h_.out()));
+        if (!a.h_) {
+            return std::nullopt;
+        }
+        return std::optional<ActiveRequest<Req, Resp>>(std::move(a));
+    }
+
+private:
+    detail::Handle<hako_server, hako_server_drop> h_;
+};
+
 }  // namespace hako
 
 #endif  // HAKO_HPP

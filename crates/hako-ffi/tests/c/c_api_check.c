@@ -79,6 +79,44 @@ int main(int argc, char** argv) {
     EXPECT(s.size == 4 && memcmp(s.data, "late", 4) == 0);
     EXPECT(hako_sample_drop(&s) == HAKO_OK);
 
+    /* Request/response: a stream of two, then the end; misuse refused. */
+    hako_payload_type u32t = {"u32", 4, 4, false};
+    hako_reqres_service* rr = NULL;
+    EXPECT(hako_reqres_service_open(node, "check/rr", &u32t, &u32t, NULL, HAKO_OPEN_OR_CREATE, &rr) == HAKO_OK);
+    hako_client* client = NULL;
+    hako_server* server = NULL;
+    EXPECT(hako_client_create(rr, NULL, &client) == HAKO_OK);
+    EXPECT(hako_server_create(rr, NULL, &server) == HAKO_OK);
+    hako_message_mut q = {0};
+    EXPECT(hako_client_loan(client, 1, &q) == HAKO_OK && q.size == 4);
+    *(uint32_t*)q.data = 7;
+    hako_pending* pending = NULL;
+    EXPECT(hako_client_send(client, &q, &pending) == HAKO_OK && pending != NULL);
+    EXPECT(hako_client_drop(&client) == HAKO_ERROR_MISUSE && client != NULL);
+    hako_active_request* active = NULL;
+    EXPECT(hako_server_receive(server, 1000000, &active) == HAKO_OK && active != NULL);
+    EXPECT(*(const uint32_t*)hako_active_request_data(active) == 7);
+    for (uint32_t k = 1; k <= 2; k++) {
+        hako_message_mut a = {0};
+        EXPECT(hako_active_request_loan(active, 1, &a) == HAKO_OK);
+        *(uint32_t*)a.data = 7 * k;
+        EXPECT(hako_active_request_send(active, &a) == HAKO_OK && a.data == NULL);
+    }
+    EXPECT(hako_server_drop(&server) == HAKO_ERROR_MISUSE);
+    EXPECT(hako_active_request_drop(&active) == HAKO_OK && active == NULL);
+    hako_response r = {0};
+    bool ended = false;
+    for (uint32_t k = 1; k <= 2; k++) {
+        EXPECT(hako_pending_receive(pending, 1000000, &r, &ended) == HAKO_OK && r.data != NULL);
+        EXPECT(*(const uint32_t*)r.data == 7 * k && !ended);
+        EXPECT(hako_response_drop(&r) == HAKO_OK);
+    }
+    EXPECT(hako_pending_receive(pending, 1000000, &r, &ended) == HAKO_OK && r.data == NULL && ended);
+    EXPECT(hako_pending_drop(&pending) == HAKO_OK);
+    EXPECT(hako_server_drop(&server) == HAKO_OK);
+    EXPECT(hako_client_drop(&client) == HAKO_OK);
+    EXPECT(hako_reqres_service_drop(&rr) == HAKO_OK);
+
     /* Events. */
     hako_event_options eo = {.event_id_max = 3};
     hako_event_service* ev = NULL;

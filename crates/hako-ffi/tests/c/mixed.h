@@ -16,6 +16,11 @@ typedef struct mixed {
 
 #define MIXED_TYPE "hako_tests::Mixed"
 #define MIXED_SERVICE "ffi/cross"
+/* The request/response service of the cross tests: requests and
+ * responses of `mixed`, 4 in flight, 4 responses buffered. */
+#define MIXED_RR_SERVICE "ffi/cross-rr"
+#define MIXED_RR_IN_FLIGHT 4
+#define MIXED_RR_BUFFER 4
 
 /* The message with sequence number `seq`: every field derived from it. */
 static inline mixed mixed_of(uint64_t seq) {
