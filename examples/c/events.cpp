@@ -31,16 +31,24 @@ int main(int argc, char** argv) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
             }
         } else {
+            // A waitset: the listener, and a deadline that fires when it
+            // stays silent for 2 s. Ctrl-C ends the wait cleanly.
             hako::Listener listener(bell, hako::Wait::Park);
+            hako::WaitSet waitset;
+            size_t bell_id = waitset.attach(listener);
+            size_t quiet_id = waitset.attach_deadline(bell_id, std::chrono::seconds(2));
             uint64_t seen = 0;
-            while (seen < count) {
-                auto events = listener.wait(hako::Timeout::after(std::chrono::seconds(2)));
-                if (events.empty()) {
-                    std::printf("nothing for 2 s\n");
-                }
-                for (const auto& e : events) {
-                    std::printf("event %llu (x%llu)\n", (unsigned long long)e.id, (unsigned long long)e.count);
-                    seen += e.count;
+            bool terminated = false;
+            while (seen < count && !terminated) {
+                for (const auto& w : waitset.wait(hako::Timeout::forever(), &terminated)) {
+                    if (w.id == quiet_id) {
+                        std::printf("nothing for 2 s\n");
+                        continue;
+                    }
+                    for (const auto& e : listener.wait(hako::Timeout::now())) {
+                        std::printf("event %llu (x%llu)\n", (unsigned long long)e.id, (unsigned long long)e.count);
+                        seen += e.count;
+                    }
                 }
                 std::fflush(stdout);
             }

@@ -97,6 +97,26 @@ typedef enum hako_backpressure {
   HAKO_BACKPRESSURE_DISCARD = 2,
 } hako_backpressure;
 
+// What happened to an attachment.
+typedef enum hako_wait_event_kind {
+  // A port has something to take, or a descriptor is readable.
+  HAKO_EVENT_READY = 0,
+  // An interval elapsed.
+  HAKO_EVENT_TICK = 1,
+  // The source a deadline watches stayed silent for the deadline.
+  HAKO_EVENT_DEADLINE_MISSED = 2,
+} hako_wait_event_kind;
+
+// How a wait ended.
+typedef enum hako_wait_outcome {
+  // Events came (`*count` of them were written).
+  HAKO_WAIT_EVENTS = 0,
+  // The timeout passed with nothing.
+  HAKO_WAIT_TIMED_OUT = 1,
+  // SIGINT or SIGTERM arrived: the program should stop.
+  HAKO_WAIT_TERMINATION = 2,
+} hako_wait_outcome;
+
 // A request a server received, to answer. Owning handle, used from its
 // server's thread; dropping it ends the response stream.
 typedef struct hako_active_request hako_active_request;
@@ -137,6 +157,10 @@ typedef struct hako_server hako_server;
 
 // A subscriber. Owning handle; one thread at a time.
 typedef struct hako_subscriber hako_subscriber;
+
+// A waitset. Owning handle; one thread at a time. The ports attached to
+// it refuse to drop (`HAKO_ERROR_MISUSE`) until it is dropped.
+typedef struct hako_waitset hako_waitset;
 
 // Settings of an event service. Zero means: the configured default on
 // create, anything on open.
@@ -311,6 +335,14 @@ typedef struct hako_sample {
   // hako's state of the sample; do not touch.
   uint64_t _private[8];
 } hako_sample;
+
+// One event: its kind and the attachment (the id an attach call gave).
+typedef struct hako_wait_event {
+  // What happened.
+  enum hako_wait_event_kind kind;
+  // The attachment.
+  size_t id;
+} hako_wait_event;
 
 #ifdef __cplusplus
 extern "C" {
@@ -733,6 +765,98 @@ enum hako_status hako_subscriber_receive(struct hako_subscriber *subscriber,
 // `sample` is NULL or points to a sample filled by
 // `hako_subscriber_receive`.
 enum hako_status hako_sample_drop(struct hako_sample *sample);
+
+// Creates a waitset. Like hako's Rust waitset, the first one installs
+// handlers of SIGINT and SIGTERM: a wait then ends with
+// `HAKO_WAIT_TERMINATION` (a second signal ends the process).
+//
+// # Safety
+// `out` is writable.
+enum hako_status hako_waitset_create(struct hako_waitset **out);
+
+// Drops a waitset and sets `*waitset` to NULL; its ports may drop after.
+//
+// # Safety
+// `waitset` is NULL or points to NULL or a waitset handle.
+enum hako_status hako_waitset_drop(struct hako_waitset **waitset);
+
+// Attaches a subscriber: ready when it has samples. Its id in `*id` (may be NULL).
+//
+// # Safety
+// `waitset` is a waitset handle; `port` is a live handle; `id` is NULL
+// or writable.
+enum hako_status hako_waitset_attach_subscriber(struct hako_waitset *waitset,
+                                                const struct hako_subscriber *port,
+                                                size_t *id);
+
+// Attaches a listener: ready when it has events. Its id in `*id` (may be NULL).
+//
+// # Safety
+// `waitset` is a waitset handle; `port` is a live handle; `id` is NULL
+// or writable.
+enum hako_status hako_waitset_attach_listener(struct hako_waitset *waitset,
+                                              const struct hako_listener *port,
+                                              size_t *id);
+
+// Attaches a server: ready when it has requests. Its id in `*id` (may be NULL).
+//
+// # Safety
+// `waitset` is a waitset handle; `port` is a live handle; `id` is NULL
+// or writable.
+enum hako_status hako_waitset_attach_server(struct hako_waitset *waitset,
+                                            const struct hako_server *port,
+                                            size_t *id);
+
+// Attaches a client: ready when responses to its requests came. Its id in `*id` (may be NULL).
+//
+// # Safety
+// `waitset` is a waitset handle; `port` is a live handle; `id` is NULL
+// or writable.
+enum hako_status hako_waitset_attach_client(struct hako_waitset *waitset,
+                                            const struct hako_client *port,
+                                            size_t *id);
+
+// Attaches a file descriptor: ready when readable (read it, or it stays
+// ready). It must stay open while attached.
+//
+// # Safety
+// `waitset` is a waitset handle; `fd` stays open while the waitset
+// lives; `id` is NULL or writable.
+enum hako_status hako_waitset_attach_fd(struct hako_waitset *waitset, int32_t fd, size_t *id);
+
+// Attaches an interval: a tick every `period_us` microseconds.
+//
+// # Safety
+// `waitset` is a waitset handle; `id` is NULL or writable.
+enum hako_status hako_waitset_attach_interval(struct hako_waitset *waitset,
+                                              uint64_t period_us,
+                                              size_t *id);
+
+// Attaches a deadline on attachment `source` (a port or a descriptor):
+// an event whenever it stays silent for `deadline_us` microseconds.
+//
+// # Safety
+// `waitset` is a waitset handle; `id` is NULL or writable.
+enum hako_status hako_waitset_attach_deadline(struct hako_waitset *waitset,
+                                              size_t source,
+                                              uint64_t deadline_us,
+                                              size_t *id);
+
+// Waits until something happens (`HAKO_FOREVER`), or up to `timeout_us`
+// microseconds, then writes up to `capacity` events to `events`, their
+// number to `*count` and how the wait ended to `*outcome`. Events that do
+// not fit are handed out by the next calls, at once. Take what a ready
+// port has (receive until nothing is left) before waiting again.
+//
+// # Safety
+// `waitset` is a waitset handle; `events` is writable for `capacity`
+// entries; `count` and `outcome` are writable.
+enum hako_status hako_waitset_wait(struct hako_waitset *waitset,
+                                   uint64_t timeout_us,
+                                   struct hako_wait_event *events,
+                                   size_t capacity,
+                                   size_t *count,
+                                   enum hako_wait_outcome *outcome);
 
 #ifdef __cplusplus
 }  // extern "C"

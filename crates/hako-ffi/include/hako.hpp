@@ -343,6 +343,7 @@ public:
     }
     /// The next sample, waiting up to `timeout`; none if nothing came.
     /// Throws when the publishers all left during a wait.
+    const hako_subscriber* get() const noexcept { return h_.get(); }
     std::optional<Sample<P>> receive(Timeout timeout = Timeout::now()) {
         Sample<P> s;
         detail::check(hako_subscriber_receive(h_.get(), timeout.us, &s.s_));
@@ -398,6 +399,7 @@ public:
     explicit Listener(const EventService& s, Wait wait = Wait::SpinThenPark) {
         detail::check(hako_listener_create(s.get(), static_cast<hako_wait_strategy>(wait), h_.out()));
     }
+    const hako_listener* get() const noexcept { return h_.get(); }
     /// The events that fired (each id once, with its count), waiting up
     /// to `timeout`; empty if none.
     std::vector<hako_event> wait(Timeout timeout = Timeout::forever()) {
@@ -594,6 +596,7 @@ public:
         detail::check(hako_client_send(h_.get(), &request.m_, p.h_.out()));
         return p;
     }
+    const hako_client* get() const noexcept { return h_.get(); }
     /// Loans, copies `value` and sends.
     Pending<Resp> send_copy(const Element& value) {
         auto m = loan();
@@ -648,6 +651,7 @@ public:
         hako_port_options c = o.c();
         detail::check(hako_server_create(service.get(), &c, h_.out()));
     }
+    const hako_server* get() const noexcept { return h_.get(); }
     /// The next request, waiting up to `timeout`; none if none came.
     std::optional<ActiveRequest<Req, Resp>> receive(Timeout timeout = Timeout::forever()) {
         ActiveRequest<Req, Resp> a;
@@ -660,6 +664,69 @@ public:
 
 private:
     detail::Handle<hako_server, hako_server_drop> h_;
+};
+
+/// One thread waits on many ports, descriptors and timers. The ports
+/// attached must outlive it (their drop is refused while attached).
+class WaitSet {
+public:
+    WaitSet() { detail::check(hako_waitset_create(h_.out())); }
+    template <typename P>
+    size_t attach(const Subscriber<P>& s) {
+        size_t id = 0;
+        detail::check(hako_waitset_attach_subscriber(h_.get(), s.get(), &id));
+        return id;
+    }
+    size_t attach(const Listener& l) {
+        size_t id = 0;
+        detail::check(hako_waitset_attach_listener(h_.get(), l.get(), &id));
+        return id;
+    }
+    template <typename Req, typename Resp>
+    size_t attach(const Server<Req, Resp>& s) {
+        size_t id = 0;
+        detail::check(hako_waitset_attach_server(h_.get(), s.get(), &id));
+        return id;
+    }
+    template <typename Req, typename Resp>
+    size_t attach(const Client<Req, Resp>& c) {
+        size_t id = 0;
+        detail::check(hako_waitset_attach_client(h_.get(), c.get(), &id));
+        return id;
+    }
+    /// A tick every `period`.
+    template <typename Rep, typename Period>
+    size_t attach_interval(std::chrono::duration<Rep, Period> period) {
+        size_t id = 0;
+        detail::check(hako_waitset_attach_interval(
+            h_.get(), detail::micros(std::chrono::duration_cast<std::chrono::microseconds>(period)), &id));
+        return id;
+    }
+    /// An event whenever attachment `source` stays silent for `deadline`.
+    template <typename Rep, typename Period>
+    size_t attach_deadline(size_t source, std::chrono::duration<Rep, Period> deadline) {
+        size_t id = 0;
+        detail::check(hako_waitset_attach_deadline(
+            h_.get(), source, detail::micros(std::chrono::duration_cast<std::chrono::microseconds>(deadline)),
+            &id));
+        return id;
+    }
+    /// Waits for events (up to `timeout`); empty on a timeout. Sets
+    /// `terminated` when SIGINT or SIGTERM arrived.
+    std::vector<hako_wait_event> wait(Timeout timeout = Timeout::forever(), bool* terminated = nullptr) {
+        std::vector<hako_wait_event> out(16);
+        size_t n = 0;
+        hako_wait_outcome how = HAKO_WAIT_EVENTS;
+        detail::check(hako_waitset_wait(h_.get(), timeout.us, out.data(), out.size(), &n, &how));
+        out.resize(n);
+        if (terminated != nullptr) {
+            *terminated = how == HAKO_WAIT_TERMINATION;
+        }
+        return out;
+    }
+
+private:
+    detail::Handle<hako_waitset, hako_waitset_drop> h_;
 };
 
 }  // namespace hako

@@ -7,7 +7,7 @@ use std::time::Duration;
 use hako::{EventId, EventService, Listener, Notifier};
 
 use crate::error::{guard, hako_status, Failure, HAKO_ERROR_BUFFER_TOO_SMALL};
-use crate::handle::{get, get_mut, give, put, take, text};
+use crate::handle::{get, get_mut, give, put, take, take_port, text};
 use crate::node::{hako_node, hako_open_mode, hako_wait_strategy, HAKO_FOREVER};
 
 /// Settings of an event service. Zero means: the configured default on
@@ -37,7 +37,9 @@ pub struct hako_notifier {
 
 /// A listener. Owning handle; one thread at a time.
 pub struct hako_listener {
-    listener: Listener,
+    pub(crate) listener: Listener,
+    /// Waitsets it is attached to.
+    pub(crate) attached: std::sync::atomic::AtomicUsize,
     /// Events taken from the listener and not yet handed out (a wait gave
     /// more distinct ids than the caller had room for).
     pending: VecDeque<(EventId, u64)>,
@@ -178,6 +180,7 @@ pub unsafe extern "C" fn hako_listener_create(
             .create()?;
         let l = hako_listener {
             listener,
+            attached: Default::default(),
             pending: VecDeque::new(),
         };
         // SAFETY: writable (the caller's promise).
@@ -192,7 +195,16 @@ pub unsafe extern "C" fn hako_listener_create(
 #[no_mangle]
 pub unsafe extern "C" fn hako_listener_drop(listener: *mut *mut hako_listener) -> hako_status {
     // SAFETY: the caller's promise, passed on.
-    guard(|| unsafe { take(listener, "the listener") }.map(drop))
+    guard(|| {
+        // SAFETY: the caller's promise, passed on.
+        unsafe {
+            take_port(listener, "the listener", |l| {
+                // Relaxed: read by the listener's own thread.
+                l.attached.load(std::sync::atomic::Ordering::Relaxed)
+            })
+        }
+        .map(drop)
+    })
 }
 
 /// Waits for events: at once (`timeout_us` 0), up to `timeout_us`

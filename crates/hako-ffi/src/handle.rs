@@ -100,3 +100,28 @@ pub(crate) unsafe fn take<T>(slot: *mut *mut T, what: &str) -> Result<Box<T>, Fa
     // (the slot is NULL now).
     Ok(unsafe { Box::from_raw(p) })
 }
+
+/// [`take`] of a port that a waitset may have attached: refused
+/// (`HAKO_ERROR_MISUSE`, the handle stays) while `attached` of it is not 0.
+///
+/// # Safety
+/// As [`take`].
+pub(crate) unsafe fn take_port<T>(
+    slot: *mut *mut T,
+    what: &str,
+    attached: impl Fn(&T) -> usize,
+) -> Result<Box<T>, Failure> {
+    // SAFETY: NULL or a readable slot holding NULL or a live handle (the
+    // caller's promise).
+    if let Some(p) = unsafe { slot.as_ref().and_then(|p| p.as_ref()) } {
+        let n = attached(p);
+        if n > 0 {
+            return Err(Failure::new(
+                crate::error::hako_status::HAKO_ERROR_MISUSE,
+                format!("{what} is attached to {n} waitset(s) or has {n} live requests: drop those first"),
+            ));
+        }
+    }
+    // SAFETY: the caller's promise, passed on.
+    unsafe { take(slot, what) }
+}

@@ -43,6 +43,7 @@ mod node;
 mod pubsub;
 mod reqres;
 mod sample;
+mod waitset;
 
 pub use error::{hako_error_string, hako_last_error_message, hako_status};
 pub use event::*;
@@ -50,3 +51,4 @@ pub use node::*;
 pub use pubsub::*;
 pub use reqres::*;
 pub use sample::*;
+pub use waitset::*;

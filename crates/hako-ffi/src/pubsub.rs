@@ -5,8 +5,12 @@ use std::ffi::{c_char, c_void};
 use hako::{PubSubService, Publisher, Subscriber, TypeDetails};
 
 use crate::error::{guard, hako_status, Failure};
-use crate::handle::{get, get_mut, give, put, take, text};
+use crate::handle::{get, get_mut, give, put, take, take_port, text};
+
 use crate::node::{hako_node, hako_open_mode, hako_wait_strategy};
+/// Relaxed: attachment counts are read by the port's own thread, before a
+/// drop.
+use std::sync::atomic::Ordering::Relaxed;
 
 /// A payload type, as a Rust process's type describes itself: the full
 /// name of the element type (`my_crate::Frame`, `u8`, `[f32; 4]`), its
@@ -101,6 +105,8 @@ pub struct hako_publisher_options {
 pub struct hako_subscriber {
     pub(crate) sub: Subscriber<[u8]>,
     pub(crate) elem_size: usize,
+    /// Waitsets it is attached to.
+    pub(crate) attached: std::sync::atomic::AtomicUsize,
 }
 
 /// Settings of a subscriber.
@@ -355,6 +361,7 @@ pub unsafe extern "C" fn hako_subscriber_create(
                 hako_subscriber {
                     sub,
                     elem_size: s.elem_size,
+                    attached: Default::default(),
                 },
             )
         }
@@ -371,7 +378,10 @@ pub unsafe extern "C" fn hako_subscriber_drop(
     subscriber: *mut *mut hako_subscriber,
 ) -> hako_status {
     // SAFETY: the caller's promise, passed on.
-    guard(|| unsafe { take(subscriber, "the subscriber") }.map(drop))
+    guard(|| {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { take_port(subscriber, "the subscriber", |s| s.attached.load(Relaxed)) }.map(drop)
+    })
 }
 
 /// The subscriber's wake-up descriptor, for an event loop (epoll, poll):

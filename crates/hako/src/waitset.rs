@@ -51,6 +51,21 @@ use crate::reqres::server::Server;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AttachmentId(usize);
 
+impl AttachmentId {
+    /// Its position among the waitset's attachments: 0 for the first
+    /// attached, 1 for the next, and so on.
+    pub fn index(self) -> usize {
+        self.0
+    }
+
+    /// The id of the attachment at position `index` (see
+    /// [`index`](Self::index)): for bindings that name attachments by
+    /// number.
+    pub fn from_index(index: usize) -> Self {
+        Self(index)
+    }
+}
+
 /// What happened, passed to the function given to
 /// [`WaitSet::wait_and_process`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

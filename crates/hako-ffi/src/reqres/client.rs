@@ -44,6 +44,7 @@ pub unsafe extern "C" fn hako_client_create(
             req_size: s.req_size,
             resp_size: s.resp_size,
             live: AtomicUsize::new(0),
+            attached: AtomicUsize::new(0),
         };
         // SAFETY: writable (the caller's promise).
         unsafe { give(out, c) }
@@ -61,11 +62,13 @@ pub unsafe extern "C" fn hako_client_drop(client: *mut *mut hako_client) -> hako
         // SAFETY: NULL or a readable slot (the caller's promise).
         if let Some(c) = unsafe { client.as_ref().and_then(|p| p.as_ref()) } {
             // Relaxed: the counter is the client's own thread's.
-            let n = c.live.load(Ordering::Relaxed);
+            let n = c.live.load(Ordering::Relaxed) + c.attached.load(Ordering::Relaxed);
             if n > 0 {
                 return Err(Failure::new(
                     HAKO_ERROR_MISUSE,
-                    format!("{n} loans or pending responses of this client live: drop them first"),
+                    format!(
+                        "{n} loans, pending responses or waitsets hold this client: drop them first"
+                    ),
                 ));
             }
         }

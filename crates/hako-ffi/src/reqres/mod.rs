@@ -87,21 +87,25 @@ pub struct hako_reqres_service {
 /// A client. Owning handle; one thread at a time, with its pending
 /// responses.
 pub struct hako_client {
-    client: Client<[u8], [u8]>,
+    pub(crate) client: Client<[u8], [u8]>,
     req_size: usize,
     resp_size: usize,
     /// Loans and pending responses that borrow it.
     live: AtomicUsize,
+    /// Waitsets it is attached to.
+    pub(crate) attached: AtomicUsize,
 }
 
 /// A server. Owning handle; one thread at a time, with its active
 /// requests.
 pub struct hako_server {
-    server: Server<[u8], [u8]>,
+    pub(crate) server: Server<[u8], [u8]>,
     req_size: usize,
     resp_size: usize,
     /// Active requests that borrow it.
     live: AtomicUsize,
+    /// Waitsets it is attached to.
+    pub(crate) attached: AtomicUsize,
 }
 
 /// A request sent and its responses to come. Owning handle, used from its

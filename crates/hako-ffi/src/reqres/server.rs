@@ -45,6 +45,7 @@ pub unsafe extern "C" fn hako_server_create(
             req_size: s.req_size,
             resp_size: s.resp_size,
             live: AtomicUsize::new(0),
+            attached: AtomicUsize::new(0),
         };
         // SAFETY: writable (the caller's promise).
         unsafe { give(out, h) }
@@ -62,11 +63,11 @@ pub unsafe extern "C" fn hako_server_drop(server: *mut *mut hako_server) -> hako
         // SAFETY: NULL or a readable slot (the caller's promise).
         if let Some(s) = unsafe { server.as_ref().and_then(|p| p.as_ref()) } {
             // Relaxed: the server's own thread's counter.
-            let n = s.live.load(Ordering::Relaxed);
+            let n = s.live.load(Ordering::Relaxed) + s.attached.load(Ordering::Relaxed);
             if n > 0 {
                 return Err(Failure::new(
                     HAKO_ERROR_MISUSE,
-                    format!("{n} active requests of this server live: drop them first"),
+                    format!("{n} active requests or waitsets hold this server: drop them first"),
                 ));
             }
         }

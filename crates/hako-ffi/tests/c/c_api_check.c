@@ -133,6 +133,21 @@ int main(int argc, char** argv) {
     EXPECT(events[0].id == 2 && events[0].count == 1);
     EXPECT(hako_listener_wait(l, 0, events, 0, &count) == HAKO_ERROR_BUFFER_TOO_SMALL);
 
+    /* The waitset: the listener ready after a notification, a tick, and
+     * an attached listener refusing to drop. */
+    hako_waitset* ws = NULL;
+    EXPECT(hako_waitset_create(&ws) == HAKO_OK);
+    size_t lid = 99, tid = 99;
+    EXPECT(hako_waitset_attach_listener(ws, l, &lid) == HAKO_OK && lid == 0);
+    EXPECT(hako_waitset_attach_interval(ws, 1000, &tid) == HAKO_OK && tid == 1);
+    EXPECT(hako_notifier_notify(n, 1, NULL) == HAKO_OK);
+    hako_wait_event we[4];
+    hako_wait_outcome how = HAKO_WAIT_TIMED_OUT;
+    EXPECT(hako_waitset_wait(ws, 1000000, we, 4, &count, &how) == HAKO_OK && count >= 1);
+    EXPECT(how == HAKO_WAIT_EVENTS);
+    EXPECT(hako_listener_drop(&l) == HAKO_ERROR_MISUSE && l != NULL);
+    EXPECT(hako_waitset_drop(&ws) == HAKO_OK && ws == NULL);
+
     EXPECT(hako_listener_drop(&l) == HAKO_OK);
     EXPECT(hako_notifier_drop(&n) == HAKO_OK);
     EXPECT(hako_event_service_drop(&ev) == HAKO_OK);
