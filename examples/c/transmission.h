@@ -18,6 +18,22 @@ typedef struct transmission {
 #define TRANSMISSION_HISTORY 3
 
 #define DOORBELL_SERVICE "Examples/Doorbell"
+
+/* The client/server examples' types and service, laid out and named as
+ * the Rust examples' `AddRequest` and `AddResponse`. */
+typedef struct add_request {
+    uint64_t a;
+    uint64_t b;
+} add_request;
+
+typedef struct add_response {
+    uint64_t sum;
+} add_response;
+
+#define ADD_REQUEST_TYPE "hako_examples::AddRequest"
+#define ADD_RESPONSE_TYPE "hako_examples::AddResponse"
+#define ADD_SERVICE "Examples/Adder"
+#define ADD_IN_FLIGHT 16
 #define DOORBELL_EVENT_ID_MAX 7
 
 #endif
