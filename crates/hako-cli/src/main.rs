@@ -59,8 +59,8 @@ pub mod exit {
 /// Which domain, and how to print: shared by the subcommands that use one.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DomainArgs {
-    /// Domain root directory (default: HAKO_CONFIG's, else HAKO_ROOT, else
-    /// /dev/shm/hako).
+    /// Domain root directory (default: HAKO_ROOT, else HAKO_CONFIG's, else
+    /// the user's own /dev/shm/hako-<uid>).
     #[arg(long, value_name = "DIR")]
     root: Option<std::path::PathBuf>,
     /// Machine-readable output (JSON).

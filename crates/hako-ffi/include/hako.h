@@ -188,7 +188,8 @@ typedef struct hako_node_options {
   // The node's name (shown by `hako nodes`), or NULL.
   const char *name;
   // The domain root, or NULL for the configuration in effect
-  // (`HAKO_CONFIG`, `HAKO_ROOT`, else `/dev/shm/hako`).
+  // (`HAKO_ROOT`, `HAKO_CONFIG`, else the user's own
+  // `/dev/shm/hako-<uid>`).
   const char *root;
 } hako_node_options;
 

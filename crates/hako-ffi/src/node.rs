@@ -19,7 +19,8 @@ pub struct hako_node_options {
     /// The node's name (shown by `hako nodes`), or NULL.
     pub name: *const c_char,
     /// The domain root, or NULL for the configuration in effect
-    /// (`HAKO_CONFIG`, `HAKO_ROOT`, else `/dev/shm/hako`).
+    /// (`HAKO_ROOT`, `HAKO_CONFIG`, else the user's own
+    /// `/dev/shm/hako-<uid>`).
     pub root: *const c_char,
 }
 

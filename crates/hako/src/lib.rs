@@ -5,8 +5,9 @@
 //! pool, writes the message in place and *sends* it; only an 8-byte
 //! descriptor crosses to each subscriber, which reads the payload where the
 //! publisher wrote it. There is no daemon: processes find each other through
-//! files in a *domain root* directory on a tmpfs (default `/dev/shm/hako`,
-//! overridden by `HAKO_ROOT` or a [`Config`]).
+//! files in a *domain root* directory on a tmpfs (by default the user's
+//! own, `/dev/shm/hako-<uid>`; a shared one is set by `HAKO_ROOT` or a
+//! [`Config`]).
 //!
 //! ## A tour
 //!

@@ -20,8 +20,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::os::shm::Access;
 
-/// Default domain root.
-pub const DEFAULT_ROOT: &str = "/dev/shm/hako";
+/// Where default domain roots live: `<prefix>-<uid>` (see
+/// [`default_root`]).
+pub const DEFAULT_ROOT_PREFIX: &str = "/dev/shm/hako";
+
+/// The default domain root, one per user: `/dev/shm/hako-<uid>` (the
+/// effective uid). A domain that users share is configured (the config's
+/// `root` and `group`, or `HAKO_ROOT`): by default no process joins a
+/// domain that another user made.
+pub fn default_root() -> PathBuf {
+    PathBuf::from(format!(
+        "{DEFAULT_ROOT_PREFIX}-{}",
+        rustix::process::geteuid().as_raw()
+    ))
+}
 /// Environment variable that overrides the domain root.
 pub const ROOT_ENV: &str = "HAKO_ROOT";
 /// Environment variable naming a config file.
@@ -122,7 +134,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Self {
-            root: PathBuf::from(DEFAULT_ROOT),
+            root: default_root(),
             defaults: Defaults::default(),
             group: None,
         }
@@ -223,6 +235,18 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_root_is_the_users_own() {
+        let uid = rustix::process::geteuid().as_raw();
+        assert_eq!(
+            Config::default().root,
+            PathBuf::from(format!("/dev/shm/hako-{uid}"))
+        );
+        // A file that names no root keeps the user's own.
+        let c = Config::from_toml_str("[defaults]\nhistory_size = 1\n").unwrap();
+        assert_eq!(c.root, default_root());
+    }
 
     #[test]
     fn parses_partial_files() {
