@@ -74,6 +74,10 @@ pub unsafe extern "C" fn hako_node_create(
     out: *mut *mut hako_node,
 ) -> hako_status {
     guard(|| {
+        // Before anything is made (the domain root, on a first node).
+        if out.is_null() {
+            return Err(Failure::null("the out pointer"));
+        }
         // SAFETY: NULL or a valid options struct (the caller's promise).
         let opts = unsafe { options.as_ref() };
         let mut builder = hako::NodeBuilder::new();
