@@ -196,6 +196,7 @@ not_under_loom! {
     pub use event::service::{EventBuilder, EventService};
     pub use event::settings::{EventId, EventPortCreateError, EventQos};
     pub use hako_derive::ShmSafe;
+    pub use port::fixed::{FixedError, FixedString, FixedVec};
     pub use port::payload::{Payload, PayloadDescription, ShmSafe, TypeDetails};
     pub use port::receiver::settings::ReceiveError;
     pub use port::sender::settings::{BackpressureStrategy, LoanError};

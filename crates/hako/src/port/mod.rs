@@ -3,9 +3,11 @@
 //! rings, history, overflow), the port lock and the wait strategies.
 //! Nothing here knows a pattern's name; the patterns put typed faces on it.
 //!
-//! Within the folder imports point down: `payload`, `lock`, `wait` →
+//! Within the folder imports point down: `payload` → `fixed`; `payload`,
+//! `lock`, `wait` →
 //! `segment` → `sender/`, `receiver/`.
 
+pub(crate) mod fixed;
 pub(crate) mod lock;
 pub(crate) mod payload;
 pub(crate) mod receiver;
