@@ -82,13 +82,91 @@ fn node(row: &RowSpec, name: &str) -> Result<Node> {
     Ok(NodeBuilder::new().name(name)?.config(&config).create()?)
 }
 
-fn service_name(row: &RowSpec) -> Result<ServiceName> {
-    Ok(ServiceName::new(&format!("reqres/{}", row.row_id))?)
+fn service_name(prefix: &str, row: &RowSpec) -> Result<ServiceName> {
+    Ok(ServiceName::new(&format!("{prefix}/{}", row.row_id))?)
+}
+
+/// A row's bytes-to-bytes service, and its ports.
+type Bytes = ReqResService<[u8], [u8]>;
+type ByteClient = Client<[u8], [u8]>;
+type ByteServer = Server<[u8], [u8]>;
+
+/// The leader's side of a row: node `node_name`, the service
+/// `<prefix>/<row>` (created: one client, one server, as many requests in
+/// flight as the row's depth) and its client, waiting as `wait` says.
+/// Shared with the async transport ([`crate::aio`]).
+pub(crate) fn create_client(
+    row: &RowSpec,
+    prefix: &str,
+    node_name: &str,
+    wait: WaitStrategy,
+) -> Result<(Node, Bytes, ByteClient)> {
+    if row.size == 0 {
+        return Err("message size must be at least 1 byte".into());
+    }
+    let node = node(row, node_name)?;
+    let service = node
+        .service_builder(&service_name(prefix, row)?)
+        .request_response::<[u8], [u8]>()
+        .max_clients(1)
+        .max_servers(1)
+        .max_nodes(2)
+        .max_requests_in_flight(row.depth.clamp(1, MAX_DEPTH))
+        .max_response_buffer(2)
+        .create()?;
+    let client = service
+        .client_builder()
+        .max_slice_len(row.size)
+        .max_loaned_requests(1)
+        .wait_strategy(wait)
+        .create()?;
+    Ok((node, service, client))
+}
+
+/// The follower's side of a row: node `node_name`, the service
+/// `<prefix>/<row>` (opened) and its server, waiting as `wait` says.
+pub(crate) fn create_server(
+    row: &RowSpec,
+    prefix: &str,
+    node_name: &str,
+    wait: WaitStrategy,
+) -> Result<(Node, Bytes, ByteServer)> {
+    let node = node(row, node_name)?;
+    let service = node
+        .service_builder(&service_name(prefix, row)?)
+        .request_response::<[u8], [u8]>()
+        .open()?;
+    let server = service
+        .server_builder()
+        .max_slice_len(row.size)
+        .max_loaned_responses(1)
+        .wait_strategy(wait)
+        .create()?;
+    Ok((node, service, server))
+}
+
+/// Checks `request` against tag `t` and answers it with tag `t + 1`, the
+/// one response ending the stream (one message, not two); the request's
+/// chunk goes back as it drops.
+#[inline]
+pub(crate) fn answer(
+    request: hako::ActiveRequest<'_, [u8], [u8]>,
+    size: usize,
+    payload: PayloadMode,
+    t: u8,
+) -> Result<()> {
+    payload.check(&request, size, t, "request")?;
+    let mut response = request.loan_slice_uninit(size)?;
+    payload.write_uninit(response.payload_mut(), t.wrapping_add(1));
+    // SAFETY: as for the request (see send_request).
+    let response = unsafe { response.assume_init() };
+    request.send_last(response)?;
+    Ok(())
 }
 
 /// Sends request tag `t` of `size` bytes, written as `payload` says.
 #[inline]
-fn send_request(
+pub(crate) fn send_request(
     client: &Client<[u8], [u8]>,
     size: usize,
     payload: PayloadMode,
@@ -161,25 +239,8 @@ impl Transport for HakoReqRes {
     }
 
     fn leader(&self, row: &RowSpec) -> Result<ReqResLeader> {
-        if row.size == 0 {
-            return Err("message size must be at least 1 byte".into());
-        }
-        let node = node(row, "reqres-client")?;
-        let service = node
-            .service_builder(&service_name(row)?)
-            .request_response::<[u8], [u8]>()
-            .max_clients(1)
-            .max_servers(1)
-            .max_nodes(2)
-            .max_requests_in_flight(row.depth.clamp(1, MAX_DEPTH))
-            .max_response_buffer(2)
-            .create()?;
-        let client = service
-            .client_builder()
-            .max_slice_len(row.size)
-            .max_loaned_requests(1)
-            .wait_strategy(self.wait.unwrap_or_default())
-            .create()?;
+        let wait = self.wait.unwrap_or_default();
+        let (node, service, client) = create_client(row, "reqres", "reqres-client", wait)?;
         Ok(ReqResLeader {
             client,
             _service: service,
@@ -191,17 +252,8 @@ impl Transport for HakoReqRes {
     }
 
     fn follower(&self, row: &RowSpec) -> Result<ReqResFollower> {
-        let node = node(row, "reqres-server")?;
-        let service = node
-            .service_builder(&service_name(row)?)
-            .request_response::<[u8], [u8]>()
-            .open()?;
-        let server = service
-            .server_builder()
-            .max_slice_len(row.size)
-            .max_loaned_responses(1)
-            .wait_strategy(self.wait.unwrap_or_default())
-            .create()?;
+        let wait = self.wait.unwrap_or_default();
+        let (node, service, server) = create_server(row, "reqres", "reqres-server", wait)?;
         Ok(ReqResFollower {
             server,
             _service: service,
@@ -258,15 +310,6 @@ impl Follower for ReqResFollower {
         } else {
             poll("a request", || Ok(self.server.receive()?))?
         };
-        self.payload.check(&request, self.size, t, "request")?;
-        let mut response = request.loan_slice_uninit(self.size)?;
-        self.payload
-            .write_uninit(response.payload_mut(), t.wrapping_add(1));
-        // SAFETY: as for the request (see send_request).
-        let response = unsafe { response.assume_init() };
-        // The one response ends the stream: one message, not two. The
-        // request's chunk goes back as it drops.
-        request.send_last(response)?;
-        Ok(())
+        answer(request, self.size, self.payload, t)
     }
 }

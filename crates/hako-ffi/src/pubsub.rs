@@ -128,6 +128,25 @@ pub extern "C" fn hako_payload_bytes() -> hako_payload_type {
     }
 }
 
+/// `t` as a Rust process's type describes itself.
+///
+/// # Safety
+/// `t.type_name` is NUL-terminated.
+pub(crate) unsafe fn details(t: &hako_payload_type, what: &str) -> Result<TypeDetails, Failure> {
+    // SAFETY: the caller's promise.
+    let element = unsafe { text(t.type_name, what) }?;
+    Ok(TypeDetails {
+        type_name: if t.slice {
+            format!("[{element}]")
+        } else {
+            element.to_owned()
+        },
+        size: t.size,
+        align: t.align,
+        slice: t.slice,
+    })
+}
+
 /// Opens or creates (`mode`) the publish/subscribe service `name` carrying
 /// `payload`. `options` may be NULL.
 ///
@@ -152,18 +171,8 @@ pub unsafe extern "C" fn hako_pubsub_service_open(
         let payload = unsafe { get(payload, "the payload type") }?;
         // SAFETY: NULL or valid.
         let o = unsafe { options.as_ref() }.copied().unwrap_or_default();
-        // SAFETY: NUL-terminated (the caller's promise).
-        let element = unsafe { text(payload.type_name, "the payload type name") }?;
-        let details = TypeDetails {
-            type_name: if payload.slice {
-                format!("[{element}]")
-            } else {
-                element.to_owned()
-            },
-            size: payload.size,
-            align: payload.align,
-            slice: payload.slice,
-        };
+        // SAFETY: a NUL-terminated name (the caller's promise).
+        let details = unsafe { details(payload, "the payload type name") }?;
         let mut b = node
             .node
             .service_builder(&name.try_into()?)

@@ -4,11 +4,14 @@
 //! in pieces. The cross-process and cross-language tests are C and C++
 //! programs (tests/c, run by scripts/c).
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::ptr::{null, null_mut};
 
 use hako::{Config, NodeBuilder, ShmSafe};
 use hako_c::*;
+
+mod common;
+use common::{last, node, ok, Root};
 
 /// A struct with fields of every size, as C lays it out.
 #[derive(Debug, Clone, Copy, PartialEq, Default, ShmSafe)]
@@ -21,41 +24,6 @@ struct Mixed {
     d: u64,
     e: f32,
     f: f64,
-}
-
-struct Root(std::path::PathBuf);
-
-impl Root {
-    fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("hako-ffi-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        Self(p)
-    }
-    fn c(&self) -> CString {
-        CString::new(self.0.to_str().unwrap()).unwrap()
-    }
-}
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn last() -> String {
-    // SAFETY: a NUL-terminated string owned by this thread.
-    unsafe { CStr::from_ptr(hako_last_error_message()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// Runs a C API call and checks it succeeded.
-macro_rules! ok {
-    ($e:expr) => {{
-        // SAFETY: the arguments are live handles and valid pointers.
-        let s = unsafe { $e };
-        assert_eq!(s, hako_status::HAKO_OK, "{}: {}", stringify!($e), last());
-    }};
 }
 
 /// A zeroed loan struct, as C code would declare one.
@@ -77,17 +45,6 @@ fn new_sample() -> hako_sample {
         publisher_id: 0,
         _private: [0; 8],
     }
-}
-
-fn node(root: &Root) -> *mut hako_node {
-    let root = root.c();
-    let opts = hako_node_options {
-        name: c"ffi-test".as_ptr(),
-        root: root.as_ptr(),
-    };
-    let mut n = null_mut();
-    ok!(hako_node_create(&opts, &mut n));
-    n
 }
 
 fn mixed_type() -> hako_payload_type {

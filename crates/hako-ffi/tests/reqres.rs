@@ -3,43 +3,14 @@
 //! server dropped under live requests, a response sent for another
 //! request, a request sent twice).
 
-use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
 use std::time::Duration;
 
 use hako::{Config, NodeBuilder};
 use hako_c::*;
 
-struct Root(std::path::PathBuf);
-
-impl Root {
-    fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("hako-ffi-rr-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        Self(p)
-    }
-}
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn last() -> String {
-    // SAFETY: a NUL-terminated string owned by this thread.
-    unsafe { CStr::from_ptr(hako_last_error_message()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-macro_rules! ok {
-    ($e:expr) => {{
-        // SAFETY: the arguments are live handles and valid pointers.
-        let s = unsafe { $e };
-        assert_eq!(s, hako_status::HAKO_OK, "{}: {}", stringify!($e), last());
-    }};
-}
+mod common;
+use common::{node, ok, Root};
 
 fn u64_type() -> hako_payload_type {
     hako_payload_type {
@@ -71,13 +42,7 @@ fn response() -> hako_response {
 
 /// A C node and a `u64 -> u64` service in `root`.
 fn c_side(root: &Root, name: &std::ffi::CStr) -> (*mut hako_node, *mut hako_reqres_service) {
-    let r = CString::new(root.0.to_str().unwrap()).unwrap();
-    let o = hako_node_options {
-        name: null(),
-        root: r.as_ptr(),
-    };
-    let mut n = null_mut();
-    ok!(hako_node_create(&o, &mut n));
+    let n = node(root);
     let opts = hako_reqres_options {
         max_requests_in_flight: 4,
         max_response_buffer: 4,
@@ -98,7 +63,7 @@ fn c_side(root: &Root, name: &std::ffi::CStr) -> (*mut hako_node, *mut hako_reqr
 
 #[test]
 fn a_c_client_asks_a_rust_server_and_a_c_server_streams_to_a_rust_client() {
-    let root = Root::new("both");
+    let root = Root::new("rr-both");
     let (mut n, mut svc) = c_side(&root, c"ffi/double");
     let rust = NodeBuilder::new()
         .config(&Config::default().with_root(&root.0))
@@ -195,7 +160,7 @@ fn a_c_client_asks_a_rust_server_and_a_c_server_streams_to_a_rust_client() {
 
 #[test]
 fn responses_go_to_their_own_request_and_send_last_consumes_it() {
-    let root = Root::new("misuse");
+    let root = Root::new("rr-misuse");
     let (mut n, mut svc) = c_side(&root, c"ffi/echo");
     let (mut client, mut server) = (null_mut(), null_mut());
     ok!(hako_client_create(svc, null(), &mut client));

@@ -2,37 +2,17 @@
 //! an interval in one wait; events handed out in pieces; attached ports
 //! refuse to drop until the waitset goes.
 
-use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
 
 use hako_c::*;
 
-fn last() -> String {
-    // SAFETY: a NUL-terminated string owned by this thread.
-    unsafe { CStr::from_ptr(hako_last_error_message()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-macro_rules! ok {
-    ($e:expr) => {{
-        // SAFETY: the arguments are live handles and valid pointers.
-        let s = unsafe { $e };
-        assert_eq!(s, hako_status::HAKO_OK, "{}: {}", stringify!($e), last());
-    }};
-}
+mod common;
+use common::{node, ok, Root};
 
 #[test]
 fn one_wait_covers_ports_and_timers_and_attached_ports_stay() {
-    let dir = std::env::temp_dir().join(format!("hako-ffi-ws-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let root = CString::new(dir.to_str().unwrap()).unwrap();
-    let o = hako_node_options {
-        name: null(),
-        root: root.as_ptr(),
-    };
-    let mut n = null_mut();
-    ok!(hako_node_create(&o, &mut n));
+    let root = Root::new("waitset");
+    let mut n = node(&root);
     let bytes = hako_payload_bytes();
     let mut topic = null_mut();
     ok!(hako_pubsub_service_open(
@@ -156,5 +136,4 @@ fn one_wait_covers_ports_and_timers_and_attached_ports_stay() {
     ok!(hako_event_service_drop(&mut bell));
     ok!(hako_pubsub_service_drop(&mut topic));
     ok!(hako_node_drop(&mut n));
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -59,6 +59,14 @@ impl Domain {
         }
     }
 
+    /// A node of this domain, in the test's own process.
+    pub fn node(&self) -> hako::Node {
+        hako::NodeBuilder::new()
+            .config(&hako::Config::default().with_root(&self.root))
+            .create()
+            .expect("create a node of the test domain")
+    }
+
     /// A path in the temp directory (for synchronisation files).
     pub fn file(&self, name: &str) -> PathBuf {
         self.tmp.join(name)

@@ -8,18 +8,11 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use hako::aio::{AsyncError, AsyncListener, AsyncSubscriber};
-use hako::{Config, EventId, Node, NodeBuilder, ReceiveError};
+use hako::{Config, EventId, ReceiveError};
 use hako_tests::harness::{refs, with, Domain};
 use hako_tests::TestMsg;
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
-
-fn node(d: &Domain) -> Node {
-    NodeBuilder::new()
-        .config(&Config::default().with_root(&d.root))
-        .create()
-        .unwrap()
-}
 
 fn runtime(workers: usize) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -40,7 +33,7 @@ fn samples_from_another_process_are_awaited_in_order() {
         "--buffer",
         "4",
     ];
-    let node = node(&d);
+    let node = d.node();
     let service = node
         .service_builder(&"it/aio".try_into().unwrap())
         .publish_subscribe::<TestMsg>()
@@ -84,7 +77,7 @@ fn samples_from_another_process_are_awaited_in_order() {
 #[test]
 fn thousands_of_cancelled_receives_lose_nothing() {
     let d = Domain::new("aio-cancel", HELPER);
-    let node = node(&d);
+    let node = d.node();
     let service = node
         .service_builder(&"it/cancel".try_into().unwrap())
         .publish_subscribe::<u64>()
@@ -157,7 +150,7 @@ fn thousands_of_cancelled_receives_lose_nothing() {
 #[test]
 fn a_thousand_tasks_wait_on_a_two_worker_runtime() {
     let d = Domain::new("aio-tasks", HELPER);
-    let node = node(&d);
+    let node = d.node();
     const TASKS: usize = 1000;
     let service = node
         .service_builder(&"it/tasks".try_into().unwrap())
@@ -202,7 +195,7 @@ fn a_thousand_tasks_wait_on_a_two_worker_runtime() {
 fn a_publisher_killed_while_awaited_ends_the_wait_with_an_error() {
     let d = Domain::new("aio-crash", HELPER);
     let svc = ["--service", "it/aio-crash", "--buffer", "4"];
-    let node = node(&d);
+    let node = d.node();
     let service = node
         .service_builder(&"it/aio-crash".try_into().unwrap())
         .publish_subscribe::<TestMsg>()
@@ -258,7 +251,7 @@ fn a_publisher_killed_while_awaited_ends_the_wait_with_an_error() {
 #[test]
 fn events_are_awaited_and_streamed_with_a_timer_in_a_select() {
     let d = Domain::new("aio-events", HELPER);
-    let node = node(&d);
+    let node = d.node();
     let events = node
         .service_builder(&"it/bell".try_into().unwrap())
         .event()
@@ -325,7 +318,7 @@ fn readable(fd: std::os::fd::BorrowedFd<'_>, ms: i64) -> bool {
 fn another_event_loop_waits_on_the_public_descriptor_and_registration() {
     use std::os::fd::AsFd;
     let d = Domain::new("aio-fd", HELPER);
-    let node = node(&d);
+    let node = d.node();
     let service = node
         .service_builder(&"it/fd".try_into().unwrap())
         .publish_subscribe::<u64>()
@@ -367,7 +360,7 @@ fn another_event_loop_waits_on_the_public_descriptor_and_registration() {
 fn a_runtime_shut_down_while_a_task_waits_leaves_the_port_usable() {
     use std::os::fd::AsFd;
     let d = Domain::new("aio-shutdown", HELPER);
-    let node = node(&d);
+    let node = d.node();
     let service = node
         .service_builder(&"it/shutdown".try_into().unwrap())
         .publish_subscribe::<u64>()
@@ -419,7 +412,7 @@ fn a_runtime_shut_down_while_a_task_waits_leaves_the_port_usable() {
 #[test]
 fn events_from_another_process_are_awaited_until_its_notifier_goes() {
     let d = Domain::new("aio-events-cross", HELPER);
-    let node = node(&d);
+    let node = d.node();
     let events = node
         .service_builder(&"it/aio-bell".try_into().unwrap())
         .event()

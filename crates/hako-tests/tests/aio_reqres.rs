@@ -4,17 +4,10 @@
 
 use std::time::Duration;
 
-use hako::{Config, Node, NodeBuilder};
+use hako::{Config, Node};
 use hako_tests::harness::Domain;
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
-
-fn node(d: &Domain) -> Node {
-    NodeBuilder::new()
-        .config(&Config::default().with_root(&d.root))
-        .create()
-        .unwrap()
-}
 
 fn runtime(workers: usize) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -46,7 +39,7 @@ fn reqres_service(node: &Node, name: &str) -> hako::ReqResService<u64, u64> {
 fn a_server_task_answers_a_client_in_another_process() {
     use hako::aio::AsyncServer;
     let d = Domain::new("aio-server", HELPER);
-    let node = node(&d);
+    let node = d.node();
     let service = reqres_service(&node, "it/aio-rr");
     let server = service.server_builder().create().unwrap();
     let client = reqres_helper(
@@ -96,7 +89,7 @@ fn a_server_task_answers_a_client_in_another_process() {
 fn a_client_task_takes_streams_from_a_server_in_another_process() {
     use hako::aio::AsyncClient;
     let d = Domain::new("aio-client", HELPER);
-    let node = node(&d);
+    let node = d.node();
     let service = reqres_service(&node, "it/aio-rr2");
     let client = service.client_builder().create().unwrap();
     let stop = d.arg("stop");
@@ -181,7 +174,7 @@ fn a_client_task_takes_streams_from_a_server_in_another_process() {
 fn a_server_killed_while_a_client_task_waits_ends_its_stream_with_an_error() {
     use hako::aio::{AsyncClient, AsyncError};
     let d = Domain::new("aio-server-gone", HELPER);
-    let node = node(&d);
+    let node = d.node();
     let service = reqres_service(&node, "it/aio-rr3");
     let client = service.client_builder().create().unwrap();
     let hung = d.arg("hung");

@@ -8,18 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hako::aio::AsyncPublisher;
-use hako::{BackpressureStrategy, Config, Node, NodeBuilder, OverflowPolicy};
+use hako::{BackpressureStrategy, Config, Node, OverflowPolicy};
 use hako_tests::harness::{refs, with, Domain};
 use hako_tests::TestMsg;
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
-
-fn node(d: &Domain) -> Node {
-    NodeBuilder::new()
-        .config(&Config::default().with_root(&d.root))
-        .create()
-        .unwrap()
-}
 
 fn current_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -63,7 +56,7 @@ const SVC_ARGS: [&str; 4] = ["--overflow", "backpressure", "--buffer", "4"];
 #[test]
 fn an_async_publisher_awaits_room_from_a_slow_subscriber_and_loses_nothing() {
     let d = Domain::new("aio-room", HELPER);
-    let node = node(&d);
+    let node = d.node();
     let publisher = blocking_publisher(&node, "it/aio-room");
     let ready = d.arg("ready");
     let svc = [&["--service", "it/aio-room"][..], &SVC_ARGS].concat();
@@ -126,7 +119,7 @@ fn an_async_publisher_awaits_room_from_a_slow_subscriber_and_loses_nothing() {
 #[test]
 fn a_wait_for_room_ends_when_the_full_subscriber_dies() {
     let d = Domain::new("aio-room-dead", HELPER);
-    let node = node(&d);
+    let node = d.node();
     let publisher = blocking_publisher(&node, "it/aio-room-dead");
     let (ready, never) = (d.arg("ready"), d.arg("never"));
     let svc = [&["--service", "it/aio-room-dead"][..], &SVC_ARGS].concat();

@@ -7,18 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hako::aio::{AsyncError, AsyncSubscriber};
-use hako::{Config, Node, NodeBuilder, ReceiveError, WaitStrategy};
+use hako::{Config, ReceiveError, WaitStrategy};
 use hako_tests::harness::{refs, with, Domain};
 use hako_tests::TestMsg;
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
-
-fn node(d: &Domain) -> Node {
-    NodeBuilder::new()
-        .config(&Config::default().with_root(&d.root))
-        .create()
-        .unwrap()
-}
 
 /// One thread: a task that busy-spins there shares it with every other.
 fn current_thread() -> tokio::runtime::Runtime {
@@ -46,7 +39,7 @@ fn every_wait_strategy_awaits_samples_from_another_process_in_order() {
             "--buffer",
             "4",
         ];
-        let node = node(&d);
+        let node = d.node();
         let service = node
             .service_builder(&name.as_str().try_into().unwrap())
             .publish_subscribe::<TestMsg>()
@@ -121,7 +114,7 @@ fn every_wait_strategy_awaits_samples_from_another_process_in_order() {
 fn a_busy_spinning_task_learns_that_its_publisher_died() {
     let d = Domain::new("aio-busy-crash", HELPER);
     let svc = ["--service", "it/aio-busy-crash", "--buffer", "4"];
-    let node = node(&d);
+    let node = d.node();
     let service = node
         .service_builder(&"it/aio-busy-crash".try_into().unwrap())
         .publish_subscribe::<TestMsg>()

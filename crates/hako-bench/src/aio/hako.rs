@@ -2,8 +2,9 @@
 //! and `AsyncServer`.
 //!
 //! One service per row, `async/<row>`, requests and responses `[u8]` of
-//! the row's size, as in [`crate::hako_reqres`]: the leader creates it and
-//! is the client; the follower opens it and is the server. The client
+//! the row's size, made as in [`crate::hako_reqres`] (its helpers): the
+//! leader creates it and is the client; the follower opens it and is the
+//! server. The client
 //! loans a request, writes it, sends it and turns the pending response
 //! into a ticket; it awaits the ticket's response, checks it in place and
 //! ends the request. The server awaits each request, checks it, loans the
@@ -14,10 +15,10 @@ use std::collections::VecDeque;
 use std::ops::RangeInclusive;
 
 use hako::aio::{AsyncClient, AsyncServer};
-use hako::{Config, Node, NodeBuilder, ReqResService, ServiceName, Ticket, WaitStrategy};
+use hako::{Node, ReqResService, Ticket, WaitStrategy};
 
 use super::{Backend, ClientSide, Flavor, ServerSide};
-use crate::hako_reqres::MAX_DEPTH;
+use crate::hako_reqres::{answer, create_client, create_server, send_request, MAX_DEPTH};
 use crate::transport::{tag, PayloadMode, RowSpec, Waiting, PEER_TIMEOUT};
 use crate::Result;
 
@@ -73,15 +74,6 @@ pub struct HakoServer {
     payload: PayloadMode,
 }
 
-fn node(row: &RowSpec, name: &str) -> Result<Node> {
-    let config = Config::default().with_root(&row.root);
-    Ok(NodeBuilder::new().name(name)?.config(&config).create()?)
-}
-
-fn service_name(row: &RowSpec) -> Result<ServiceName> {
-    Ok(ServiceName::new(&format!("async/{}", row.row_id))?)
-}
-
 impl Backend for HakoAsync {
     type Client = HakoClient;
     type Server = HakoServer;
@@ -113,25 +105,8 @@ impl Backend for HakoAsync {
     }
 
     fn client(&self, row: &RowSpec) -> Result<HakoClient> {
-        if row.size == 0 {
-            return Err("message size must be at least 1 byte".into());
-        }
-        let node = node(row, "async-client")?;
-        let service = node
-            .service_builder(&service_name(row)?)
-            .request_response::<[u8], [u8]>()
-            .max_clients(1)
-            .max_servers(1)
-            .max_nodes(2)
-            .max_requests_in_flight(row.depth.clamp(1, MAX_DEPTH))
-            .max_response_buffer(2)
-            .create()?;
-        let client = service
-            .client_builder()
-            .max_slice_len(row.size)
-            .max_loaned_requests(1)
-            .wait_strategy(self.wait.strategy())
-            .create()?;
+        let (node, service, client) =
+            create_client(row, "async", "async-client", self.wait.strategy())?;
         Ok(HakoClient {
             client: AsyncClient::new(client)?,
             _service: service,
@@ -142,17 +117,8 @@ impl Backend for HakoAsync {
     }
 
     fn server(&self, row: &RowSpec) -> Result<HakoServer> {
-        let node = node(row, "async-server")?;
-        let service = node
-            .service_builder(&service_name(row)?)
-            .request_response::<[u8], [u8]>()
-            .open()?;
-        let server = service
-            .server_builder()
-            .max_slice_len(row.size)
-            .max_loaned_responses(1)
-            .wait_strategy(self.wait.strategy())
-            .create()?;
+        let (node, service, server) =
+            create_server(row, "async", "async-server", self.wait.strategy())?;
         Ok(HakoServer {
             server: AsyncServer::new(server)?,
             _service: service,
@@ -166,18 +132,12 @@ impl Backend for HakoAsync {
 impl HakoClient {
     /// Sends request tag `t`; its ticket.
     fn send(&self, t: u8) -> Result<Ticket> {
-        let mut request = self.client.get_ref().loan_slice_uninit(self.size)?;
-        self.payload.write_uninit(request.payload_mut(), t);
-        // SAFETY: as in crate::hako_reqres::send_request: every byte is
-        // initialised memory (written now, or what the chunk held), and
-        // `u8` has no invalid values.
-        let request = unsafe { request.assume_init() };
-        Ok(request.send()?.into_ticket())
+        Ok(send_request(self.client.get_ref(), self.size, self.payload, t)?.into_ticket())
     }
 
     /// Awaits `ticket`'s answer, checks it against tag `t` and ends the
     /// request.
-    async fn answer(&mut self, ticket: Ticket, t: u8) -> Result<()> {
+    async fn await_answer(&mut self, ticket: Ticket, t: u8) -> Result<()> {
         let answer = self
             .client
             .receive(&ticket)
@@ -205,7 +165,7 @@ impl ClientSide for HakoClient {
     async fn round_trip(&mut self, seq: u64) -> Result<()> {
         let t = tag(seq);
         let ticket = self.send(t)?;
-        self.answer(ticket, t.wrapping_add(1)).await
+        self.await_answer(ticket, t.wrapping_add(1)).await
     }
 
     async fn pipeline(&mut self, seqs: RangeInclusive<u64>, depth: usize) -> Result<()> {
@@ -214,13 +174,13 @@ impl ClientSide for HakoClient {
         for seq in seqs {
             if in_flight.len() == depth {
                 if let Some((s, ticket)) = in_flight.pop_front() {
-                    self.answer(ticket, tag(s).wrapping_add(1)).await?;
+                    self.await_answer(ticket, tag(s).wrapping_add(1)).await?;
                 }
             }
             in_flight.push_back((seq, self.send(tag(seq))?));
         }
         while let Some((s, ticket)) = in_flight.pop_front() {
-            self.answer(ticket, tag(s).wrapping_add(1)).await?;
+            self.await_answer(ticket, tag(s).wrapping_add(1)).await?;
         }
         Ok(())
     }
@@ -230,13 +190,6 @@ impl ServerSide for HakoServer {
     async fn serve_one(&mut self, seq: u64) -> Result<()> {
         let t = tag(seq);
         let request = self.server.receive().await?;
-        self.payload.check(&request, self.size, t, "request")?;
-        let mut response = request.loan_slice_uninit(self.size)?;
-        self.payload
-            .write_uninit(response.payload_mut(), t.wrapping_add(1));
-        // SAFETY: as for the request (see HakoClient::send).
-        let response = unsafe { response.assume_init() };
-        request.send_last(response)?;
-        Ok(())
+        answer(request, self.size, self.payload, t)
     }
 }

@@ -191,35 +191,14 @@ pub fn json(result: &SuiteResult) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::reqres::tests::{measured, rate_row_at};
     use super::*;
-    use hako_bench::blocks::{Measured, Row};
+    use hako_bench::blocks::Row;
     use hako_bench::harness::Stats;
-    use hako_bench::stream::example_row;
     use hako_bench::suite::PingPongRow;
-    use hako_bench::transport::Pattern;
-
-    fn measured(name: &'static str, median: u64, vs: Vec<(&'static str, f64)>) -> Measured {
-        Measured {
-            name,
-            stats: Stats::uniform(100, median),
-            ratio: median as f64 / 100.0,
-            iterations: 100,
-            leader_cpu: Default::default(),
-            follower_cpu: Default::default(),
-            counted: 100,
-            vs,
-        }
-    }
 
     fn rate_row(transport: &'static str, elapsed_us: &[u64]) -> OneWayRow {
-        let mut r = example_row(transport, elapsed_us);
-        r.pattern = Pattern::RequestResponse;
-        (r.size, r.depth) = (64, 256);
-        for run in &mut r.runs {
-            run.spec.pattern = Pattern::RequestResponse;
-            (run.spec.size, run.spec.depth) = (64, 256);
-        }
-        r
+        rate_row_at(transport, elapsed_us, 256)
     }
 
     fn result(busy_vs_unix: f64, park_vs_blocking: f64, unix_us: u64) -> SuiteResult {

@@ -324,14 +324,20 @@ fn skipped_json<'a>(skipped: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<Va
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use hako_bench::blocks::{Measured, Row};
     use hako_bench::harness::Stats;
     use hako_bench::stream::example_row;
     use hako_bench::transport::Pattern;
 
-    fn measured(name: &'static str, median: u64, vs: Vec<(&'static str, f64)>) -> Measured {
+    /// A transport measured at `median` ns (a floor of 100), with its
+    /// ratios `vs` others.
+    pub(in crate::bench) fn measured(
+        name: &'static str,
+        median: u64,
+        vs: Vec<(&'static str, f64)>,
+    ) -> Measured {
         Measured {
             name,
             stats: Stats::uniform(100, median),
@@ -344,17 +350,27 @@ mod tests {
         }
     }
 
-    fn rate_row(transport: &'static str, elapsed_us: &[u64]) -> OneWayRow {
+    /// A request/response rate row at 64 B with `depth` in flight, one
+    /// run per entry of `elapsed_us`.
+    pub(in crate::bench) fn rate_row_at(
+        transport: &'static str,
+        elapsed_us: &[u64],
+        depth: u32,
+    ) -> OneWayRow {
         let mut r = example_row(transport, elapsed_us);
         r.pattern = Pattern::RequestResponse;
         r.size = 64;
-        r.depth = 16;
+        r.depth = depth;
         for run in &mut r.runs {
             run.spec.pattern = Pattern::RequestResponse;
             run.spec.size = 64;
-            run.spec.depth = 16;
+            run.spec.depth = depth;
         }
         r
+    }
+
+    fn rate_row(transport: &'static str, elapsed_us: &[u64]) -> OneWayRow {
+        rate_row_at(transport, elapsed_us, 16)
     }
 
     fn result(vs_pubsub: f64, vs_iox: f64, iox_us: u64) -> SuiteResult {

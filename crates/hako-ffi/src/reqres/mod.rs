@@ -18,13 +18,13 @@ use std::sync::atomic::AtomicUsize;
 
 use hako::{
     ActiveRequest, Client, PendingResponse, ReqResService, RequestMutUninit, Response,
-    ResponseMutUninit, Server, TypeDetails,
+    ResponseMutUninit, Server,
 };
 
 use crate::error::{guard, hako_status, Failure, ToFailure, HAKO_ERROR_MISUSE};
 use crate::handle::{get, give, take, text};
 use crate::node::{hako_node, hako_open_mode, hako_wait_strategy};
-use crate::pubsub::{hako_backpressure, hako_payload_type};
+use crate::pubsub::{details, hako_backpressure, hako_payload_type};
 use crate::sample::VALUE_WORDS;
 
 type Req<'c> = RequestMutUninit<'c, [u8], [u8]>;
@@ -204,25 +204,6 @@ impl ToFailure for hako::ReqResReceiveError {
             _ => hako_status::HAKO_ERROR_CORRUPTED,
         }
     }
-}
-
-/// `t` as a Rust process's type describes itself.
-///
-/// # Safety
-/// `t.type_name` is NUL-terminated.
-unsafe fn details(t: &hako_payload_type, what: &str) -> Result<TypeDetails, Failure> {
-    // SAFETY: the caller's promise.
-    let element = unsafe { text(t.type_name, what) }?;
-    Ok(TypeDetails {
-        type_name: if t.slice {
-            format!("[{element}]")
-        } else {
-            element.to_owned()
-        },
-        size: t.size,
-        align: t.align,
-        slice: t.slice,
-    })
 }
 
 fn size_of_elem(d: &hako::PayloadDescription) -> Result<usize, Failure> {
