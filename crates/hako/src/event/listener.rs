@@ -234,7 +234,10 @@ impl Listener {
         })
     }
 
-    fn notifiers_alive(&self) -> bool {
+    /// Whether a notifier is registered and its process alive (a system
+    /// call per notifier); for event loops that wait on the descriptor
+    /// themselves (see [`Subscriber::publishers_alive`](crate::Subscriber::publishers_alive)).
+    pub fn notifiers_alive(&self) -> bool {
         let svc = &self.service;
         (0..svc.table_len(PortKind::Publisher)).any(|i| {
             let slot = svc.port_slot(PortKind::Publisher, i);

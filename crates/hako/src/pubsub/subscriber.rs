@@ -161,6 +161,15 @@ impl<T: Payload + ?Sized> Subscriber<T> {
         self.rx.publisher_count()
     }
 
+    /// Whether a publisher is registered and its process alive (a system
+    /// call per publisher). For event loops that wait on
+    /// [`as_fd`](AsFd::as_fd) themselves: a publisher that dies cannot
+    /// wake them, so they ask this now and then (hako's own waits do every
+    /// 100 ms) and stop waiting once every publisher they saw is gone.
+    pub fn publishers_alive(&self) -> bool {
+        self.rx.publishers_alive()
+    }
+
     /// Registers interest in the wake-up descriptor (`as_fd`): from now on
     /// a sender writes a byte to it after each send, until
     /// [`disarm_wakeup`](Self::disarm_wakeup). Returns true if something is

@@ -259,7 +259,7 @@ impl Receiver {
         })
     }
 
-    fn publishers_alive(&self) -> bool {
+    pub(crate) fn publishers_alive(&self) -> bool {
         let svc = &self.reg.service;
         (0..svc.table_len(self.reg.settings.peers)).any(|i| {
             let slot = svc.port_slot(self.reg.settings.peers, i);

@@ -1,0 +1,262 @@
+//! What every class shares: the one-thread-at-a-time slot a port or sample
+//! lives in, waits that release the GIL and answer Ctrl-C, the buffer
+//! protocol's two halves, and the settings given as strings.
+
+use std::ffi::c_int;
+use std::mem::MaybeUninit;
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::{PyBufferError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::{ffi, PyErr};
+
+/// How long a blocking wait sleeps, the GIL released, before it looks for
+/// a signal (Ctrl-C) and gives other checks their turn: the longest a
+/// KeyboardInterrupt waits. Longer than hako's own liveness period (100 ms),
+/// so each slice asks at least once whether the peers are alive.
+pub const SLICE: Duration = Duration::from_millis(250);
+
+/// A port or loan held by a Python object. hako's ports are `Send` but not
+/// `Sync` (one thread at a time, no lock on the hot path); Python objects
+/// can be reached from any thread, so each lives behind a lock (taken once
+/// per call, uncontended in the usual one-thread program).
+pub struct Slot<T> {
+    what: &'static str,
+    cell: Mutex<Option<T>>,
+}
+
+impl<T> Slot<T> {
+    /// A slot holding `value`; `what` names it in errors ("the subscriber").
+    pub fn new(what: &'static str, value: T) -> Self {
+        Self {
+            what,
+            cell: Mutex::new(Some(value)),
+        }
+    }
+
+    /// The lock. When another thread holds it, this one waits for it with
+    /// the GIL released (the holder may need the GIL to finish).
+    pub fn lock(&self, py: Python<'_>) -> MutexGuard<'_, Option<T>>
+    where
+        T: Send,
+    {
+        loop {
+            match self.cell.try_lock() {
+                Ok(g) => return g,
+                // A panic while it was held became a Python exception
+                // already; every method leaves the value whole.
+                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(TryLockError::WouldBlock) => py.detach(|| {
+                    drop(self.cell.lock());
+                }),
+            }
+        }
+    }
+
+    /// Runs `f` on the value; an error if it was closed.
+    pub fn with<R>(&self, py: Python<'_>, f: impl FnOnce(&mut T) -> PyResult<R>) -> PyResult<R>
+    where
+        T: Send,
+    {
+        let mut g = self.lock(py);
+        let v = g.as_mut().ok_or_else(|| self.closed())?;
+        f(v)
+    }
+
+    /// Takes the value out (closing the slot); `None` if it was closed.
+    pub fn take(&self, py: Python<'_>) -> Option<T>
+    where
+        T: Send,
+    {
+        self.lock(py).take()
+    }
+
+    /// The value, for a drop (no lock needed: the slot is ours alone).
+    pub fn get_mut(&mut self) -> &mut Option<T> {
+        self.cell.get_mut().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The error for a use after close.
+    pub fn closed(&self) -> PyErr {
+        PyValueError::new_err(format!("{} is closed", self.what))
+    }
+}
+
+/// A value that is not `Send` by its type (it borrows a port that is not
+/// `Sync`), moved into a GIL-free section only while the lock of the port
+/// it borrows is held by the moving thread: no other thread can touch that
+/// port meanwhile.
+pub struct Owned<T>(pub T);
+
+// SAFETY: see the type's comment: every use happens under the lock of the
+// port the value borrows, so the port is never used from two threads at
+// once, which is all that its missing `Sync` guards against.
+unsafe impl<T> Send for Owned<T> {}
+
+/// A timeout in seconds as given by Python: `None` for no limit; negative
+/// and NaN refused.
+pub fn deadline(timeout: Option<f64>) -> PyResult<Option<Instant>> {
+    match timeout {
+        None => Ok(None),
+        Some(t) if t.is_nan() || t < 0.0 => Err(PyValueError::new_err(format!(
+            "a timeout is a number of seconds, zero or more (got {t})"
+        ))),
+        Some(t) => Ok(Some(
+            Instant::now() + Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX / 4),
+        )),
+    }
+}
+
+/// Waits as `once` does, a slice at a time with the GIL released, until it
+/// yields, the deadline passes (`None`) or a signal handler raises (Ctrl-C:
+/// `KeyboardInterrupt`). `once(port, slice)` waits at most `slice`;
+/// `between(port)` runs, with the GIL, after each empty slice.
+pub fn wait_sliced<P: Send, R: Send>(
+    py: Python<'_>,
+    port: &mut P,
+    until: Option<Instant>,
+    mut once: impl FnMut(&mut P, Duration) -> PyResult<Option<R>> + Send,
+    mut between: impl FnMut(&mut P) -> PyResult<()>,
+) -> PyResult<Option<R>> {
+    loop {
+        let slice = match until {
+            None => SLICE,
+            Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
+        };
+        let got = py.detach(|| once(port, slice))?;
+        if got.is_some() {
+            return Ok(got);
+        }
+        if until.is_some_and(|d| Instant::now() >= d) {
+            return Ok(None);
+        }
+        py.check_signals()?;
+        between(port)?;
+    }
+}
+
+/// Fills `view` with `len` bytes at `ptr`, exported by `owner`.
+///
+/// # Safety
+/// `view` is the view `__getbuffer__` was given; `ptr..ptr + len` stays
+/// valid, and unchanged by anyone else when `readonly` is false, until the
+/// matching `__releasebuffer__`.
+pub unsafe fn fill_view(
+    owner: &Bound<'_, PyAny>,
+    view: *mut ffi::Py_buffer,
+    ptr: *mut u8,
+    len: usize,
+    readonly: bool,
+    flags: c_int,
+) -> PyResult<()> {
+    let len = isize::try_from(len).map_err(|_| PyBufferError::new_err("payload too large"))?;
+    // SAFETY: the caller's promises; FillInfo takes a reference to `owner`,
+    // which keeps the memory alive until the view is released.
+    let rc = unsafe {
+        ffi::PyBuffer_FillInfo(
+            view,
+            owner.as_ptr(),
+            ptr.cast(),
+            len,
+            c_int::from(readonly),
+            flags,
+        )
+    };
+    if rc == -1 {
+        return Err(PyErr::fetch(owner.py()));
+    }
+    Ok(())
+}
+
+/// Runs `f` on the bytes of any object with the buffer protocol (bytes,
+/// bytearray, memoryview, a C-contiguous numpy array, a ctypes instance).
+pub fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+    let mut view = MaybeUninit::<ffi::Py_buffer>::uninit();
+    // SAFETY: a valid object and a writable view; on success the view is
+    // filled and released below.
+    if unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), view.as_mut_ptr(), ffi::PyBUF_SIMPLE) } == -1
+    {
+        return Err(PyErr::fetch(obj.py()));
+    }
+    // SAFETY: filled by PyObject_GetBuffer.
+    let mut view = unsafe { view.assume_init() };
+    let bytes = if view.len == 0 {
+        &[][..]
+    } else {
+        // SAFETY: a simple (contiguous) buffer of `len` bytes, valid until
+        // released.
+        unsafe { std::slice::from_raw_parts(view.buf as *const u8, view.len as usize) }
+    };
+    let r = f(bytes);
+    // SAFETY: the view filled above, released once.
+    unsafe { ffi::PyBuffer_Release(&mut view) };
+    Ok(r)
+}
+
+/// `wait=`: how a port's blocking waits wait.
+pub fn wait_strategy(s: &str) -> PyResult<hako::WaitStrategy> {
+    Ok(match s {
+        "spin_then_park" => hako::WaitStrategy::SpinThenPark,
+        "busy_spin" => hako::WaitStrategy::BusySpin,
+        "park" => hako::WaitStrategy::Park,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "wait is 'spin_then_park', 'busy_spin' or 'park' (got {s:?})"
+            )))
+        }
+    })
+}
+
+/// `backpressure=` (with `retries=`): what a sender does when a receiver's
+/// queue is full under the backpressure policy.
+pub fn backpressure(s: &str, retries: u32) -> PyResult<hako::BackpressureStrategy> {
+    Ok(match s {
+        "block" => hako::BackpressureStrategy::Block,
+        "retry" => hako::BackpressureStrategy::Retry(retries),
+        "discard" => hako::BackpressureStrategy::Discard,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "backpressure is 'block', 'retry' or 'discard' (got {s:?})"
+            )))
+        }
+    })
+}
+
+/// `overflow=`: what a service does when a subscriber's queue is full.
+pub fn overflow(s: &str) -> PyResult<hako::OverflowPolicy> {
+    Ok(match s {
+        "drop_oldest" => hako::OverflowPolicy::DropOldest,
+        "backpressure" => hako::OverflowPolicy::Backpressure,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "overflow is 'drop_oldest' or 'backpressure' (got {s:?})"
+            )))
+        }
+    })
+}
+
+/// `mode=`: open, create or either.
+#[derive(Clone, Copy)]
+pub enum Mode {
+    /// Open if it exists, else create.
+    OpenOrCreate,
+    /// Open only.
+    Open,
+    /// Create only.
+    Create,
+}
+
+/// Parses `mode=`.
+pub fn mode(s: &str) -> PyResult<Mode> {
+    Ok(match s {
+        "open_or_create" => Mode::OpenOrCreate,
+        "open" => Mode::Open,
+        "create" => Mode::Create,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "mode is 'open_or_create', 'open' or 'create' (got {s:?})"
+            )))
+        }
+    })
+}

@@ -1,0 +1,42 @@
+//! The `hako` Python package's native module, `hako._hako`: nodes,
+//! publish/subscribe, events, request/response and the waitset of the
+//! Rust crate, with zero-copy samples through the buffer protocol. The
+//! Python part of the package (`python/hako`) re-exports it and adds the
+//! payload type names (`_types.py`) and the asyncio waits (`_aio.py`).
+//!
+//! Every service is opened with byte-slice payloads described at run time
+//! (`PubSubBuilder::payload_type`): the Python side says which type it
+//! carries (name, size, alignment), so a Python and a Rust process share
+//! one service.
+
+mod common;
+mod errors;
+mod event;
+mod node;
+mod pubsub;
+mod reqres;
+mod sample;
+mod waitset;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _hako(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<node::Node>()?;
+    m.add_class::<pubsub::PubSubService>()?;
+    m.add_class::<pubsub::Publisher>()?;
+    m.add_class::<pubsub::Subscriber>()?;
+    m.add_class::<sample::Loan>()?;
+    m.add_class::<sample::Sample>()?;
+    m.add_class::<event::EventService>()?;
+    m.add_class::<event::Notifier>()?;
+    m.add_class::<event::Listener>()?;
+    m.add_class::<reqres::ReqResService>()?;
+    m.add_class::<reqres::Client>()?;
+    m.add_class::<reqres::PendingResponse>()?;
+    m.add_class::<reqres::Server>()?;
+    m.add_class::<reqres::ActiveRequest>()?;
+    m.add_class::<waitset::WaitSet>()?;
+    Ok(())
+}

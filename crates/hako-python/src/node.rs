@@ -1,0 +1,349 @@
+//! `hako.Node`: a process's membership in a domain, and the services it
+//! opens.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+
+use crate::common::Mode;
+use crate::errors::{PyResultExt, TerminationRequest};
+use crate::event::EventService;
+use crate::pubsub::PubSubService;
+use crate::reqres::ReqResService;
+
+/// A payload type as the Python side knows it: the class the user gave
+/// (for `numpy()` and `value`), its element size and whether samples are
+/// slices of it.
+#[derive(Clone)]
+pub struct Payload {
+    /// The type the user gave (`bytes`, a ctypes type, a numpy type).
+    pub class: Arc<Py<PyAny>>,
+    /// Bytes per element.
+    pub elem_size: usize,
+    /// Samples are slices of elements.
+    pub slice: bool,
+}
+
+impl Payload {
+    /// Elements in `nbytes` bytes, or an error.
+    pub fn elements_of(&self, nbytes: usize) -> PyResult<usize> {
+        let size = self.elem_size;
+        if nbytes % size != 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{nbytes} bytes are not a whole number of {size}-byte elements"
+            )));
+        }
+        let n = nbytes / size;
+        if !self.slice && n != 1 {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "the payload is one {size}-byte value, not {nbytes} bytes"
+            )));
+        }
+        Ok(n)
+    }
+
+    /// The element count of a numpy array of `shape` and `dtype`,
+    /// with the normalised shape and dtype.
+    pub fn array<'py>(
+        &self,
+        py: Python<'py>,
+        shape: Bound<'py, PyAny>,
+        dtype: Bound<'py, PyAny>,
+    ) -> PyResult<(usize, crate::sample::ArraySpec)> {
+        let np = py.import("numpy")?;
+        let dtype = np.call_method1("dtype", (dtype,))?;
+        let shape = if shape.is_instance_of::<pyo3::types::PyInt>() {
+            pyo3::types::PyTuple::new(py, [shape])?.into_any()
+        } else {
+            pyo3::types::PyTuple::new(py, shape.try_iter()?.collect::<PyResult<Vec<_>>>()?)?
+                .into_any()
+        };
+        let count: usize = np
+            .call_method1("prod", (&shape,))?
+            .call_method0("item")?
+            .extract()?;
+        let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
+        let n = self.elements_of(count * itemsize)?;
+        Ok((
+            n,
+            crate::sample::ArraySpec {
+                shape: shape.unbind(),
+                dtype: dtype.unbind(),
+            },
+        ))
+    }
+
+    /// Describes `payload` (see `hako/_types.py`).
+    fn describe(
+        py: Python<'_>,
+        payload: Option<Bound<'_, PyAny>>,
+        slice: Option<bool>,
+    ) -> PyResult<(Self, hako::TypeDetails)> {
+        let class = payload.unwrap_or_else(|| py.get_type::<pyo3::types::PyBytes>().into_any());
+        let d = py
+            .import("hako._types")?
+            .call_method1("describe", (&class, slice))?;
+        let (type_name, size, align, slice): (String, u64, u64, bool) = d.extract()?;
+        let elem_size = usize::try_from(size).unwrap_or(usize::MAX);
+        Ok((
+            Payload {
+                class: Arc::new(class.unbind()),
+                elem_size,
+                slice,
+            },
+            hako::TypeDetails {
+                type_name,
+                size,
+                align,
+                slice,
+            },
+        ))
+    }
+}
+
+/// A node: a process's membership in a hako domain (a directory of shared
+/// memory files, by default ``/dev/shm/hako-<uid>``). It opens and creates
+/// services; a process usually has one. Closing it (or the end of the
+/// process, even by a crash) lets other processes reclaim what it held.
+///
+/// Args:
+///     name: shown by ``hako list`` and ``hako monitor``.
+///     root: the domain root; default from ``HAKO_ROOT`` or the config file.
+///     config: a TOML config file to read instead of the environment's.
+#[pyclass(module = "hako", frozen)]
+pub struct Node {
+    pub(crate) node: Arc<hako::Node>,
+}
+
+#[pymethods]
+impl Node {
+    #[new]
+    #[pyo3(signature = (name=None, *, root=None, config=None))]
+    fn new(name: Option<&str>, root: Option<String>, config: Option<String>) -> PyResult<Self> {
+        let mut cfg = match config {
+            Some(path) => hako::Config::from_file(path).py()?,
+            None => hako::Config::from_env().py()?,
+        };
+        if let Some(root) = root {
+            cfg = cfg.with_root(root);
+        }
+        let mut b = hako::NodeBuilder::new().config(&cfg);
+        if let Some(n) = name {
+            b = b.name(n).py()?;
+        }
+        Ok(Node {
+            node: Arc::new(b.create().py()?),
+        })
+    }
+
+    /// The node's unique id.
+    #[getter]
+    fn id(&self) -> u64 {
+        self.node.id()
+    }
+
+    /// The node's name, if it has one.
+    #[getter]
+    fn name(&self) -> Option<String> {
+        self.node.name().map(|n| n.to_string())
+    }
+
+    /// The domain root the node lives in.
+    #[getter]
+    fn root(&self) -> String {
+        self.node.config().root.display().to_string()
+    }
+
+    /// Sleeps one cycle of ``cycle`` seconds, for a plain cyclic loop:
+    /// ``while node.wait(0.1): ...``. Returns True; raises
+    /// ``KeyboardInterrupt`` on Ctrl-C and ``TerminationRequest`` on SIGTERM.
+    fn wait(&self, py: Python<'_>, cycle: f64) -> PyResult<bool> {
+        let until = crate::common::deadline(Some(cycle))?;
+        loop {
+            let left = until.map_or(Duration::ZERO, |u| {
+                u.saturating_duration_since(std::time::Instant::now())
+            });
+            let step = left.min(crate::common::SLICE);
+            let node = &self.node;
+            let r = py.detach(|| node.wait(step));
+            py.check_signals()?;
+            match r {
+                Err(hako::NodeWaitError::TerminationRequest) => {
+                    return Err(TerminationRequest::new_err(
+                        "termination requested (SIGINT or SIGTERM)",
+                    ))
+                }
+                Err(e) => return Err(pyo3::exceptions::PyOSError::new_err(e.to_string())),
+                Ok(()) if left <= step => return Ok(true),
+                Ok(()) => {}
+            }
+        }
+    }
+
+    /// Opens or creates a publish/subscribe service.
+    ///
+    /// Args:
+    ///     service: the service name (``"Camera/Front"``).
+    ///     payload: the payload type: ``bytes`` (default, byte slices), a
+    ///         ctypes type or ``Structure`` class, or a numpy number type.
+    ///     slice: samples are slices of ``payload`` elements (default: True
+    ///         for bytes, False otherwise).
+    ///     mode: ``"open_or_create"`` (default), ``"open"`` or ``"create"``.
+    ///     The other settings are those of Rust's ``PubSubBuilder``; left
+    ///     out, they are the configured defaults on create and anything on
+    ///     open.
+    #[pyo3(signature = (service, payload=None, *, slice=None, mode="open_or_create",
+        max_publishers=None, max_subscribers=None, max_nodes=None, buffer_size=None,
+        max_borrowed=None, history_size=None, overflow=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn publish_subscribe(
+        &self,
+        py: Python<'_>,
+        service: &str,
+        payload: Option<Bound<'_, PyAny>>,
+        slice: Option<bool>,
+        mode: &str,
+        max_publishers: Option<u32>,
+        max_subscribers: Option<u32>,
+        max_nodes: Option<u32>,
+        buffer_size: Option<u32>,
+        max_borrowed: Option<u32>,
+        history_size: Option<u32>,
+        overflow: Option<&str>,
+    ) -> PyResult<PubSubService> {
+        let (payload, details) = Payload::describe(py, payload, slice)?;
+        let mut b = self
+            .node
+            .service_builder(&service.try_into().py()?)
+            .publish_subscribe::<[u8]>()
+            .payload_type(details);
+        if let Some(v) = max_publishers {
+            b = b.max_publishers(v);
+        }
+        if let Some(v) = max_subscribers {
+            b = b.max_subscribers(v);
+        }
+        if let Some(v) = max_nodes {
+            b = b.max_nodes(v);
+        }
+        if let Some(v) = buffer_size {
+            b = b.subscriber_max_buffer_size(v);
+        }
+        if let Some(v) = max_borrowed {
+            b = b.subscriber_max_borrowed_samples(v);
+        }
+        if let Some(v) = history_size {
+            b = b.history_size(v);
+        }
+        if let Some(o) = overflow {
+            b = b.overflow_policy(crate::common::overflow(o)?);
+        }
+        let svc = match crate::common::mode(mode)? {
+            Mode::OpenOrCreate => b.open_or_create(),
+            Mode::Open => b.open(),
+            Mode::Create => b.create(),
+        }
+        .py()?;
+        Ok(PubSubService::new(svc, payload))
+    }
+
+    /// Opens or creates an event service (notifiers signal event ids,
+    /// listeners learn which fired).
+    #[pyo3(signature = (service, *, mode="open_or_create", max_notifiers=None,
+        max_listeners=None, max_nodes=None, event_id_max=None))]
+    fn event(
+        &self,
+        service: &str,
+        mode: &str,
+        max_notifiers: Option<u32>,
+        max_listeners: Option<u32>,
+        max_nodes: Option<u32>,
+        event_id_max: Option<u64>,
+    ) -> PyResult<EventService> {
+        let mut b = self.node.service_builder(&service.try_into().py()?).event();
+        if let Some(v) = max_notifiers {
+            b = b.max_notifiers(v);
+        }
+        if let Some(v) = max_listeners {
+            b = b.max_listeners(v);
+        }
+        if let Some(v) = max_nodes {
+            b = b.max_nodes(v);
+        }
+        if let Some(v) = event_id_max {
+            b = b.event_id_max(v);
+        }
+        let svc = match crate::common::mode(mode)? {
+            Mode::OpenOrCreate => b.open_or_create(),
+            Mode::Open => b.open(),
+            Mode::Create => b.create(),
+        }
+        .py()?;
+        Ok(EventService { svc })
+    }
+
+    /// Opens or creates a request/response service. ``request`` and
+    /// ``response`` are payload types as for ``publish_subscribe``, with
+    /// ``request_slice`` and ``response_slice``.
+    #[pyo3(signature = (service, request=None, response=None, *, request_slice=None,
+        response_slice=None, mode="open_or_create", max_clients=None, max_servers=None,
+        max_nodes=None, max_requests_in_flight=None, max_response_buffer=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn request_response(
+        &self,
+        py: Python<'_>,
+        service: &str,
+        request: Option<Bound<'_, PyAny>>,
+        response: Option<Bound<'_, PyAny>>,
+        request_slice: Option<bool>,
+        response_slice: Option<bool>,
+        mode: &str,
+        max_clients: Option<u32>,
+        max_servers: Option<u32>,
+        max_nodes: Option<u32>,
+        max_requests_in_flight: Option<u32>,
+        max_response_buffer: Option<u32>,
+    ) -> PyResult<ReqResService> {
+        let (req, req_details) = Payload::describe(py, request, request_slice)?;
+        let (resp, resp_details) = Payload::describe(py, response, response_slice)?;
+        let mut b = self
+            .node
+            .service_builder(&service.try_into().py()?)
+            .request_response::<[u8], [u8]>()
+            .payload_types(req_details, resp_details);
+        if let Some(v) = max_clients {
+            b = b.max_clients(v);
+        }
+        if let Some(v) = max_servers {
+            b = b.max_servers(v);
+        }
+        if let Some(v) = max_nodes {
+            b = b.max_nodes(v);
+        }
+        if let Some(v) = max_requests_in_flight {
+            b = b.max_requests_in_flight(v);
+        }
+        if let Some(v) = max_response_buffer {
+            b = b.max_response_buffer(v);
+        }
+        let svc = match crate::common::mode(mode)? {
+            Mode::OpenOrCreate => b.open_or_create(),
+            Mode::Open => b.open(),
+            Mode::Create => b.create(),
+        }
+        .py()?;
+        Ok(ReqResService::new(svc, req, resp))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "hako.Node(id={:016x}, name={}, root={:?})",
+            self.node.id(),
+            self.node
+                .name()
+                .map_or_else(|| "None".to_owned(), |n| format!("{:?}", n.to_string())),
+            self.node.config().root
+        )
+    }
+}

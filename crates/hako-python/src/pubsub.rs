@@ -1,0 +1,353 @@
+//! Publish/subscribe: `PubSubService`, `Publisher`, `Subscriber`.
+
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::common::{deadline, wait_sliced, wait_strategy, with_bytes, Slot};
+use crate::errors::PyResultExt;
+use crate::node::Payload;
+use crate::sample::{Loan, LoanKind, Received, Sample};
+
+/// A publish/subscribe service: make its publishers and subscribers here.
+#[pyclass(module = "hako", frozen)]
+pub struct PubSubService {
+    svc: hako::PubSubService<[u8]>,
+    payload: Payload,
+}
+
+impl PubSubService {
+    /// Wraps an opened service.
+    pub fn new(svc: hako::PubSubService<[u8]>, payload: Payload) -> Self {
+        PubSubService { svc, payload }
+    }
+}
+
+#[pymethods]
+impl PubSubService {
+    /// The service's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.svc.name().to_string()
+    }
+
+    /// The payload type's name as the service records it.
+    #[getter]
+    fn type_name(&self) -> String {
+        self.svc.payload().type_name.clone()
+    }
+
+    /// Creates a publisher.
+    ///
+    /// Args:
+    ///     max_slice_len: most elements of one sample (slices; default 1).
+    ///     max_loans: samples loaned at once (default 2).
+    ///     backpressure: when a queue is full under the backpressure
+    ///         policy: ``"block"`` (default), ``"retry"`` (``retries``
+    ///         times) or ``"discard"``.
+    ///     pool_size: chunks in the publisher's pool (default: enough for
+    ///         every queue, history and loan).
+    #[pyo3(signature = (*, max_slice_len=None, max_loans=None, backpressure="block",
+        retries=0, pool_size=None))]
+    fn publisher(
+        &self,
+        max_slice_len: Option<usize>,
+        max_loans: Option<u32>,
+        backpressure: &str,
+        retries: u32,
+        pool_size: Option<u32>,
+    ) -> PyResult<Publisher> {
+        let mut b = self
+            .svc
+            .publisher_builder()
+            .backpressure(crate::common::backpressure(backpressure, retries)?);
+        if let Some(n) = max_slice_len {
+            if !self.payload.slice && n != 1 {
+                return Err(PyValueError::new_err(
+                    "max_slice_len is for slice payloads (payload=..., slice=True)",
+                ));
+            }
+            b = b.max_slice_len(n);
+        }
+        if let Some(n) = max_loans {
+            b = b.max_loaned_samples(n);
+        }
+        if let Some(n) = pool_size {
+            b = b.pool_size(n);
+        }
+        let p = b.create().py()?;
+        Ok(Publisher {
+            max_len: p.max_slice_len(),
+            port: Slot::new("the publisher", p),
+            payload: self.payload.clone(),
+        })
+    }
+
+    /// Creates a subscriber. ``wait``: how its blocking receives wait,
+    /// ``"spin_then_park"`` (default), ``"busy_spin"`` or ``"park"``.
+    #[pyo3(signature = (*, wait="spin_then_park"))]
+    fn subscriber(&self, wait: &str) -> PyResult<Subscriber> {
+        let s = self
+            .svc
+            .subscriber_builder()
+            .wait_strategy(wait_strategy(wait)?)
+            .create()
+            .py()?;
+        Ok(Subscriber {
+            port: Slot::new("the subscriber", s),
+            attached: AtomicUsize::new(0),
+            payload: self.payload.clone(),
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "hako.PubSubService({:?}, type {:?})",
+            self.svc.name().to_string(),
+            self.svc.payload().type_name
+        )
+    }
+}
+
+/// Publishes samples: ``loan()`` a chunk, write it in place, ``send()`` it;
+/// or ``send_copy(data)``.
+#[pyclass(module = "hako", frozen)]
+pub struct Publisher {
+    port: Slot<hako::Publisher<[u8]>>,
+    payload: Payload,
+    max_len: usize,
+}
+
+impl Publisher {
+    fn loan_kind(&self, py: Python<'_>, elements: usize) -> PyResult<LoanKind> {
+        self.port.with(py, |p| {
+            Ok(LoanKind::Sample(p.loan_slice_uninit(elements).py()?))
+        })
+    }
+}
+
+#[pymethods]
+impl Publisher {
+    /// Loans a chunk for ``elements`` elements (slices; 1 otherwise).
+    #[pyo3(signature = (elements=1))]
+    fn loan(&self, py: Python<'_>, elements: usize) -> PyResult<Loan> {
+        if !self.payload.slice && elements != 1 {
+            return Err(PyValueError::new_err(
+                "this service's payload is one value, not a slice: loan() takes no length",
+            ));
+        }
+        let k = self.loan_kind(py, elements)?;
+        Ok(Loan::new(k, self.payload.clone(), elements, None))
+    }
+
+    /// Loans a chunk for a numpy array of ``shape`` and ``dtype``; its
+    /// ``numpy()`` is that array, zero-copy.
+    fn loan_array(
+        &self,
+        py: Python<'_>,
+        shape: Bound<'_, PyAny>,
+        dtype: Bound<'_, PyAny>,
+    ) -> PyResult<Loan> {
+        let (elements, spec) = self.payload.array(py, shape, dtype)?;
+        let k = self.loan_kind(py, elements)?;
+        Ok(Loan::new(k, self.payload.clone(), elements, Some(spec)))
+    }
+
+    /// Copies ``data`` (bytes-like, a ctypes instance, a C-contiguous numpy
+    /// array) into a loan and sends it; returns how many subscribers got it.
+    fn send_copy(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        self.port.with(py, |p| {
+            with_bytes(data, |b| {
+                let n = self.payload.elements_of(b.len())?;
+                let mut loan = p.loan_slice_uninit(n).py()?;
+                // SAFETY: the loan holds `n` elements, `b.len()` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), loan.as_mut_ptr(), b.len()) };
+                // SAFETY: every byte written just above.
+                Ok(unsafe { loan.assume_init() }.send())
+            })?
+        })
+    }
+
+    /// Subscribers connected now.
+    #[getter]
+    fn subscriber_count(&self, py: Python<'_>) -> PyResult<usize> {
+        self.port.with(py, |p| Ok(p.subscriber_count()))
+    }
+
+    /// Most elements of one sample.
+    #[getter]
+    fn max_slice_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Whether every subscriber's queue has room (under backpressure).
+    fn has_room(&self, py: Python<'_>) -> PyResult<bool> {
+        self.port.with(py, |p| Ok(p.has_room()))
+    }
+
+    /// Connects subscribers that came since the last send (and delivers
+    /// history to them) without sending.
+    fn update_connections(&self, py: Python<'_>) -> PyResult<()> {
+        self.port.with(py, |p| {
+            p.update_connections();
+            Ok(())
+        })
+    }
+
+    /// The publisher's port id.
+    #[getter]
+    fn id(&self, py: Python<'_>) -> PyResult<u64> {
+        self.port.with(py, |p| Ok(p.id()))
+    }
+
+    /// Leaves the service now (samples in flight stay readable).
+    fn close(&self, py: Python<'_>) {
+        drop(self.port.take(py));
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _t: Option<Bound<'_, PyAny>>,
+        _v: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) -> bool {
+        self.close(py);
+        false
+    }
+}
+
+/// Receives the samples of every publisher of a service.
+#[pyclass(module = "hako", frozen)]
+pub struct Subscriber {
+    pub(crate) port: Slot<hako::Subscriber<[u8]>>,
+    /// Waitsets it is attached to.
+    pub(crate) attached: AtomicUsize,
+    payload: Payload,
+}
+
+#[pymethods]
+impl Subscriber {
+    /// The next sample, or None. Waits up to ``timeout`` seconds (0, the
+    /// default: never waits; None: until one comes). Raises
+    /// ``PeersGoneError`` when every publisher seen during a wait left or
+    /// died with nothing queued, ``KeyboardInterrupt`` on Ctrl-C.
+    #[pyo3(signature = (timeout=0.0))]
+    fn receive(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Sample>> {
+        let until = deadline(timeout)?;
+        let mut g = self.port.lock(py);
+        let sub = g.as_mut().ok_or_else(|| self.port.closed())?;
+        if let Some(s) = sub.receive().py()? {
+            return Ok(Some(Sample::new(Received::Sample(s), self.payload.clone())));
+        }
+        if until.is_some_and(|u| u <= std::time::Instant::now()) {
+            return Ok(None);
+        }
+        // A publisher seen during the wait, kept across slices: the wait
+        // ends with PeersGoneError once all such are gone.
+        let mut saw = sub.publisher_count() > 0;
+        let got = wait_sliced(
+            py,
+            sub,
+            until,
+            |s, slice: Duration| s.receive_timeout(slice).py(),
+            |s| {
+                if s.publishers_alive() {
+                    saw = true;
+                } else if saw && !s.has_samples() {
+                    return Err(crate::errors::PeersGoneError::new_err(
+                        "every publisher of the service is gone and nothing is queued",
+                    ));
+                }
+                Ok(())
+            },
+        )?;
+        Ok(got.map(|s| Sample::new(Received::Sample(s), self.payload.clone())))
+    }
+
+    /// Waits until a sample comes: ``receive(timeout=None)``.
+    fn blocking_receive(&self, py: Python<'_>) -> PyResult<Sample> {
+        Ok(self.receive(py, None)?.expect("an endless wait yields"))
+    }
+
+    /// ``await sub.receive_async()``: the next sample, waiting in the
+    /// running asyncio loop on the subscriber's descriptor.
+    fn receive_async<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("hako._aio")?
+            .call_method1("receive", (slf,))
+    }
+
+    /// Whether a sample is waiting.
+    fn has_samples(&self, py: Python<'_>) -> PyResult<bool> {
+        self.port.with(py, |s| Ok(s.has_samples()))
+    }
+
+    /// Whether a publisher is there and its process alive (a system call
+    /// per publisher): for event loops that wait on ``fileno()``.
+    fn publishers_alive(&self, py: Python<'_>) -> PyResult<bool> {
+        self.port.with(py, |s| Ok(s.publishers_alive()))
+    }
+
+    /// Publishers connected now.
+    #[getter]
+    fn publisher_count(&self, py: Python<'_>) -> PyResult<usize> {
+        self.port.with(py, |s| Ok(s.publisher_count()))
+    }
+
+    /// The subscriber's port id.
+    #[getter]
+    fn id(&self, py: Python<'_>) -> PyResult<u64> {
+        self.port.with(py, |s| Ok(s.id()))
+    }
+
+    /// The wake-up descriptor, for event loops (``arm_wakeup`` first).
+    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
+        self.port.with(py, |s| Ok(s.as_fd().as_raw_fd()))
+    }
+
+    /// Asks publishers to write to ``fileno()`` after each send; True if a
+    /// sample is waiting already.
+    fn arm_wakeup(&self, py: Python<'_>) -> PyResult<bool> {
+        self.port.with(py, |s| Ok(s.arm_wakeup()))
+    }
+
+    /// Withdraws ``arm_wakeup`` and empties the descriptor.
+    fn disarm_wakeup(&self, py: Python<'_>) -> PyResult<()> {
+        self.port.with(py, |s| {
+            s.disarm_wakeup();
+            Ok(())
+        })
+    }
+
+    /// Leaves the service now (samples held stay readable). Refused while
+    /// it is attached to a waitset.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let mut g = self.port.lock(py);
+        crate::waitset::refuse_if_attached(&self.attached)?;
+        drop(g.take());
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _t: Option<Bound<'_, PyAny>>,
+        _v: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+}

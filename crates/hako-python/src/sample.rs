@@ -1,0 +1,464 @@
+//! Loans (writable, zero-copy) and received samples (read-only, zero-copy)
+//! as Python objects with the buffer protocol.
+//!
+//! A view of a sample's memory (a `memoryview`, a numpy array) holds an
+//! export of the sample object: the object, and so the chunk, lives as
+//! long as the view does. A loan that is sent, or a sample that is
+//! released, while a view of it is exported would leave that view looking
+//! at a chunk the pool hands out again: both refuse with `BufferError`
+//! (as `bytearray` refuses to resize while exported).
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use pyo3::exceptions::{PyBufferError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::{ffi, IntoPyObjectExt};
+
+use crate::common::{fill_view, with_bytes, Owned, Slot};
+use crate::errors::PyResultExt;
+use crate::node::Payload;
+use crate::reqres::{Client, PendingResponse};
+
+/// What a [`Loan`] holds.
+pub enum LoanKind {
+    /// A sample to publish.
+    Sample(hako::SampleMutUninit<[u8]>),
+    /// A request, borrowing its client (used under the client's lock).
+    Request(
+        Owned<hako::RequestMutUninit<'static, [u8], [u8]>>,
+        Py<Client>,
+    ),
+    /// A response to an active request.
+    Response(hako::ResponseMutUninit<[u8]>),
+}
+
+impl LoanKind {
+    fn ptr(&mut self) -> *mut u8 {
+        match self {
+            LoanKind::Sample(s) => s.as_mut_ptr(),
+            LoanKind::Request(r, _) => r.0.as_mut_ptr(),
+            LoanKind::Response(r) => r.as_mut_ptr(),
+        }
+    }
+}
+
+/// The numpy layout a loan was made for (`loan_array`).
+pub struct ArraySpec {
+    /// The array's shape.
+    pub shape: Py<PyAny>,
+    /// Its dtype.
+    pub dtype: Py<PyAny>,
+}
+
+/// A loaned chunk of shared memory to write a sample, request or response
+/// into, in place, then ``send()``. It supports the buffer protocol
+/// (writable): ``memoryview(loan)``, ``numpy.frombuffer(loan, ...)``,
+/// ``loan.numpy()``, ``file.readinto(loan)``, ``loan.write(data)``. Delete
+/// every view of it before ``send()``. Dropped unsent, it returns to the
+/// pool.
+#[pyclass(module = "hako", frozen)]
+pub struct Loan {
+    state: Slot<LoanKind>,
+    exports: AtomicUsize,
+    payload: Payload,
+    elements: usize,
+    array: Option<ArraySpec>,
+}
+
+impl Loan {
+    /// A loan of `elements` elements of `payload`.
+    pub fn new(
+        kind: LoanKind,
+        payload: Payload,
+        elements: usize,
+        array: Option<ArraySpec>,
+    ) -> Self {
+        Loan {
+            state: Slot::new("the loan", kind),
+            exports: AtomicUsize::new(0),
+            payload,
+            elements,
+            array,
+        }
+    }
+
+    fn nbytes(&self) -> usize {
+        self.elements * self.payload.elem_size
+    }
+
+    /// Takes the loan out for sending or releasing: refused while views of
+    /// it are exported, or once it is gone.
+    fn take(&self, py: Python<'_>, doing: &str) -> PyResult<LoanKind> {
+        let mut g = self.state.lock(py);
+        // Checked under the lock that `__getbuffer__` takes, so no view can
+        // appear between the check and the take.
+        let n = self.exports.load(Relaxed);
+        if n > 0 {
+            return Err(PyBufferError::new_err(format!(
+                "cannot {doing} the loan while {n} view(s) of it exist (memoryview, numpy array, \
+                 ctypes object): delete them first"
+            )));
+        }
+        g.take()
+            .ok_or_else(|| PyValueError::new_err("the loan was sent or released already"))
+    }
+}
+
+/// Drops a request loan under its client's lock (it borrows the client).
+fn drop_kind(py: Python<'_>, kind: LoanKind) {
+    if let LoanKind::Request(loan, client) = kind {
+        let client = client.bind(py).get();
+        let _g = client.port.lock(py);
+        drop(loan);
+        client.live.fetch_sub(1, Relaxed);
+    }
+}
+
+#[pymethods]
+impl Loan {
+    /// Payload bytes.
+    fn __len__(&self) -> usize {
+        self.nbytes()
+    }
+
+    /// Elements of the payload type (1 unless it is a slice).
+    #[getter]
+    fn elements(&self) -> usize {
+        self.elements
+    }
+
+    /// A writable numpy array over the loan, zero-copy: ``dtype`` and
+    /// ``shape`` default to those of ``loan_array``, else to the payload
+    /// type's and a flat array. Delete it before ``send()``.
+    #[pyo3(signature = (dtype=None, shape=None))]
+    fn numpy<'py>(
+        slf: &Bound<'py, Self>,
+        dtype: Option<Bound<'py, PyAny>>,
+        shape: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let me = slf.get();
+        let spec = me.array.as_ref();
+        array(slf.as_any(), &me.payload, dtype, shape, spec)
+    }
+
+    /// The payload as its ctypes type, zero-copy (``Frame.from_buffer``):
+    /// assign its fields, delete it, then ``send()``. For byte payloads a
+    /// ``memoryview``.
+    #[getter]
+    fn value<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let me = slf.get();
+        typed(slf.as_any(), &me.payload, "from_buffer")
+    }
+
+    /// Copies ``data`` (any bytes-like object) into the loan at byte
+    /// ``offset``.
+    #[pyo3(signature = (data, offset=0))]
+    pub fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>, offset: usize) -> PyResult<()> {
+        let nbytes = self.nbytes();
+        self.state.with(py, |k| {
+            let dst = k.ptr();
+            with_bytes(data, |src| {
+                if offset.checked_add(src.len()).is_none_or(|end| end > nbytes) {
+                    return Err(PyValueError::new_err(format!(
+                        "{} bytes at offset {offset} do not fit a loan of {nbytes} bytes",
+                        src.len()
+                    )));
+                }
+                // SAFETY: in bounds (checked), the loan is ours (its lock is
+                // held), and `src` is another object's memory.
+                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.add(offset), src.len()) };
+                Ok(())
+            })?
+        })
+    }
+
+    /// Sends it: a sample to every subscriber (returns how many got it), a
+    /// request to the servers (returns its ``PendingResponse``), a response
+    /// to its client (returns None). Refused (``BufferError``) while a view
+    /// of it exists.
+    pub fn send(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.take(py, "send")? {
+            // SAFETY (assume_init, each arm): u8 elements have no padding
+            // and a chunk is never uninitialised at the byte level (zeros
+            // or earlier payloads); see `SampleMutUninit::assume_init`.
+            LoanKind::Sample(s) => unsafe { s.assume_init() }.send().into_py_any(py),
+            LoanKind::Request(loan, client) => {
+                let c = client.bind(py).get();
+                let sent = {
+                    let _g = c.port.lock(py);
+                    // SAFETY: as above.
+                    unsafe { loan.0.assume_init() }.send()
+                };
+                match sent {
+                    // The loan's count in `live` passes to the pending response.
+                    Ok(p) => {
+                        let resp = c.resp.clone();
+                        PendingResponse::new(p, client, resp).into_py_any(py)
+                    }
+                    Err(e) => {
+                        c.live.fetch_sub(1, Relaxed);
+                        Err(crate::errors::ToPy::to_py(e))
+                    }
+                }
+            }
+            // SAFETY: as above.
+            LoanKind::Response(r) => unsafe { r.assume_init() }.send().py()?.into_py_any(py),
+        }
+    }
+
+    /// Returns the chunk unsent. Refused while a view of it exists.
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        let k = self.take(py, "release")?;
+        drop_kind(py, k);
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Leaving a ``with`` block releases the loan if it was not sent.
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _t: Option<Bound<'_, PyAny>>,
+        _v: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let k = self.state.take(py);
+        if let Some(k) = k {
+            drop_kind(py, k);
+        }
+        Ok(false)
+    }
+
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        let me = slf.get();
+        let mut g = me.state.lock(slf.py());
+        let k = g
+            .as_mut()
+            .ok_or_else(|| PyBufferError::new_err("the loan was sent or released already"))?;
+        // SAFETY: the chunk stays ours until `send` or `release`, both
+        // refused while the export counted here lasts; nobody else writes
+        // to a loan.
+        unsafe { fill_view(slf.as_any(), view, k.ptr(), me.nbytes(), false, flags) }?;
+        me.exports.fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {
+        self.exports.fetch_sub(1, Relaxed);
+    }
+}
+
+impl Drop for Loan {
+    fn drop(&mut self) {
+        if let Some(k) = self.state.get_mut().take() {
+            Python::attach(|py| drop_kind(py, k));
+        }
+    }
+}
+
+/// What a [`Sample`] holds.
+pub enum Received {
+    /// A published sample.
+    Sample(hako::Sample<[u8]>),
+    /// A response.
+    Response(hako::Response<[u8]>),
+}
+
+impl Received {
+    fn ptr(&self) -> *const u8 {
+        match self {
+            Received::Sample(s) => s.as_ptr().cast(),
+            Received::Response(r) => r.as_ptr(),
+        }
+    }
+
+    fn elements(&self) -> usize {
+        match self {
+            Received::Sample(s) => s.len(),
+            Received::Response(r) => r.len(),
+        }
+    }
+}
+
+/// A received sample or response: read-only shared memory, zero-copy,
+/// through the buffer protocol (``memoryview(s)``, ``s.numpy()``,
+/// ``bytes(s)``). A view keeps it, and its chunk, alive; ``release()``
+/// (or dropping the last reference) returns the chunk to its sender.
+#[pyclass(module = "hako", frozen)]
+pub struct Sample {
+    state: Slot<Received>,
+    exports: AtomicUsize,
+    payload: Payload,
+    elements: usize,
+    origin: u64,
+}
+
+impl Sample {
+    /// A received sample or response.
+    pub fn new(r: Received, payload: Payload) -> Self {
+        let origin = match &r {
+            Received::Sample(s) => s.publisher_id(),
+            Received::Response(r) => r.server_id(),
+        };
+        Sample {
+            elements: r.elements(),
+            state: Slot::new("the sample", r),
+            exports: AtomicUsize::new(0),
+            payload,
+            origin,
+        }
+    }
+}
+
+#[pymethods]
+impl Sample {
+    /// Payload bytes.
+    fn __len__(&self) -> usize {
+        self.elements * self.payload.elem_size
+    }
+
+    /// Elements of the payload type (1 unless it is a slice).
+    #[getter]
+    fn elements(&self) -> usize {
+        self.elements
+    }
+
+    /// The port id of its publisher (or, for a response, its server).
+    #[getter]
+    fn origin(&self) -> u64 {
+        self.origin
+    }
+
+    /// A read-only numpy array over the sample, zero-copy.
+    #[pyo3(signature = (dtype=None, shape=None))]
+    fn numpy<'py>(
+        slf: &Bound<'py, Self>,
+        dtype: Option<Bound<'py, PyAny>>,
+        shape: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        array(slf.as_any(), &slf.get().payload, dtype, shape, None)
+    }
+
+    /// A copy of the payload as its ctypes type (``Frame.from_buffer_copy``);
+    /// for byte payloads, ``bytes``.
+    #[getter]
+    fn value<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        typed(slf.as_any(), &slf.get().payload, "from_buffer_copy")
+    }
+
+    /// A copy of the payload as ``bytes``.
+    fn tobytes<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py().get_type::<pyo3::types::PyBytes>().call1((slf,))
+    }
+
+    /// Returns the chunk to its sender now. Refused while a view exists.
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        let mut g = self.state.lock(py);
+        let n = self.exports.load(Relaxed);
+        if n > 0 {
+            return Err(PyBufferError::new_err(format!(
+                "cannot release the sample while {n} view(s) of it exist: delete them first"
+            )));
+        }
+        g.take();
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Leaving a ``with`` block releases the sample (refused while a view
+    /// of it exists).
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _t: Option<Bound<'_, PyAny>>,
+        _v: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.release(py)?;
+        Ok(false)
+    }
+
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        let me = slf.get();
+        let g = me.state.lock(slf.py());
+        let r = g
+            .as_ref()
+            .ok_or_else(|| PyBufferError::new_err("the sample was released"))?;
+        let len = me.elements * me.payload.elem_size;
+        // SAFETY: the chunk stays mapped and unchanged until the sample is
+        // dropped, which `release` refuses while this export lasts (and a
+        // view holds a reference to this object). Read-only.
+        unsafe { fill_view(slf.as_any(), view, r.ptr().cast_mut(), len, true, flags) }?;
+        me.exports.fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {
+        self.exports.fetch_sub(1, Relaxed);
+    }
+}
+
+/// `obj` (a loan, sample or request) as a numpy array.
+pub fn array<'py>(
+    obj: &Bound<'py, PyAny>,
+    payload: &Payload,
+    dtype: Option<Bound<'py, PyAny>>,
+    shape: Option<Bound<'py, PyAny>>,
+    spec: Option<&ArraySpec>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let np = py.import("numpy")?;
+    let dtype = match (dtype, spec) {
+        (Some(d), _) => d,
+        (None, Some(s)) => s.dtype.bind(py).clone(),
+        (None, None) => py
+            .import("hako._types")?
+            .call_method1("dtype", (payload.class.bind(py),))?,
+    };
+    let a = np.call_method1("frombuffer", (obj, dtype))?;
+    match (shape, spec) {
+        (Some(s), _) => a.call_method1("reshape", (s,)),
+        (None, Some(s)) => a.call_method1("reshape", (s.shape.bind(py),)),
+        (None, None) => Ok(a),
+    }
+}
+
+/// `obj` as its payload's ctypes type, by `how` (`from_buffer`, zero-copy,
+/// or `from_buffer_copy`); a memoryview or bytes for byte payloads.
+pub fn typed<'py>(
+    obj: &Bound<'py, PyAny>,
+    payload: &Payload,
+    how: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let class = payload.class.bind(py);
+    if class.hasattr("from_buffer")? {
+        if payload.slice {
+            return Err(PyValueError::new_err(
+                "a slice payload has no single value: use numpy(), or memoryview(...).cast()",
+            ));
+        }
+        return class.call_method1(how, (obj,));
+    }
+    let mv = pyo3::types::PyMemoryView::from(obj)?.into_any();
+    if how == "from_buffer" {
+        Ok(mv)
+    } else {
+        py.get_type::<pyo3::types::PyBytes>().call1((mv,))
+    }
+}
