@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use crate::common::Mode;
 use crate::errors::{PyResultExt, TerminationRequest};
@@ -179,6 +180,22 @@ impl Node {
                 Ok(()) => {}
             }
         }
+    }
+
+    /// Reclaims what dead processes left in the domain (their ports, the
+    /// chunks they held, services nobody uses any more), as ``hako clean``
+    /// does; hako also does it by itself when it meets a dead peer.
+    /// Returns ``{"dead_nodes": n, "ports": n, "services": [names]}``.
+    fn reclaim_dead_nodes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let config = self.node.config().clone();
+        let r = py
+            .detach(|| hako::reclaim_dead_nodes(&config, false))
+            .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
+        let d = PyDict::new(py);
+        d.set_item("dead_nodes", r.dead_nodes.len())?;
+        d.set_item("ports", r.ports)?;
+        d.set_item("services", r.services)?;
+        Ok(d)
     }
 
     /// Opens or creates a publish/subscribe service.

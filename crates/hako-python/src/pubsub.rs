@@ -177,6 +177,18 @@ impl Publisher {
         self.port.with(py, |p| Ok(p.subscriber_count()))
     }
 
+    /// Chunks in the publisher's pool.
+    #[getter]
+    fn pool_size(&self, py: Python<'_>) -> PyResult<u32> {
+        self.port.with(py, |p| Ok(p.pool_size()))
+    }
+
+    /// Chunks free now (neither loaned nor held by a subscriber).
+    #[getter]
+    fn free_chunks(&self, py: Python<'_>) -> PyResult<usize> {
+        self.port.with(py, |p| Ok(p.free_chunks()))
+    }
+
     /// Most elements of one sample.
     #[getter]
     fn max_slice_len(&self) -> usize {

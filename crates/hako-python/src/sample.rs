@@ -203,7 +203,10 @@ impl Loan {
                 }
             }
             // SAFETY: as above.
-            LoanKind::Response(r) => unsafe { r.assume_init() }.send().py()?.into_py_any(py),
+            LoanKind::Response(r) => {
+                unsafe { r.assume_init() }.send().py()?;
+                Ok(py.None())
+            }
         }
     }
 

@@ -254,10 +254,20 @@ impl ActiveRequest {
         ))
     }
 
-    /// Copies ``data`` into a response and sends it.
+    /// Copies ``data`` (bytes-like, a ctypes instance, a C-contiguous numpy
+    /// array) into a response and sends it.
     fn respond(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.active
-            .with(py, |a| with_bytes(data, |b| a.send_slice_copy(b).py())?)
+        let resp = &self.resp;
+        self.active.with(py, |a| {
+            with_bytes(data, |b| {
+                let n = resp.elements_of(b.len())?;
+                let mut loan = a.loan_slice_uninit(n).py()?;
+                // SAFETY: the loan holds `n` elements, `b.len()` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), loan.as_mut_ptr(), b.len()) };
+                // SAFETY: every byte written just above.
+                unsafe { loan.assume_init() }.send().py()
+            })?
+        })
     }
 
     /// The client's port id.
