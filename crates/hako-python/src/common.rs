@@ -136,6 +136,66 @@ pub fn wait_sliced<P: Send, R: Send>(
     }
 }
 
+/// From this many bytes a copy into shared memory is split across threads.
+const PARALLEL_COPY: usize = 4 << 20;
+/// Most threads one copy uses.
+const COPY_THREADS: usize = 4;
+
+/// A destination pointer handed to the threads of one copy.
+#[derive(Clone, Copy)]
+struct Dst(*mut u8);
+
+// SAFETY: each thread writes its own disjoint range of the destination,
+// and the scope joins them all before the copy returns.
+unsafe impl Send for Dst {}
+
+/// Copies `src` to `dst`, as `copy_nonoverlapping` does. A large copy
+/// (from 4 MiB) releases the GIL and is split across up to four threads
+/// (as many as the machine has cores): one core's copy is bound by what
+/// one core can move through memory (measured here: 19 GB/s for one
+/// thread, 22-23 GB/s for two), and a sender's other cores are often idle.
+///
+/// # Safety
+/// `dst` is valid for `src.len()` bytes of writes, not overlapping `src`,
+/// and nothing else accesses it during the copy.
+pub unsafe fn copy_in(py: Python<'_>, dst: *mut u8, src: &[u8]) {
+    if src.len() < PARALLEL_COPY {
+        // SAFETY: the caller's promise.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+        return;
+    }
+    let dst = Dst(dst);
+    py.detach(move || {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, COPY_THREADS);
+        // Whole pages per thread, so no two threads write one page.
+        let part = src.len().div_ceil(threads).next_multiple_of(4096);
+        std::thread::scope(|scope| {
+            let mut parts = src.chunks(part).enumerate();
+            let first = parts.next();
+            for (i, chunk) in parts {
+                scope.spawn(move || {
+                    let d = dst;
+                    // SAFETY: in bounds of the destination (the caller's
+                    // promise), disjoint from the other threads' ranges.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            chunk.as_ptr(),
+                            d.0.add(i * part),
+                            chunk.len(),
+                        )
+                    };
+                });
+            }
+            if let Some((_, chunk)) = first {
+                // SAFETY: as above, the first range.
+                unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), dst.0, chunk.len()) };
+            }
+        });
+    });
+}
+
 /// Fills `view` with `len` bytes at `ptr`, exported by `owner`.
 ///
 /// # Safety

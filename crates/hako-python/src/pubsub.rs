@@ -164,7 +164,7 @@ impl Publisher {
                 let n = self.payload.elements_of(b.len())?;
                 let mut loan = p.loan_slice_uninit(n).py()?;
                 // SAFETY: the loan holds `n` elements, `b.len()` bytes.
-                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), loan.as_mut_ptr(), b.len()) };
+                unsafe { crate::common::copy_in(py, loan.as_mut_ptr(), b) };
                 // SAFETY: every byte written just above.
                 Ok(unsafe { loan.assume_init() }.send())
             })?

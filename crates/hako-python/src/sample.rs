@@ -167,7 +167,7 @@ impl Loan {
                 }
                 // SAFETY: in bounds (checked), the loan is ours (its lock is
                 // held), and `src` is another object's memory.
-                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.add(offset), src.len()) };
+                unsafe { crate::common::copy_in(py, dst.add(offset), src) };
                 Ok(())
             })?
         })

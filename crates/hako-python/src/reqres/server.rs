@@ -263,7 +263,7 @@ impl ActiveRequest {
                 let n = resp.elements_of(b.len())?;
                 let mut loan = a.loan_slice_uninit(n).py()?;
                 // SAFETY: the loan holds `n` elements, `b.len()` bytes.
-                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), loan.as_mut_ptr(), b.len()) };
+                unsafe { crate::common::copy_in(py, loan.as_mut_ptr(), b) };
                 // SAFETY: every byte written just above.
                 unsafe { loan.assume_init() }.send().py()
             })?
