@@ -76,12 +76,25 @@ pub struct WaitSet {
     fds: Mutex<Vec<Py<PyAny>>>,
 }
 
+/// A waitset's lock, or an error while another thread waits in it (a
+/// wait holds its locks with the GIL released; blocking here with the GIL
+/// held could keep that thread from ever taking it back).
+fn try_hold<T>(m: &Mutex<T>) -> PyResult<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Ok(g),
+        Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "the waitset is waiting in another thread",
+        )),
+    }
+}
+
 impl WaitSet {
     fn with_ws<R>(
         &self,
         f: impl FnOnce(&mut hako::WaitSet<'static>) -> PyResult<R>,
     ) -> PyResult<R> {
-        let mut g = self.ws.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = try_hold(&self.ws)?;
         let ws = g
             .as_mut()
             .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("the waitset is closed"))?;
@@ -136,10 +149,7 @@ impl WaitSet {
             // waitset; a descriptor closed anyway only leaves epoll's set.
             let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
             let id = self.with_ws(|ws| ws.attach_fd(bfd).py())?;
-            self.fds
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(source.unbind());
+            try_hold(&self.fds)?.push(source.unbind());
             return Ok(id.index());
         };
         let held = port.hold(py);
@@ -168,10 +178,7 @@ impl WaitSet {
         })?;
         port.attached().fetch_add(1, Relaxed);
         drop(held);
-        self.ports
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(port);
+        try_hold(&self.ports)?.push(port);
         Ok(id.index())
     }
 
@@ -199,9 +206,9 @@ impl WaitSet {
     #[pyo3(signature = (timeout=None))]
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Vec<(&'static str, usize)>> {
         let until = deadline(timeout)?;
-        let ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
+        let ports = try_hold(&self.ports)?;
+        let mut g = try_hold(&self.ws)?;
         let _held: Vec<Held<'_>> = ports.iter().map(|p| p.hold(py)).collect();
-        let mut g = self.ws.lock().unwrap_or_else(|e| e.into_inner());
         let ws = g
             .as_mut()
             .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("the waitset is closed"))?;
@@ -253,25 +260,31 @@ impl WaitSet {
     }
 
     /// Detaches everything (the ports can be closed again).
-    fn close(&self) {
-        let ws = self.ws.lock().unwrap_or_else(|e| e.into_inner()).take();
+    fn close(&self) -> PyResult<()> {
+        let mut ports = try_hold(&self.ports)?;
+        let ws = try_hold(&self.ws)?.take();
+        // The waitset goes before the ports it borrows are let go.
         drop(ws);
-        for p in self
-            .ports
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
+        for p in ports.drain(..) {
             p.attached().fetch_sub(1, Relaxed);
         }
-        self.fds.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        try_hold(&self.fds)?.clear();
+        Ok(())
     }
 }
 
 impl Drop for WaitSet {
     fn drop(&mut self) {
-        // The waitset goes before the ports it borrows are let go.
-        self.close();
+        // Nobody else can hold the locks of an object being dropped.
+        drop(self.ws.get_mut().unwrap_or_else(|e| e.into_inner()).take());
+        for p in self
+            .ports
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            p.attached().fetch_sub(1, Relaxed);
+        }
     }
 }
 

@@ -62,3 +62,31 @@ def test_waitset_ports_intervals_deadlines_and_fds(node):
 def test_node_wait(node):
     assert node.wait(0.01) is True
     assert node.name == "pytest" and node.root.startswith("/dev/shm/")
+
+
+def test_a_waitset_waiting_in_one_thread_refuses_another(node):
+    import threading
+
+    listener = node.event("W/Threads").listener()
+    ws = hako.WaitSet()
+    ws.attach_interval(10.0)
+    started = threading.Event()
+    result = []
+
+    def waiter():
+        started.set()
+        result.append(ws.wait(0.5))
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    started.wait()
+    import time
+
+    time.sleep(0.1)
+    with pytest.raises(RuntimeError, match="waiting in another thread"):
+        ws.attach(listener)
+    t.join()
+    assert result == [[]]
+    ws.attach(listener)
+    ws.close()
+    listener.close()
