@@ -162,6 +162,8 @@ pub(crate) fn node(d: &DomainArgs, role: &str) -> Result<Node, CliError> {
         .name(&format!("hako-{role}"))
         .map_err(|e| CliError::failure(e.to_string()))?
         .config(&cfg)
+        // The commands watch their own termination flag between waits.
+        .signal_handling(false)
         .create()
         .map_err(|e| CliError::failure(e.to_string()))
 }

@@ -53,6 +53,10 @@ typedef enum hako_status {
   HAKO_ERROR_BUFFER_TOO_SMALL = 12,
   // A bug in hako: a panic, caught at the boundary.
   HAKO_ERROR_INTERNAL = 13,
+  // SIGINT or SIGTERM arrived while a blocking call waited (the node
+  // handles signals, the default): stop. A second signal ends the
+  // process.
+  HAKO_ERROR_TERMINATED = 14,
 } hako_status;
 
 // Whether a service is created, opened, or either.

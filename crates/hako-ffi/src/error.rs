@@ -43,6 +43,10 @@ pub enum hako_status {
     HAKO_ERROR_BUFFER_TOO_SMALL = 12,
     /// A bug in hako: a panic, caught at the boundary.
     HAKO_ERROR_INTERNAL = 13,
+    /// SIGINT or SIGTERM arrived while a blocking call waited (the node
+    /// handles signals, the default): stop. A second signal ends the
+    /// process.
+    HAKO_ERROR_TERMINATED = 14,
 }
 
 pub(crate) use hako_status::*;
@@ -124,6 +128,7 @@ pub extern "C" fn hako_error_string(status: hako_status) -> *const c_char {
         HAKO_ERROR_MISUSE => b"the call does not fit its arguments\0",
         HAKO_ERROR_BUFFER_TOO_SMALL => b"the buffer is too small\0",
         HAKO_ERROR_INTERNAL => b"internal error\0",
+        HAKO_ERROR_TERMINATED => b"termination requested (SIGINT or SIGTERM)\0",
     };
     s.as_ptr().cast()
 }
@@ -219,6 +224,7 @@ impl ToFailure for hako::ReceiveError {
         use hako::ReceiveError as E;
         match self {
             E::PublishersGone(_) => HAKO_ERROR_PEER_GONE,
+            E::TerminationRequest => HAKO_ERROR_TERMINATED,
             E::ExceedsMaxBorrowed(_) => HAKO_ERROR_MISUSE,
             E::CorruptedPublisher { .. } => HAKO_ERROR_CORRUPTED,
             _ => HAKO_ERROR_CORRUPTED,
@@ -246,7 +252,10 @@ impl ToFailure for hako::NotifyError {
 
 impl ToFailure for hako::ListenerError {
     fn status(&self) -> hako_status {
-        HAKO_ERROR_PEER_GONE
+        match self {
+            hako::ListenerError::TerminationRequest => HAKO_ERROR_TERMINATED,
+            _ => HAKO_ERROR_PEER_GONE,
+        }
     }
 }
 

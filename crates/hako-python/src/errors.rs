@@ -168,6 +168,7 @@ impl ToPy for hako::ReceiveError {
         match self {
             hako::ReceiveError::PublishersGone(_) => PeersGoneError::new_err(text),
             hako::ReceiveError::CorruptedPublisher { .. } => CorruptedError::new_err(text),
+            hako::ReceiveError::TerminationRequest => TerminationRequest::new_err(text),
             _ => ReceiveError::new_err(text),
         }
     }
@@ -181,6 +182,7 @@ impl ToPy for hako::ReqResReceiveError {
                 PeersGoneError::new_err(text)
             }
             hako::ReqResReceiveError::Corrupted { .. } => CorruptedError::new_err(text),
+            hako::ReqResReceiveError::TerminationRequest => TerminationRequest::new_err(text),
             _ => ReceiveError::new_err(text),
         }
     }
@@ -188,7 +190,12 @@ impl ToPy for hako::ReqResReceiveError {
 
 impl ToPy for hako::ListenerError {
     fn to_py(self) -> PyErr {
-        PeersGoneError::new_err(self.to_string())
+        match self {
+            hako::ListenerError::TerminationRequest => {
+                TerminationRequest::new_err(self.to_string())
+            }
+            _ => PeersGoneError::new_err(self.to_string()),
+        }
     }
 }
 

@@ -129,7 +129,10 @@ impl Node {
         if let Some(root) = root {
             cfg = cfg.with_root(root);
         }
-        let mut b = hako::NodeBuilder::new().config(&cfg);
+        // Python handles SIGINT itself (KeyboardInterrupt): the waits here
+        // look for it between slices (common::wait_sliced), so hako's own
+        // handling stays off.
+        let mut b = hako::NodeBuilder::new().config(&cfg).signal_handling(false);
         if let Some(n) = name {
             b = b.name(n).py()?;
         }

@@ -251,6 +251,58 @@ fn sigint_ends_a_waitset_loop() {
     stop_with_signal("sigint-ws", "waitset", Signal::INT);
 }
 
+#[test]
+fn sigint_ends_a_blocking_receive() {
+    stop_with_signal("sigint-sub", "subscriber", Signal::INT);
+}
+
+#[test]
+fn sigterm_ends_a_blocking_receive() {
+    stop_with_signal("sigterm-sub", "subscriber", Signal::TERM);
+}
+
+#[test]
+fn sigint_ends_a_listeners_blocking_wait() {
+    stop_with_signal("sigint-listen", "listener", Signal::INT);
+}
+
+/// A node built with `signal_handling(false)` installs nothing: SIGINT
+/// keeps its default effect and ends the process in its blocking wait.
+#[test]
+fn a_node_without_signal_handling_leaves_sigint_alone() {
+    let d = Domain::new("sigint-off", HELPER);
+    let ready = d.arg("ready");
+    let mut procs = vec![d.spawn(
+        "loop",
+        &[
+            "sigwait",
+            "--loop",
+            "subscriber",
+            "--no-signal-handling",
+            "--ready-file",
+            &ready,
+        ],
+    )];
+    d.wait_file("ready", &mut procs);
+    procs[0].signal(Signal::INT);
+    let out = procs.pop().unwrap().wait();
+    assert_eq!(
+        out.code,
+        None,
+        "{}",
+        out.describe("should have died of SIGINT")
+    );
+    assert!(
+        out.status.contains("SIGINT") || out.status.contains("signal: 2"),
+        "{}",
+        out.status
+    );
+    // It died as a crash does: its files are reclaimed.
+    let cfg = d.node().config().clone();
+    hako::reclaim_dead_nodes(&cfg, false).unwrap();
+    d.finish();
+}
+
 // ---------------------------------------------------------------- publishers gone
 
 /// Starts a receiver expecting two messages and a publisher that sends one

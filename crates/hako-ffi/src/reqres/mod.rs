@@ -201,6 +201,7 @@ impl ToFailure for hako::ReqResReceiveError {
         match self {
             E::ServerGone | E::ServersGone(_) => hako_status::HAKO_ERROR_PEER_GONE,
             E::ExceedsMaxBorrowed(_) => HAKO_ERROR_MISUSE,
+            E::TerminationRequest => hako_status::HAKO_ERROR_TERMINATED,
             _ => hako_status::HAKO_ERROR_CORRUPTED,
         }
     }

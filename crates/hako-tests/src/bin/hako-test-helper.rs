@@ -1122,6 +1122,12 @@ enum LoopKind {
     /// `wait_and_process` on a waitset with an interval and a listener,
     /// until `WaitOutcome::TerminationRequest`.
     Waitset,
+    /// `blocking_receive` of a subscriber with no publisher, until
+    /// `ReceiveError::TerminationRequest`.
+    Subscriber,
+    /// `blocking_wait` of a listener with no notifier, until
+    /// `ListenerError::TerminationRequest`.
+    Listener,
 }
 
 #[derive(Args, Debug)]
@@ -1134,6 +1140,10 @@ struct SigwaitArgs {
     /// Create this file once the signal handlers are installed.
     #[arg(long)]
     ready_file: Option<PathBuf>,
+    /// Build the node with `signal_handling(false)` (subscriber and
+    /// listener loops): then a signal keeps its default effect.
+    #[arg(long)]
+    no_signal_handling: bool,
 }
 
 #[derive(Args, Debug)]
@@ -1682,7 +1692,57 @@ fn sigwait(a: SigwaitArgs) {
             println!("stopping: termination requested");
             println!("RESULT role=sigwait loop=waitset ticks={ticks}");
         }
+        LoopKind::Subscriber | LoopKind::Listener => port_sigwait(a),
     }
+}
+
+/// A subscriber's or listener's blocking wait ended by SIGINT/SIGTERM.
+fn port_sigwait(a: SigwaitArgs) {
+    let node = NodeBuilder::new()
+        .signal_handling(!a.no_signal_handling)
+        .create()
+        .unwrap_or_else(|e| die(exit::FAILURE, "NodeCreateError", e));
+    let short = Duration::from_millis(a.cycle_ms);
+    // A first wait that sleeps installs the handlers (when the node handles
+    // signals); only then may the test send one.
+    let (kind, error) = if a.kind == LoopKind::Subscriber {
+        let sub = subscriber(
+            &pubsub_named(&node, "it/sigwait-sub"),
+            Strategy::SpinThenPark,
+        );
+        if sub.receive_timeout(short).is_err() {
+            die_verify("the first, timed wait failed".to_owned());
+        }
+        touch(&a.ready_file);
+        let e = match sub.blocking_receive() {
+            Ok(_) => die_verify("a sample came from nowhere".to_owned()),
+            Err(e) => e,
+        };
+        if e != hako::ReceiveError::TerminationRequest {
+            die_verify(format!("blocking_receive ended with {e:?}"));
+        }
+        // Later waits end at once while nothing is there.
+        match sub.receive_timeout(Duration::from_secs(60)) {
+            Err(hako::ReceiveError::TerminationRequest) => {}
+            other => die_verify(format!("a further wait returned {other:?}")),
+        }
+        ("subscriber", e.to_string())
+    } else {
+        let l = listener(
+            &event_named(&node, "it/sigwait-listen"),
+            Strategy::SpinThenPark,
+        );
+        if l.timed_wait(short).is_err() {
+            die_verify("the first, timed wait failed".to_owned());
+        }
+        touch(&a.ready_file);
+        match l.blocking_wait() {
+            Err(e @ ListenerError::TerminationRequest) => ("listener", e.to_string()),
+            other => die_verify(format!("blocking_wait ended with {other:?}")),
+        }
+    };
+    println!("stopping: {error}");
+    println!("RESULT role=sigwait loop={kind}");
 }
 
 // ---------------------------------------------------------------- zero-timeouts

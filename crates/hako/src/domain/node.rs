@@ -68,10 +68,21 @@ pub enum NodeWaitError {
 /// let node = hako::NodeBuilder::new().name("camera")?.create()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct NodeBuilder {
     name: Option<NodeName>,
     config: Option<Config>,
+    signals: bool,
+}
+
+impl Default for NodeBuilder {
+    fn default() -> Self {
+        Self {
+            name: None,
+            config: None,
+            signals: true,
+        }
+    }
 }
 
 impl NodeBuilder {
@@ -84,6 +95,25 @@ impl NodeBuilder {
     pub fn name(mut self, name: &str) -> Result<Self, NameError> {
         self.name = Some(NodeName::new(name)?);
         Ok(self)
+    }
+
+    /// Whether the blocking waits of this node's ports end on SIGINT or
+    /// SIGTERM (true, the default): `blocking_receive`, `receive_timeout`
+    /// and the listener's waits then return their error's
+    /// `TerminationRequest` when Ctrl-C arrives while they wait (a busy or
+    /// spinning wait looks at least every 100 ms, a sleeping one at once),
+    /// and go on returning it at once while nothing is there, so a loop
+    /// around them ends; a second Ctrl-C ends the process (exit status
+    /// 130). The first wait that sleeps installs hako's handlers for the
+    /// whole process; until then the signals keep their default effect.
+    /// A program that handles signals itself (or a language runtime that
+    /// does, as Python's) turns this off: its waits then never look, and
+    /// hako installs nothing for them. The waitset and
+    /// [`Node::wait`](crate::Node::wait) always stop on a termination
+    /// request.
+    pub fn signal_handling(mut self, on: bool) -> Self {
+        self.signals = on;
+        self
     }
 
     /// Uses `config` instead of [`Config::from_env`].
@@ -162,6 +192,7 @@ impl NodeBuilder {
                 access,
                 path,
                 _lock: fd,
+                signals: self.signals,
             }),
         })
     }

@@ -140,6 +140,9 @@ pub(crate) struct NodeInner {
     pub(crate) access: Access,
     pub(crate) path: PathBuf,
     pub(crate) _lock: OwnedFd,
+    /// Its ports' blocking waits end on SIGINT and SIGTERM
+    /// ([`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
+    pub(crate) signals: bool,
 }
 
 impl Drop for NodeInner {

@@ -23,6 +23,16 @@ pub enum ListenerError {
     /// waiting on could only hang.
     #[error("every notifier of service {0:?} is gone; nothing can wake this listener")]
     NotifiersGone(String),
+    /// SIGINT or SIGTERM arrived while it waited (see
+    /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
+    #[error("termination requested (SIGINT or SIGTERM)")]
+    TerminationRequest,
+}
+
+impl From<crate::port::wait::Terminated> for ListenerError {
+    fn from(_: crate::port::wait::Terminated) -> Self {
+        Self::TerminationRequest
+    }
 }
 
 /// Builds a [`Listener`].
@@ -174,13 +184,16 @@ impl Listener {
     /// Waits until events fire. Returns
     /// [`ListenerError::NotifiersGone`] if every notifier seen during the
     /// wait leaves or dies (a listener started before any notifier waits for
-    /// one to come).
+    /// one to come), and [`ListenerError::TerminationRequest`] on SIGINT or
+    /// SIGTERM (see [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling);
+    /// so does [`timed_wait`](Self::timed_wait)).
     pub fn blocking_wait(&self) -> Result<Vec<(EventId, u64)>, ListenerError> {
         self.wait(None)
     }
 
     fn wait(&self, deadline: Option<Instant>) -> Result<Vec<(EventId, u64)>, ListenerError> {
         let waiter = Waiter {
+            signals: self.service.node.signals,
             strategy: self.strategy,
             adaptive: &self.adaptive,
             block: self.service.wake_block(PortKind::Subscriber, self.index),

@@ -2,8 +2,11 @@
 //! file descriptor, so waiting loops can end cleanly.
 //!
 //! The handlers are installed the first time something waits
-//! ([`WaitSet`](crate::WaitSet), [`Node::wait`](crate::Node::wait)). The first
-//! signal sets the flag; a second one, while the flag is set, ends the
+//! ([`WaitSet`](crate::WaitSet), [`Node::wait`](crate::Node::wait), or a
+//! blocking receive that goes to sleep, of a node that handles signals:
+//! [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
+//! The first signal sets the flag, which ends those waits with a
+//! termination request; a second one, while the flag is set, ends the
 //! process at once (exit status 130), so a program that ignores the request
 //! can still be stopped with a second Ctrl-C. Until the first wait, SIGINT
 //! and SIGTERM keep their default effect (the process ends), so a program
@@ -24,7 +27,7 @@ struct Termination {
 
 static STATE: OnceLock<Result<Termination, String>> = OnceLock::new();
 
-fn install() -> Result<Termination, String> {
+fn set_up() -> Result<Termination, String> {
     let flag = Arc::new(AtomicBool::new(false));
     let (read, write) = UnixStream::pair().map_err(|e| e.to_string())?;
     read.set_nonblocking(true).map_err(|e| e.to_string())?;
@@ -44,7 +47,7 @@ fn install() -> Result<Termination, String> {
 
 fn state() -> io::Result<&'static Termination> {
     STATE
-        .get_or_init(install)
+        .get_or_init(set_up)
         .as_ref()
         .map_err(|e| io::Error::other(e.clone()))
 }
@@ -53,6 +56,18 @@ fn state() -> io::Result<&'static Termination> {
 /// readable when termination is requested.
 pub fn fd() -> io::Result<BorrowedFd<'static>> {
     Ok(state()?.read.as_fd())
+}
+
+/// Installs the handlers (once).
+pub fn install() -> io::Result<()> {
+    state().map(drop)
+}
+
+/// Whether SIGINT or SIGTERM has arrived since the handlers were
+/// installed; false, without installing them, if they are not.
+pub fn requested_if_installed() -> bool {
+    // ORDERING: SeqCst; pairs with signal-hook's SeqCst store in the handler.
+    matches!(STATE.get(), Some(Ok(s)) if s.flag.load(Ordering::SeqCst))
 }
 
 /// Whether SIGINT or SIGTERM has arrived (installs the handlers if needed).

@@ -206,6 +206,25 @@ pub(crate) struct Waiter<'a> {
     pub strategy: WaitStrategy,
     pub adaptive: &'a Adaptive,
     pub block: &'a WakeBlock,
+    /// The port's node handles SIGINT and SIGTERM: a wait that sleeps
+    /// installs hako's handlers, and a termination request ends the wait
+    /// ([`Terminated`]).
+    pub signals: bool,
+}
+
+/// A blocking wait ended by SIGINT or SIGTERM; each port's error type has
+/// a `TerminationRequest` made from it.
+pub(crate) struct Terminated;
+
+impl Waiter<'_> {
+    /// Fails when a termination request arrived (and the node handles
+    /// signals); a load of the flag, no system call.
+    fn check_signals<E: From<Terminated>>(&self) -> Result<(), E> {
+        if self.signals && crate::os::signal::requested_if_installed() {
+            return Err(Terminated.into());
+        }
+        Ok(())
+    }
 }
 
 impl Waiter<'_> {
@@ -216,7 +235,7 @@ impl Waiter<'_> {
     /// calls `poll` itself: finding nothing must cost it no more than a
     /// look (it does for subscribers and listeners), and a hit then costs
     /// one look instead of two.
-    pub fn wait<R, E>(
+    pub fn wait<R, E: From<Terminated>>(
         &self,
         deadline: Option<Instant>,
         mut poll: impl FnMut() -> Result<Option<R>, E>,
@@ -256,6 +275,7 @@ impl Waiter<'_> {
                     if deadline.is_some_and(|d| now >= d) {
                         return Ok(None);
                     }
+                    self.check_signals()?;
                     if spin.is_some_and(|s| now - began >= s) {
                         break;
                     }
@@ -290,14 +310,21 @@ impl Waiter<'_> {
     }
 
     /// The sleeping part of [`wait`](Self::wait).
-    fn sleep<R, E>(
+    fn sleep<R, E: From<Terminated>>(
         &self,
         deadline: Option<Instant>,
         poll: &mut impl FnMut() -> Result<Option<R>, E>,
         ready: &impl Fn() -> bool,
         abort: &mut impl FnMut() -> Result<(), E>,
     ) -> Result<Option<R>, E> {
+        if self.signals {
+            // A handler that cannot be installed leaves the signals their
+            // default effect (the process ends): the wait goes on.
+            let _ = crate::os::signal::install();
+        }
         loop {
+            // After each wake-up too: a signal cuts the park short.
+            self.check_signals()?;
             if let Some(r) = poll()? {
                 return Ok(Some(r));
             }

@@ -138,7 +138,10 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     }
 
     /// Waits up to `timeout` for a sample; `Ok(None)` on timeout. A zero
-    /// timeout is the same as [`receive`](Self::receive).
+    /// timeout is the same as [`receive`](Self::receive). Ends with
+    /// [`ReceiveError::PublishersGone`] as [`blocking_receive`](Self::blocking_receive)
+    /// does, and with [`ReceiveError::TerminationRequest`] on Ctrl-C (see
+    /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
     pub fn receive_timeout(&self, timeout: Duration) -> Result<Option<Sample<T>>, ReceiveError> {
         self.rx.receive_timeout(timeout, Sample::new)
     }
@@ -146,7 +149,10 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// Waits until a sample arrives. Returns
     /// [`ReceiveError::PublishersGone`] when every publisher seen during the
     /// wait has left or died and nothing is queued (a subscriber started
-    /// before any publisher waits for one to come).
+    /// before any publisher waits for one to come), and
+    /// [`ReceiveError::TerminationRequest`] when SIGINT or SIGTERM arrives
+    /// while it waits (unless the node was built with
+    /// [`signal_handling(false)`](crate::NodeBuilder::signal_handling)).
     pub fn blocking_receive(&self) -> Result<Sample<T>, ReceiveError> {
         self.rx.blocking_receive(Sample::new)
     }

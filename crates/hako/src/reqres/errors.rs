@@ -98,6 +98,16 @@ pub enum ReqResReceiveError {
         /// What was wrong.
         what: &'static str,
     },
+    /// SIGINT or SIGTERM arrived while it waited (see
+    /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
+    #[error("termination requested (SIGINT or SIGTERM)")]
+    TerminationRequest,
+}
+
+impl From<crate::port::wait::Terminated> for ReqResReceiveError {
+    fn from(_: crate::port::wait::Terminated) -> Self {
+        Self::TerminationRequest
+    }
 }
 
 impl From<crate::port::receiver::settings::ReceiveError> for ReqResReceiveError {
@@ -110,6 +120,7 @@ impl From<crate::port::receiver::settings::ReceiveError> for ReqResReceiveError 
                 peer: publisher,
                 what,
             },
+            R::TerminationRequest => Self::TerminationRequest,
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::domain::service::error::{io_err, ServiceError};
 use crate::domain::service::inner::{NewPort, ServiceInner};
 use crate::domain::service::tables::PortKind;
 use crate::os::fifo;
-use crate::port::wait::{Adaptive, Waiter};
+use crate::port::wait::{Adaptive, Terminated, Waiter};
 
 /// A receiving port. `Send` but not `Sync`: one thread at a time uses it,
 /// so receiving needs no lock.
@@ -216,7 +216,7 @@ impl Receiver {
     /// `abort` fails; `ready` tells, without taking anything, whether
     /// `poll` would yield. For patterns that take more than one sample per
     /// answer (a client routing responses to its pending requests).
-    pub(crate) fn wait_for<R, E>(
+    pub(crate) fn wait_for<R, E: From<Terminated>>(
         &self,
         deadline: Option<Instant>,
         poll: impl FnMut() -> Result<Option<R>, E>,
@@ -224,6 +224,7 @@ impl Receiver {
         abort: impl FnMut() -> Result<(), E>,
     ) -> Result<Option<R>, E> {
         let waiter = Waiter {
+            signals: self.reg.service.node.signals,
             strategy: self.reg.settings.strategy,
             adaptive: &self.adaptive,
             block: self

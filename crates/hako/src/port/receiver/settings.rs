@@ -27,6 +27,16 @@ pub enum ReceiveError {
         /// What was wrong.
         what: &'static str,
     },
+    /// SIGINT or SIGTERM arrived while it waited (see
+    /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
+    #[error("termination requested (SIGINT or SIGTERM)")]
+    TerminationRequest,
+}
+
+impl From<crate::port::wait::Terminated> for ReceiveError {
+    fn from(_: crate::port::wait::Terminated) -> Self {
+        Self::TerminationRequest
+    }
 }
 
 /// The settings of a receiving port, from its pattern's service settings
