@@ -19,7 +19,7 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 const COUNT: u64 = 50;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), hako_examples::Report> {
     let node = NodeBuilder::new().name("async_backpressure")?.create()?;
     let service = node
         .service_builder(&"Examples/AsyncBackpressure".try_into()?)

@@ -17,7 +17,7 @@ use hako::NodeBuilder;
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), hako_examples::Report> {
     let node = NodeBuilder::new().name("async_reqres")?.create()?;
     let service = node
         .service_builder(&"Examples/AsyncCountdown".try_into()?)

@@ -16,7 +16,7 @@ use hako::NodeBuilder;
 use hako_examples::{Transmission, EVENT_ID_MAX, EVENT_SERVICE, SERVICE};
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> Result<(), hako_examples::Report> {
     let count: u64 = std::env::args()
         .nth(1)
         .map(|a| a.parse())
@@ -58,5 +58,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
     });
-    task.await?.map_err(|e| e as Box<dyn std::error::Error>)
+    task.await??;
+    Ok(())
 }

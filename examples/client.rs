@@ -8,7 +8,7 @@
 use hako::NodeBuilder;
 use hako_examples::{wait_for_server, AddRequest, AddResponse, ADD_SERVICE, IN_FLIGHT};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), hako_examples::Report> {
     let count: u64 = hako_examples::arg_or(5)?;
     let node = NodeBuilder::new().name("client")?.create()?;
     let service = node

@@ -77,3 +77,21 @@ pub fn arg_or(default: u64) -> Result<u64, std::num::ParseIntError> {
         .transpose()
         .map(|n| n.unwrap_or(default))
 }
+
+/// The error type of the examples' `main`: any error, printed with its
+/// `Display` text when `main` returns it (a plain `Box<dyn Error>` from
+/// `main` is printed with `Debug`, which shows hako's error enums in Rust
+/// syntax instead of their message).
+pub struct Report(Box<dyn std::error::Error + Send + Sync>);
+
+impl<E: Into<Box<dyn std::error::Error + Send + Sync>>> From<E> for Report {
+    fn from(e: E) -> Self {
+        Report(e.into())
+    }
+}
+
+impl std::fmt::Debug for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}

@@ -14,7 +14,7 @@ use hako::{NodeBuilder, OverflowPolicy};
 const SERVICE: &str = "Examples/DynamicSlice";
 const MESSAGES: usize = 8;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), hako_examples::Report> {
     let node = NodeBuilder::new().create()?;
     let service = node
         .service_builder(&SERVICE.try_into()?)

@@ -21,7 +21,7 @@ struct Reading {
 const SERVICE: &str = "Examples/EventDriven";
 const MESSAGES: u64 = 10;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), hako_examples::Report> {
     let node = NodeBuilder::new().create()?;
     let service = node
         .service_builder(&SERVICE.try_into()?)

@@ -12,7 +12,7 @@ use std::time::Duration;
 use hako::{NodeBuilder, WaitEvent, WaitOutcome, WaitSet};
 use hako_examples::{EVENT_ID_MAX, EVENT_SERVICE};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), hako_examples::Report> {
     let count: u64 = std::env::args()
         .nth(1)
         .map(|a| a.parse())

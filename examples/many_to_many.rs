@@ -24,7 +24,7 @@ const PUBLISHERS: u32 = 3;
 const SUBSCRIBERS: u32 = 2;
 const PER_PUBLISHER: u32 = 5;
 
-fn open(node: &hako::Node) -> Result<PubSubService<Reading>, Box<dyn std::error::Error>> {
+fn open(node: &hako::Node) -> Result<PubSubService<Reading>, hako_examples::Report> {
     Ok(node
         .service_builder(&SERVICE.try_into()?)
         .publish_subscribe::<Reading>()
@@ -35,7 +35,7 @@ fn open(node: &hako::Node) -> Result<PubSubService<Reading>, Box<dyn std::error:
         .open_or_create()?)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), hako_examples::Report> {
     let args: Vec<String> = std::env::args().collect();
     let node = NodeBuilder::new().create()?;
     match args.get(1).map(String::as_str) {

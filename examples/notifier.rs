@@ -13,7 +13,7 @@ use hako_examples::{EVENT_ID_MAX, EVENT_SERVICE};
 
 const CYCLE: Duration = Duration::from_millis(500);
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), hako_examples::Report> {
     let count: u64 = std::env::args()
         .nth(1)
         .map(|a| a.parse())

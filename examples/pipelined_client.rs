@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use hako::NodeBuilder;
 use hako_examples::{wait_for_server, AddRequest, AddResponse, ADD_SERVICE, IN_FLIGHT};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), hako_examples::Report> {
     let count: u64 = hako_examples::arg_or(1000)?;
     let node = NodeBuilder::new().name("pipelined-client")?.create()?;
     let service = node

@@ -13,7 +13,7 @@ use std::time::Duration;
 use hako::NodeBuilder;
 use hako_examples::{AddRequest, AddResponse, ADD_SERVICE, COUNT_SERVICE, IN_FLIGHT};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), hako_examples::Report> {
     let count: u64 = hako_examples::arg_or(u64::MAX)?;
     let node = NodeBuilder::new().name("server")?.create()?;
     let adder = node

@@ -9,7 +9,7 @@
 use hako::NodeBuilder;
 use hako_examples::{wait_for_server, COUNT_SERVICE, IN_FLIGHT};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), hako_examples::Report> {
     let n: u64 = hako_examples::arg_or(10)?;
     let node = NodeBuilder::new().name("stream-client")?.create()?;
     let service = node

@@ -10,7 +10,7 @@ use std::time::Duration;
 use hako::NodeBuilder;
 use hako_examples::{Transmission, SERVICE};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), hako_examples::Report> {
     let count: u64 = std::env::args()
         .nth(1)
         .map(|a| a.parse())

@@ -23,7 +23,7 @@ const BELL: &str = "Examples/WaitSet/Bell";
 const TEMPERATURE: &str = "Examples/WaitSet/Temperature";
 const PER_FEEDER: u64 = 5;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), hako_examples::Report> {
     let node = NodeBuilder::new().create()?;
     let bell = node
         .service_builder(&BELL.try_into()?)
