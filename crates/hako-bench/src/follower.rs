@@ -173,8 +173,8 @@ pub fn follower_main(args: &[String], transports: &[&dyn DynTransport]) -> Resul
                     Ok((r, side)) => {
                         last_side = Some(side);
                         reply(&format!(
-                            "done {} {} {} {}",
-                            r.cpu.user_ns, r.cpu.system_ns, r.cpu.sleeps, r.last_ns
+                            "done {} {} {} {} {}",
+                            r.cpu.cpu_ns, r.cpu.user_ns, r.cpu.system_ns, r.cpu.sleeps, r.last_ns
                         ))?
                     }
                     Err(e) => reply(&format!("error {}", e.to_string().replace('\n', " ")))?,

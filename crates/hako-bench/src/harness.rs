@@ -505,11 +505,13 @@ impl Drop for Session {
     }
 }
 
-/// The follower's `done <user ns> <system ns> <sleeps> <last ns>` line.
+/// The follower's `done <cpu ns> <user ns> <system ns> <sleeps> <last ns>`
+/// line.
 fn parse_done(line: &str) -> Result<FollowerReport> {
     match line.split_whitespace().collect::<Vec<_>>().as_slice() {
-        ["done", user, system, sleeps, last] => Ok(FollowerReport {
+        ["done", cpu, user, system, sleeps, last] => Ok(FollowerReport {
             cpu: CpuTime {
+                cpu_ns: cpu.parse()?,
                 user_ns: user.parse()?,
                 system_ns: system.parse()?,
                 sleeps: sleeps.parse()?,
@@ -517,7 +519,7 @@ fn parse_done(line: &str) -> Result<FollowerReport> {
             last_ns: last.parse()?,
         }),
         _ => Err(format!(
-            "expected \"done <user ns> <system ns> <sleeps> <last ns>\" from the follower, got {line:?}"
+            "expected \"done <cpu ns> <user ns> <system ns> <sleeps> <last ns>\" from the follower, got {line:?}"
         )
         .into()),
     }
@@ -600,9 +602,10 @@ mod tests {
     #[test]
     fn done_lines_parse() {
         assert_eq!(
-            parse_done("done 12 34 5 99").unwrap(),
+            parse_done("done 40 12 34 5 99").unwrap(),
             FollowerReport {
                 cpu: CpuTime {
+                    cpu_ns: 40,
                     user_ns: 12,
                     system_ns: 34,
                     sleeps: 5
@@ -611,7 +614,7 @@ mod tests {
             }
         );
         assert!(parse_done("done").is_err());
-        assert!(parse_done("done 12 34 5").is_err());
+        assert!(parse_done("done 12 34 5 6").is_err());
         assert!(parse_done("done x 1 2 3").is_err());
         assert!(parse_done("ready 1 2 3 4").is_err());
     }

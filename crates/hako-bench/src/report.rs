@@ -387,7 +387,8 @@ fn stats_json(s: &Stats) -> String {
 fn cpu_json(cpu: crate::cpu::CpuTime, n: u64) -> String {
     let n = n.max(1) as f64;
     format!(
-        "{{\"user_ns\": {:.1}, \"system_ns\": {:.1}, \"sleeps\": {:.3}}}",
+        "{{\"cpu_ns\": {:.1}, \"user_ns\": {:.1}, \"system_ns\": {:.1}, \"sleeps\": {:.3}}}",
+        cpu.total_ns() as f64 / n,
         cpu.user_ns as f64 / n,
         cpu.system_ns as f64 / n,
         cpu.sleeps as f64 / n

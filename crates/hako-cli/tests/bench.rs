@@ -133,6 +133,12 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
                 assert!(t["stats"][key].as_f64().unwrap() > 0.0, "{key}: {t}");
             }
             assert!(t["cpu_per_round_trip"]["follower"]["user_ns"].is_number());
+            // Measured, not sampled: every side of a round trip runs, so its
+            // CPU clock moved.
+            for side in ["leader", "follower"] {
+                let cpu = &t["cpu_per_round_trip"][side];
+                assert!(cpu["cpu_ns"].as_f64().unwrap() > 0.0, "{side}: {cpu}");
+            }
         }
         assert!(row["probe"]["level"].is_string());
     }

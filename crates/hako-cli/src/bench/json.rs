@@ -43,6 +43,9 @@ pub(super) fn stats_json(s: &hako_bench::harness::Stats) -> Value {
 pub(super) fn cpu_json(cpu: hako_bench::cpu::CpuTime, n: u64) -> Value {
     let n = n.max(1) as f64;
     json!({
+        // Measured by the process's CPU clock; user/system is the kernel's
+        // tick-based split of it (see hako_bench::cpu::CpuTime).
+        "cpu_ns": cpu.total_ns() as f64 / n,
         "user_ns": cpu.user_ns as f64 / n,
         "system_ns": cpu.system_ns as f64 / n,
         "sleeps": cpu.sleeps as f64 / n,
