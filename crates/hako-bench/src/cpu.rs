@@ -159,7 +159,10 @@ mod tests {
         let used = CpuTime::now().unwrap().since(before);
         assert!(used.total_ns() > 0, "{used:?}");
         // The CPU clock moved (it is what total_ns reports).
-        assert!(used.cpu_ns > 0 && used.total_ns() == used.cpu_ns, "{used:?}");
+        assert!(
+            used.cpu_ns > 0 && used.total_ns() == used.cpu_ns,
+            "{used:?}"
+        );
         assert_eq!((used + used).total_ns(), 2 * used.total_ns());
     }
 

@@ -85,6 +85,21 @@ fn port_names(info: &ServiceInfo) -> (&'static str, &'static str) {
     }
 }
 
+/// Ports of live nodes (a dead node's ports stay in the tables until its
+/// death is noticed or `hako clean` runs: they are not counted as there).
+fn live(ports: &[inspect::PortInfo]) -> usize {
+    ports.iter().filter(|p| p.node_alive).count()
+}
+
+/// Ports, of either kind, whose node is dead.
+fn dead(s: &inspect::ServiceInfo) -> usize {
+    s.publishers
+        .iter()
+        .chain(&s.subscribers)
+        .filter(|p| !p.node_alive)
+        .count()
+}
+
 /// Runs `hako list`.
 pub fn list(a: ListArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
@@ -97,8 +112,9 @@ pub fn list(a: ListArgs) -> Result<(), CliError> {
                     "name": s.name,
                     "pattern": pattern_name(s),
                     "payload": payload_name(s),
-                    port_names(s).0: s.publishers.len(),
-                    port_names(s).1: s.subscribers.len(),
+                    port_names(s).0: live(&s.publishers),
+                    port_names(s).1: live(&s.subscribers),
+                    "dead_ports": dead(s),
                     "nodes": s.nodes.len(),
                 }),
                 Err(e) => json!({ "error": e.to_string() }),
@@ -112,24 +128,26 @@ pub fn list(a: ListArgs) -> Result<(), CliError> {
         return Ok(());
     }
     println!(
-        "{:<32} {:<18} {:<16} {:>5} {:>5} {:>5}",
-        "SERVICE", "PATTERN", "PAYLOAD", "PUBS", "SUBS", "NODES"
+        "{:<32} {:<18} {:<16} {:>5} {:>5} {:>5} {:>5}",
+        "SERVICE", "PATTERN", "PAYLOAD", "PUBS", "SUBS", "DEAD", "NODES"
     );
     for r in &all {
         match r {
             Ok(s) => println!(
-                "{:<32} {:<18} {:<16} {:>5} {:>5} {:>5}",
+                "{:<32} {:<18} {:<16} {:>5} {:>5} {:>5} {:>5}",
                 s.name,
                 pattern_name(s),
                 payload_name(s),
-                s.publishers.len(),
-                s.subscribers.len(),
+                live(&s.publishers),
+                live(&s.subscribers),
+                dead(s),
                 s.nodes.len()
             ),
             Err(e) => println!("(unreadable) {e}"),
         }
     }
-    println!("(events: PUBS = notifiers, SUBS = listeners; request/response: PUBS = clients, SUBS = servers)");
+    println!("(events: PUBS = notifiers, SUBS = listeners; request/response: PUBS = clients, SUBS = servers;");
+    println!(" DEAD: ports of dead processes, not yet reclaimed: `hako clean`)");
     Ok(())
 }
 
@@ -246,12 +264,13 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
                 payload.align
             );
             println!(
-                "qos       buffer {}, borrowed {}, history {}, overflow {:?}, \
+                "qos       buffer {}, borrowed {}, history {}, overflow {}, \
                  max publishers {}, max subscribers {}, max nodes {}",
                 qos.subscriber_max_buffer_size,
                 qos.subscriber_max_borrowed_samples,
                 qos.history_size,
-                qos.overflow,
+                // One spelling everywhere: the config file's and the JSON's.
+                json!(qos.overflow).as_str().unwrap_or("?"),
                 qos.max_publishers,
                 qos.max_subscribers,
                 qos.max_nodes
@@ -401,8 +420,8 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                 .count();
             rows.push((
                 s.name.clone(),
-                s.publishers.len(),
-                s.subscribers.len(),
+                live(&s.publishers),
+                live(&s.subscribers),
                 sent_rate,
                 deliv_rate,
                 dropped,

@@ -182,6 +182,8 @@ fn publish_subscribe_list_and_inspect() {
     assert_eq!(info["subscribers"][0]["counters"]["received"], 2);
     let human = text(&d.run(&["inspect", "demo/chat"]).stdout);
     assert!(human.contains("received 2"), "{human}");
+    // Settings in one spelling: the config file's and the JSON's.
+    assert!(human.contains("overflow drop_oldest"), "{human}");
     // The third message, from stdin.
     let mut p = d.cmd(&["pub", "demo/chat", "--wait-subscribers", "1"]);
     let mut child = p.stdin(Stdio::piped()).spawn().unwrap();
@@ -281,6 +283,15 @@ fn clean_removes_what_a_killed_process_left() {
     sub.wait().unwrap();
     let nodes = d.json(&["nodes", "--json"]);
     assert_eq!(nodes[0]["alive"], false);
+    // The dead subscriber's port is marked, not counted as there.
+    let l = d.json(&["list", "--json"]);
+    assert_eq!(
+        (l[0]["subscribers"].clone(), l[0]["dead_ports"].clone()),
+        (0.into(), 1.into()),
+        "{l}"
+    );
+    let human = text(&d.run(&["list"]).stdout);
+    assert!(human.contains("DEAD"), "{human}");
     let dry = d.json(&["clean", "--dry-run", "--json"]);
     assert_eq!(dry["dead_nodes"].as_array().unwrap().len(), 1);
     assert_eq!(dry["ports"], 1);
