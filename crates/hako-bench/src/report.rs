@@ -352,115 +352,87 @@ pub struct RunReport {
     pub rows: Vec<Row>,
 }
 
-fn json_str(text: &str) -> String {
-    let mut s = String::with_capacity(text.len() + 2);
-    s.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c => s.push(c),
-        }
-    }
-    s.push('"');
-    s
-}
-
-fn json_num(x: f64) -> String {
+/// A float as JSON: a number, or null when it is not finite.
+fn num(x: f64) -> serde_json::Value {
     if x.is_finite() {
-        format!("{x:.3}")
+        serde_json::json!(x)
     } else {
-        "null".to_owned()
+        serde_json::Value::Null
     }
 }
 
-fn stats_json(s: &Stats) -> String {
-    format!(
-        "{{\"count\": {}, \"min_ns\": {}, \"median_ns\": {}, \"p99_ns\": {}, \"p999_ns\": {}, \"max_ns\": {}, \"mean_ns\": {:.1}, \"iqm_ns\": {:.1}}}",
-        s.count, s.min, s.median, s.p99, s.p999, s.max, s.mean, s.iqm
-    )
+fn stats_json(s: &Stats) -> serde_json::Value {
+    serde_json::json!({
+        "count": s.count, "min_ns": s.min, "median_ns": s.median, "p99_ns": s.p99,
+        "p999_ns": s.p999, "max_ns": s.max, "mean_ns": num(s.mean), "iqm_ns": num(s.iqm),
+    })
 }
 
-fn cpu_json(cpu: crate::cpu::CpuTime, n: u64) -> String {
+fn cpu_json(cpu: crate::cpu::CpuTime, n: u64) -> serde_json::Value {
     let n = n.max(1) as f64;
-    format!(
-        "{{\"cpu_ns\": {:.1}, \"user_ns\": {:.1}, \"system_ns\": {:.1}, \"sleeps\": {:.3}}}",
-        cpu.total_ns() as f64 / n,
-        cpu.user_ns as f64 / n,
-        cpu.system_ns as f64 / n,
-        cpu.sleeps as f64 / n
-    )
+    serde_json::json!({
+        "cpu_ns": num(cpu.total_ns() as f64 / n),
+        "user_ns": num(cpu.user_ns as f64 / n),
+        "system_ns": num(cpu.system_ns as f64 / n),
+        "sleeps": num(cpu.sleeps as f64 / n),
+    })
 }
 
-fn opt_json(v: Option<usize>) -> String {
-    v.map_or_else(|| "null".to_owned(), |v| v.to_string())
-}
-
-/// The results as a JSON document (written by hand: no JSON crate here).
-/// `single_thread_ns` is hako's cost per message with no other CPU involved,
-/// when measured.
+/// The results as a JSON document. `single_thread_ns` is hako's cost per
+/// message with no other CPU involved, when measured.
 pub fn json(clock_ns: f64, single_thread_ns: Option<f64>, runs: &[RunReport]) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "{{\n  \"benchmark\": \"pingpong\",\n  \"clock_read_ns\": {clock_ns:.1},\n  \"single_thread_ns\": {},\n  \"runs\": [",
-        single_thread_ns.map_or_else(|| "null".to_owned(), |v| format!("{v:.1}")),
-    );
-    for (k, run) in runs.iter().enumerate() {
-        let _ = write!(
-            s,
-            "{}\n  {{\"pinning\": {}, \"leader_cpu\": {}, \"follower_cpu\": {},\n   \"probe\": {}, \"floor\": {},\n   \"rows\": [",
-            if k == 0 { "" } else { "," },
-            json_str(run.pinning),
-            opt_json(run.leader_cpu),
-            opt_json(run.follower_cpu),
-            json_str(run.rows.first().map_or("floor", |r| r.probe)),
-            stats_json(&run.floor)
-        );
-        for (i, r) in run.rows.iter().enumerate() {
-            let _ = write!(
-                s,
-                "{}\n    {{\"size\": {}, \"blocks\": {}, \"stable_blocks\": {},\n     \"floor\": {}",
-                if i == 0 { "" } else { "," },
-                r.size,
-                r.blocks,
-                r.stable,
-                stats_json(&r.floor),
-            );
-            for m in &r.transports {
-                let vs: Vec<String> =
-                    m.vs.iter()
-                        .map(|(n, v)| format!("{}: {}", json_str(n), json_num(*v)))
-                        .collect();
-                let _ = write!(
-                    s,
-                    ",\n     {}: {{\"ratio\": {}, \"iterations_per_block\": {}, \"cpu_per_round_trip\": {{\"leader\": {}, \"follower\": {}}}, \"vs\": {{{}}}, \"stats\": {}}}",
-                    json_str(m.name),
-                    json_num(m.ratio),
-                    m.iterations,
-                    cpu_json(m.leader_cpu, m.counted),
-                    cpu_json(m.follower_cpu, m.counted),
-                    vs.join(", "),
-                    stats_json(&m.stats)
-                );
-            }
-            for (name, why) in &r.skipped {
-                let _ = write!(
-                    s,
-                    ",\n     {}: {{\"skipped\": {}}}",
-                    json_str(name),
-                    json_str(why)
-                );
-            }
-            s.push('}');
-        }
-        s.push_str("\n  ]}");
-    }
-    s.push_str("\n  ]\n}\n");
-    s
+    let runs: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|run| {
+            let rows: Vec<serde_json::Value> = run
+                .rows
+                .iter()
+                .map(|r| {
+                    let mut row = serde_json::json!({
+                        "size": r.size,
+                        "blocks": r.blocks,
+                        "stable_blocks": r.stable,
+                        "floor": stats_json(&r.floor),
+                    });
+                    for m in &r.transports {
+                        let vs: serde_json::Map<String, serde_json::Value> =
+                            m.vs.iter()
+                                .map(|(n, v)| ((*n).to_owned(), num(*v)))
+                                .collect();
+                        row[m.name] = serde_json::json!({
+                            "ratio": num(m.ratio),
+                            "iterations_per_block": m.iterations,
+                            "cpu_per_round_trip": {
+                                "leader": cpu_json(m.leader_cpu, m.counted),
+                                "follower": cpu_json(m.follower_cpu, m.counted),
+                            },
+                            "vs": vs,
+                            "stats": stats_json(&m.stats),
+                        });
+                    }
+                    for (name, why) in &r.skipped {
+                        row[*name] = serde_json::json!({ "skipped": why });
+                    }
+                    row
+                })
+                .collect();
+            serde_json::json!({
+                "pinning": run.pinning,
+                "leader_cpu": run.leader_cpu,
+                "follower_cpu": run.follower_cpu,
+                "probe": run.rows.first().map_or("floor", |r| r.probe),
+                "floor": stats_json(&run.floor),
+                "rows": rows,
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "benchmark": "pingpong",
+        "clock_read_ns": num(clock_ns),
+        "single_thread_ns": single_thread_ns.map(num),
+        "runs": runs,
+    });
+    serde_json::to_string_pretty(&doc).expect("a JSON value prints") + "\n"
 }
 
 #[cfg(test)]
@@ -503,7 +475,6 @@ mod tests {
         assert_eq!(per_rt(0.984), "0.98");
         assert_eq!(per_rt(30.76), "30.8");
         assert_eq!(per_rt(125.85), "126");
-        assert_eq!(json_str("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
     }
 
     fn stats(median: u64) -> Stats {
@@ -586,5 +557,20 @@ mod tests {
         assert!(c.contains("/futex"), "{c}");
         assert!(c.contains("/mq"), "{c}");
         assert!(json(30.0, None, &[]).contains("\"runs\": ["));
+        let run = RunReport {
+            pinning: "cross-cpu",
+            leader_cpu: Some(0),
+            follower_cpu: Some(1),
+            floor: stats(100),
+            rows: vec![row(64, 300, 600, 9000)],
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&json(30.0, Some(f64::NAN), &[run])).unwrap();
+        assert_eq!(v["single_thread_ns"], serde_json::Value::Null);
+        let r = &v["runs"][0]["rows"][0];
+        assert_eq!(r["size"], 64);
+        assert_eq!(r["hako-park"]["vs"]["futex"], 0.5);
+        assert_eq!(r["hako-park"]["stats"]["median_ns"], 300);
+        assert_eq!(r["mq"]["skipped"], "too large");
     }
 }
