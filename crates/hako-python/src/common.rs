@@ -4,6 +4,7 @@
 
 use std::ffi::c_int;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -196,13 +197,63 @@ pub unsafe fn copy_in(py: Python<'_>, dst: *mut u8, src: &[u8]) {
     });
 }
 
+/// The views of an object's memory that exist now (memoryviews, numpy
+/// arrays, ctypes objects): counted by `__getbuffer__` and
+/// `__releasebuffer__`, so that what would free or reuse the memory can
+/// refuse while one lives.
+///
+/// Relaxed: the buffer protocol's calls, and the checks, all run with the
+/// GIL held, which orders them; the count is added to under the object's
+/// own lock, which the checks hold too, so no view appears between a check
+/// and what it guards.
+#[derive(Default)]
+pub struct Exports(AtomicUsize);
+
+impl Exports {
+    /// Fills `view` as [`fill_view`] does and counts it.
+    ///
+    /// # Safety
+    /// As for [`fill_view`]; the caller holds the lock that its checks
+    /// ([`refuse`](Self::refuse)) hold.
+    pub unsafe fn export(
+        &self,
+        owner: &Bound<'_, PyAny>,
+        view: *mut ffi::Py_buffer,
+        ptr: *mut u8,
+        len: usize,
+        readonly: bool,
+        flags: c_int,
+    ) -> PyResult<()> {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { fill_view(owner, view, ptr, len, readonly, flags) }?;
+        self.0.fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    /// A view went (`__releasebuffer__`).
+    pub fn release(&self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+
+    /// `BufferError` if a view of `what` exists: it cannot be `doing`.
+    pub fn refuse(&self, doing: &str, what: &str) -> PyResult<()> {
+        match self.0.load(Relaxed) {
+            0 => Ok(()),
+            n => Err(PyBufferError::new_err(format!(
+                "cannot {doing} the {what} while {n} view(s) of it exist (memoryview, numpy \
+                 array, ctypes object): delete them first"
+            ))),
+        }
+    }
+}
+
 /// Fills `view` with `len` bytes at `ptr`, exported by `owner`.
 ///
 /// # Safety
 /// `view` is the view `__getbuffer__` was given; `ptr..ptr + len` stays
 /// valid, and unchanged by anyone else when `readonly` is false, until the
 /// matching `__releasebuffer__`.
-pub unsafe fn fill_view(
+unsafe fn fill_view(
     owner: &Bound<'_, PyAny>,
     view: *mut ffi::Py_buffer,
     ptr: *mut u8,
@@ -320,3 +371,60 @@ pub fn mode(s: &str) -> PyResult<Mode> {
         }
     })
 }
+
+/// The `#[pymethods]` block of a port class, with what every port shares
+/// appended: `__enter__`/`__exit__` (a `with` block closes the port) and,
+/// after `wakeup`, the wake-up descriptor that foreign event loops wait on
+/// (`fileno`, `arm_wakeup`, `disarm_wakeup`, on the Rust port of the same
+/// name). The class has a `port: Slot<_>` and a `close(py) -> PyResult<()>`.
+macro_rules! port_methods {
+    (wakeup impl $ty:ident { $($body:tt)* }) => {
+        $crate::common::port_methods! { impl $ty {
+            $($body)*
+
+            /// The wake-up descriptor, for event loops (``arm_wakeup`` first).
+            fn fileno(&self, py: ::pyo3::Python<'_>) -> ::pyo3::PyResult<i32> {
+                use ::std::os::fd::{AsFd as _, AsRawFd as _};
+                self.port.with(py, |p| Ok(p.as_fd().as_raw_fd()))
+            }
+
+            /// Asks the port's peers to write to ``fileno()`` after each
+            /// send; True if something is waiting already (take it rather
+            /// than sleep).
+            fn arm_wakeup(&self, py: ::pyo3::Python<'_>) -> ::pyo3::PyResult<bool> {
+                self.port.with(py, |p| Ok(p.arm_wakeup()))
+            }
+
+            /// Withdraws ``arm_wakeup`` and empties the descriptor.
+            fn disarm_wakeup(&self, py: ::pyo3::Python<'_>) -> ::pyo3::PyResult<()> {
+                self.port.with(py, |p| {
+                    p.disarm_wakeup();
+                    Ok(())
+                })
+            }
+        } }
+    };
+    (impl $ty:ident { $($body:tt)* }) => {
+        #[::pyo3::pymethods]
+        impl $ty {
+            $($body)*
+
+            fn __enter__(slf: ::pyo3::Py<Self>) -> ::pyo3::Py<Self> {
+                slf
+            }
+
+            /// Leaving a ``with`` block closes the port.
+            fn __exit__(
+                &self,
+                py: ::pyo3::Python<'_>,
+                _t: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
+                _v: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
+                _tb: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
+            ) -> ::pyo3::PyResult<bool> {
+                self.close(py)?;
+                Ok(false)
+            }
+        }
+    };
+}
+pub(crate) use port_methods;

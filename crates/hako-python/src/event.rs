@@ -1,12 +1,11 @@
 //! Events: `EventService`, `Notifier`, `Listener`.
 
-use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 
-use crate::common::{deadline, wait_sliced, wait_strategy, Slot};
+use crate::common::{deadline, port_methods, wait_sliced, wait_strategy, Slot};
 use crate::errors::PyResultExt;
 
 /// An event service: make its notifiers and listeners here.
@@ -60,8 +59,7 @@ pub struct Notifier {
     port: Slot<hako::Notifier>,
 }
 
-#[pymethods]
-impl Notifier {
+port_methods! { impl Notifier {
     /// Signals ``event_id`` (default: the notifier's default id); returns
     /// how many listeners were notified.
     #[pyo3(signature = (event_id=None))]
@@ -79,10 +77,11 @@ impl Notifier {
     }
 
     /// Leaves the service now.
-    fn close(&self, py: Python<'_>) {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         drop(self.port.take(py));
+        Ok(())
     }
-}
+} }
 
 type Fired = Vec<(u64, u64)>;
 
@@ -98,8 +97,7 @@ pub struct Listener {
     pub(crate) attached: AtomicUsize,
 }
 
-#[pymethods]
-impl Listener {
+port_methods! { wakeup impl Listener {
     /// The events that fired, as ``[(event_id, count), ...]``: waits up to
     /// ``timeout`` seconds for one (0, the default: never waits; None: no
     /// limit); an empty list on timeout. Raises ``PeersGoneError`` when
@@ -152,25 +150,6 @@ impl Listener {
         self.port.with(py, |l| Ok(l.id()))
     }
 
-    /// The wake-up descriptor, for event loops (``arm_wakeup`` first).
-    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
-        self.port.with(py, |l| Ok(l.as_fd().as_raw_fd()))
-    }
-
-    /// Asks notifiers to write to ``fileno()``; True if an event is
-    /// waiting already.
-    fn arm_wakeup(&self, py: Python<'_>) -> PyResult<bool> {
-        self.port.with(py, |l| Ok(l.arm_wakeup()))
-    }
-
-    /// Withdraws ``arm_wakeup`` and empties the descriptor.
-    fn disarm_wakeup(&self, py: Python<'_>) -> PyResult<()> {
-        self.port.with(py, |l| {
-            l.disarm_wakeup();
-            Ok(())
-        })
-    }
-
     /// Leaves the service now. Refused while it is attached to a waitset.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let mut g = self.port.lock(py);
@@ -178,4 +157,4 @@ impl Listener {
         drop(g.take());
         Ok(())
     }
-}
+} }

@@ -9,6 +9,8 @@
 //! carries (name, size, alignment), so a Python and a Rust process share
 //! one service.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod common;
 mod errors;
 mod event;

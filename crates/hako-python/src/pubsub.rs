@@ -1,13 +1,12 @@
 //! Publish/subscribe: `PubSubService`, `Publisher`, `Subscriber`.
 
-use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::common::{deadline, wait_sliced, wait_strategy, with_bytes, Slot};
+use crate::common::{deadline, port_methods, wait_sliced, wait_strategy, with_bytes, Slot};
 use crate::errors::PyResultExt;
 use crate::node::Payload;
 use crate::sample::{Loan, LoanKind, Received, Sample};
@@ -129,8 +128,7 @@ impl Publisher {
     }
 }
 
-#[pymethods]
-impl Publisher {
+port_methods! { impl Publisher {
     /// Loans a chunk for ``elements`` elements (slices; 1 otherwise).
     #[pyo3(signature = (elements=1))]
     fn loan(&self, py: Python<'_>, elements: usize) -> PyResult<Loan> {
@@ -216,25 +214,11 @@ impl Publisher {
     }
 
     /// Leaves the service now (samples in flight stay readable).
-    fn close(&self, py: Python<'_>) {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         drop(self.port.take(py));
+        Ok(())
     }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: Option<Bound<'_, PyAny>>,
-        _v: Option<Bound<'_, PyAny>>,
-        _tb: Option<Bound<'_, PyAny>>,
-    ) -> bool {
-        self.close(py);
-        false
-    }
-}
+} }
 
 /// Receives the samples of every publisher of a service.
 #[pyclass(module = "hako", frozen)]
@@ -245,8 +229,7 @@ pub struct Subscriber {
     payload: Payload,
 }
 
-#[pymethods]
-impl Subscriber {
+port_methods! { wakeup impl Subscriber {
     /// The next sample, or None. Waits up to ``timeout`` seconds (0, the
     /// default: never waits; None: until one comes). Raises
     /// ``PeersGoneError`` when every publisher seen during a wait left or
@@ -320,25 +303,6 @@ impl Subscriber {
         self.port.with(py, |s| Ok(s.id()))
     }
 
-    /// The wake-up descriptor, for event loops (``arm_wakeup`` first).
-    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
-        self.port.with(py, |s| Ok(s.as_fd().as_raw_fd()))
-    }
-
-    /// Asks publishers to write to ``fileno()`` after each send; True if a
-    /// sample is waiting already.
-    fn arm_wakeup(&self, py: Python<'_>) -> PyResult<bool> {
-        self.port.with(py, |s| Ok(s.arm_wakeup()))
-    }
-
-    /// Withdraws ``arm_wakeup`` and empties the descriptor.
-    fn disarm_wakeup(&self, py: Python<'_>) -> PyResult<()> {
-        self.port.with(py, |s| {
-            s.disarm_wakeup();
-            Ok(())
-        })
-    }
-
     /// Leaves the service now (samples held stay readable). Refused while
     /// it is attached to a waitset.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
@@ -347,19 +311,4 @@ impl Subscriber {
         drop(g.take());
         Ok(())
     }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: Option<Bound<'_, PyAny>>,
-        _v: Option<Bound<'_, PyAny>>,
-        _tb: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-}
+} }

@@ -9,13 +9,15 @@
 //! (as `bytearray` refuses to resize while exported).
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+// Relaxed (the `live` and `attached` counts): changed and read with the
+// GIL held, which orders them.
+use std::sync::atomic::Ordering::Relaxed;
 
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::{ffi, IntoPyObjectExt};
 
-use crate::common::{fill_view, with_bytes, Owned, Slot};
+use crate::common::{with_bytes, Exports, Owned, Slot};
 use crate::errors::PyResultExt;
 use crate::node::Payload;
 use crate::reqres::{Client, PendingResponse};
@@ -60,7 +62,7 @@ pub struct ArraySpec {
 #[pyclass(module = "hako", frozen)]
 pub struct Loan {
     state: Slot<LoanKind>,
-    exports: AtomicUsize,
+    exports: Exports,
     payload: Payload,
     elements: usize,
     array: Option<ArraySpec>,
@@ -76,7 +78,7 @@ impl Loan {
     ) -> Self {
         Loan {
             state: Slot::new("the loan", kind),
-            exports: AtomicUsize::new(0),
+            exports: Exports::default(),
             payload,
             elements,
             array,
@@ -93,13 +95,7 @@ impl Loan {
         let mut g = self.state.lock(py);
         // Checked under the lock that `__getbuffer__` takes, so no view can
         // appear between the check and the take.
-        let n = self.exports.load(Relaxed);
-        if n > 0 {
-            return Err(PyBufferError::new_err(format!(
-                "cannot {doing} the loan while {n} view(s) of it exist (memoryview, numpy array, \
-                 ctypes object): delete them first"
-            )));
-        }
+        self.exports.refuse(doing, "loan")?;
         g.take()
             .ok_or_else(|| PyValueError::new_err("the loan was sent or released already"))
     }
@@ -179,10 +175,13 @@ impl Loan {
     /// of it exists.
     pub fn send(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         match self.take(py, "send")? {
-            // SAFETY (assume_init, each arm): u8 elements have no padding
-            // and a chunk is never uninitialised at the byte level (zeros
-            // or earlier payloads); see `SampleMutUninit::assume_init`.
-            LoanKind::Sample(s) => unsafe { s.assume_init() }.send().into_py_any(py),
+            LoanKind::Sample(s) => {
+                // SAFETY: (assume_init, here and below) u8 elements have no
+                // padding and a chunk is never uninitialised at the byte
+                // level (zeros or earlier payloads); see
+                // `SampleMutUninit::assume_init`.
+                unsafe { s.assume_init() }.send().into_py_any(py)
+            }
             LoanKind::Request(loan, client) => {
                 let c = client.bind(py).get();
                 let sent = {
@@ -202,8 +201,8 @@ impl Loan {
                     }
                 }
             }
-            // SAFETY: as above.
             LoanKind::Response(r) => {
+                // SAFETY: as above.
                 unsafe { r.assume_init() }.send().py()?;
                 Ok(py.None())
             }
@@ -249,13 +248,15 @@ impl Loan {
         // SAFETY: the chunk stays ours until `send` or `release`, both
         // refused while the export counted here lasts; nobody else writes
         // to a loan.
-        unsafe { fill_view(slf.as_any(), view, k.ptr(), me.nbytes(), false, flags) }?;
-        me.exports.fetch_add(1, Relaxed);
+        unsafe {
+            me.exports
+                .export(slf.as_any(), view, k.ptr(), me.nbytes(), false, flags)
+        }?;
         Ok(())
     }
 
     unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {
-        self.exports.fetch_sub(1, Relaxed);
+        self.exports.release();
     }
 }
 
@@ -298,7 +299,7 @@ impl Received {
 #[pyclass(module = "hako", frozen)]
 pub struct Sample {
     state: Slot<Received>,
-    exports: AtomicUsize,
+    exports: Exports,
     payload: Payload,
     elements: usize,
     origin: u64,
@@ -314,7 +315,7 @@ impl Sample {
         Sample {
             elements: r.elements(),
             state: Slot::new("the sample", r),
-            exports: AtomicUsize::new(0),
+            exports: Exports::default(),
             payload,
             origin,
         }
@@ -365,12 +366,7 @@ impl Sample {
     /// Returns the chunk to its sender now. Refused while a view exists.
     fn release(&self, py: Python<'_>) -> PyResult<()> {
         let mut g = self.state.lock(py);
-        let n = self.exports.load(Relaxed);
-        if n > 0 {
-            return Err(PyBufferError::new_err(format!(
-                "cannot release the sample while {n} view(s) of it exist: delete them first"
-            )));
-        }
+        self.exports.refuse("release", "sample")?;
         g.take();
         Ok(())
     }
@@ -406,13 +402,15 @@ impl Sample {
         // SAFETY: the chunk stays mapped and unchanged until the sample is
         // dropped, which `release` refuses while this export lasts (and a
         // view holds a reference to this object). Read-only.
-        unsafe { fill_view(slf.as_any(), view, r.ptr().cast_mut(), len, true, flags) }?;
-        me.exports.fetch_add(1, Relaxed);
+        unsafe {
+            me.exports
+                .export(slf.as_any(), view, r.ptr().cast_mut(), len, true, flags)
+        }?;
         Ok(())
     }
 
     unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {
-        self.exports.fetch_sub(1, Relaxed);
+        self.exports.release();
     }
 }
 

@@ -8,6 +8,8 @@
 //! port the waitset arms): the borrow lasts as long as the waitset.
 
 use std::os::fd::BorrowedFd;
+// Relaxed (the `live` and `attached` counts): changed and read with the
+// GIL held, which orders them.
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -154,22 +156,33 @@ impl WaitSet {
         };
         let held = port.hold(py);
         let id = self.with_ws(|ws| {
-            // SAFETY (each arm): see `forever`; the port's lock is held.
             let id = match (&port, &held) {
                 (Port::Subscriber(_), Held::Subscriber(g)) => {
                     let p = g.as_ref().ok_or_else(closed)?;
+                    // SAFETY: see `forever`: the waitset keeps the port's
+                    // object and counts itself in `attached` (below, under
+                    // the port's lock held here), so `close` is refused.
                     ws.attach_subscriber(unsafe { forever(p) })
                 }
                 (Port::Listener(_), Held::Listener(g)) => {
                     let p = g.as_ref().ok_or_else(closed)?;
+                    // SAFETY: see `forever`: the waitset keeps the port's
+                    // object and counts itself in `attached` (below, under
+                    // the port's lock held here), so `close` is refused.
                     ws.attach_listener(unsafe { forever(p) })
                 }
                 (Port::Server(_), Held::Server(g)) => {
                     let p = g.as_ref().ok_or_else(closed)?;
+                    // SAFETY: see `forever`: the waitset keeps the port's
+                    // object and counts itself in `attached` (below, under
+                    // the port's lock held here), so `close` is refused.
                     ws.attach_server(unsafe { forever(&**p) })
                 }
                 (Port::Client(_), Held::Client(g)) => {
                     let p = g.as_ref().ok_or_else(closed)?;
+                    // SAFETY: see `forever`: the waitset keeps the port's
+                    // object and counts itself in `attached` (below, under
+                    // the port's lock held here), so `close` is refused.
                     ws.attach_client(unsafe { forever(&**p) })
                 }
                 _ => unreachable!("a port and its own lock"),

@@ -1,6 +1,7 @@
 //! `Client` and `PendingResponse`.
 
-use std::os::fd::{AsFd, AsRawFd};
+// Relaxed (the `live` and `attached` counts): changed and read with the
+// GIL held, which orders them.
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::common::{deadline, wait_sliced, with_bytes, Owned, Slot};
+use crate::common::{deadline, port_methods, wait_sliced, with_bytes, Owned, Slot};
 use crate::errors::PyResultExt;
 use crate::node::Payload;
 use crate::sample::{ArraySpec, Loan, LoanKind, Received, Sample};
@@ -57,8 +58,7 @@ impl Client {
     }
 }
 
-#[pymethods]
-impl Client {
+port_methods! { wakeup impl Client {
     /// Loans a request of ``elements`` elements (slices; 1 otherwise).
     #[pyo3(signature = (elements=1))]
     fn loan(slf: &Bound<'_, Self>, elements: usize) -> PyResult<Loan> {
@@ -123,25 +123,6 @@ impl Client {
         self.port.with(py, |c| Ok(c.id()))
     }
 
-    /// The wake-up descriptor, for event loops (``arm_wakeup`` first).
-    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
-        self.port.with(py, |c| Ok(c.as_fd().as_raw_fd()))
-    }
-
-    /// Asks servers to write to ``fileno()`` after each response; True if
-    /// one is waiting already.
-    fn arm_wakeup(&self, py: Python<'_>) -> PyResult<bool> {
-        self.port.with(py, |c| Ok(c.arm_wakeup()))
-    }
-
-    /// Withdraws ``arm_wakeup`` and empties the descriptor.
-    fn disarm_wakeup(&self, py: Python<'_>) -> PyResult<()> {
-        self.port.with(py, |c| {
-            c.disarm_wakeup();
-            Ok(())
-        })
-    }
-
     /// Leaves the service now. Refused while loans or pending responses
     /// of it exist.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
@@ -156,22 +137,7 @@ impl Client {
         drop(g.take());
         Ok(())
     }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: Option<Bound<'_, PyAny>>,
-        _v: Option<Bound<'_, PyAny>>,
-        _tb: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-}
+} }
 
 type RustPending = hako::PendingResponse<'static, [u8], [u8]>;
 

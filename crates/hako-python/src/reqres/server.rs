@@ -1,7 +1,8 @@
 //! `Server` and `ActiveRequest`.
 
 use std::ffi::c_int;
-use std::os::fd::{AsFd, AsRawFd};
+// Relaxed (the `live` and `attached` counts): changed and read with the
+// GIL held, which orders them.
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use crate::common::{deadline, fill_view, wait_sliced, with_bytes, Slot};
+use crate::common::{deadline, port_methods, wait_sliced, with_bytes, Exports, Slot};
 use crate::errors::PyResultExt;
 use crate::node::Payload;
 use crate::sample::{array, Loan, LoanKind};
@@ -54,8 +55,7 @@ unsafe fn forever(s: &RustServer) -> &'static RustServer {
     unsafe { &*(s as *const RustServer) }
 }
 
-#[pymethods]
-impl Server {
+port_methods! { wakeup impl Server {
     /// The next request, or None. Waits up to ``timeout`` seconds (0, the
     /// default: never waits; None: until one comes). Raises
     /// ``KeyboardInterrupt`` on Ctrl-C.
@@ -85,7 +85,7 @@ impl Server {
                 elements: a.len(),
                 active: Slot::new("the request", a),
                 server: slf.clone().unbind(),
-                exports: AtomicUsize::new(0),
+                exports: Exports::default(),
                 req: me.req.clone(),
                 resp: me.resp.clone(),
             }
@@ -122,25 +122,6 @@ impl Server {
         self.port.with(py, |s| Ok(s.id()))
     }
 
-    /// The wake-up descriptor, for event loops (``arm_wakeup`` first).
-    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
-        self.port.with(py, |s| Ok(s.as_fd().as_raw_fd()))
-    }
-
-    /// Asks clients to write to ``fileno()`` after each request; True if
-    /// one is waiting already.
-    fn arm_wakeup(&self, py: Python<'_>) -> PyResult<bool> {
-        self.port.with(py, |s| Ok(s.arm_wakeup()))
-    }
-
-    /// Withdraws ``arm_wakeup`` and empties the descriptor.
-    fn disarm_wakeup(&self, py: Python<'_>) -> PyResult<()> {
-        self.port.with(py, |s| {
-            s.disarm_wakeup();
-            Ok(())
-        })
-    }
-
     /// Leaves the service now. Refused while active requests exist.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let mut g = self.port.lock(py);
@@ -154,22 +135,7 @@ impl Server {
         drop(g.take());
         Ok(())
     }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: Option<Bound<'_, PyAny>>,
-        _v: Option<Bound<'_, PyAny>>,
-        _tb: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-}
+} }
 
 /// A request a server received: read it (read-only buffer, zero-copy, as a
 /// ``Sample``), answer with ``respond(data)`` or ``loan()`` + ``send()``,
@@ -179,7 +145,7 @@ impl Server {
 pub struct ActiveRequest {
     active: Slot<RustActive>,
     server: Py<Server>,
-    exports: AtomicUsize,
+    exports: Exports,
     elements: usize,
     req: Payload,
     resp: Payload,
@@ -290,12 +256,7 @@ impl ActiveRequest {
     /// Ends the response stream. Refused while a view of the request exists.
     fn finish(&self, py: Python<'_>) -> PyResult<()> {
         let mut g = self.active.lock(py);
-        let n = self.exports.load(Relaxed);
-        if n > 0 {
-            return Err(PyBufferError::new_err(format!(
-                "cannot finish the request while {n} view(s) of it exist: delete them first"
-            )));
-        }
+        self.exports.refuse("finish", "request")?;
         if g.take().is_some() {
             self.server.bind(py).get().live.fetch_sub(1, Relaxed);
         }
@@ -332,13 +293,15 @@ impl ActiveRequest {
         // SAFETY: the request's chunk stays mapped and unchanged until the
         // request is dropped, which `finish` refuses while this export
         // lasts (and the view holds a reference to this object).
-        unsafe { fill_view(slf.as_any(), view, a.as_ptr().cast_mut(), len, true, flags) }?;
-        me.exports.fetch_add(1, Relaxed);
+        unsafe {
+            me.exports
+                .export(slf.as_any(), view, a.as_ptr().cast_mut(), len, true, flags)
+        }?;
         Ok(())
     }
 
     unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {
-        self.exports.fetch_sub(1, Relaxed);
+        self.exports.release();
     }
 }
 
