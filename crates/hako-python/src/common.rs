@@ -210,11 +210,14 @@ pub unsafe fn copy_in(py: Python<'_>, dst: *mut u8, src: &[u8]) {
 pub struct Exports(AtomicUsize);
 
 impl Exports {
-    /// Fills `view` as [`fill_view`] does and counts it.
+    /// Fills `view` with `len` bytes at `ptr`, exported by `owner`, and
+    /// counts it.
     ///
     /// # Safety
-    /// As for [`fill_view`]; the caller holds the lock that its checks
-    /// ([`refuse`](Self::refuse)) hold.
+    /// `view` is the view `__getbuffer__` was given; `ptr..ptr + len` stays
+    /// valid, and unchanged by anyone else when `readonly` is false, until
+    /// the matching `__releasebuffer__`; the caller holds the lock that the
+    /// checks ([`refuse`](Self::refuse)) hold.
     pub unsafe fn export(
         &self,
         owner: &Bound<'_, PyAny>,
@@ -224,8 +227,22 @@ impl Exports {
         readonly: bool,
         flags: c_int,
     ) -> PyResult<()> {
-        // SAFETY: the caller's promise, passed on.
-        unsafe { fill_view(owner, view, ptr, len, readonly, flags) }?;
+        let len = isize::try_from(len).map_err(|_| PyBufferError::new_err("payload too large"))?;
+        // SAFETY: the caller's promises; FillInfo takes a reference to `owner`,
+        // which keeps the memory alive until the view is released.
+        let rc = unsafe {
+            ffi::PyBuffer_FillInfo(
+                view,
+                owner.as_ptr(),
+                ptr.cast(),
+                len,
+                c_int::from(readonly),
+                flags,
+            )
+        };
+        if rc == -1 {
+            return Err(PyErr::fetch(owner.py()));
+        }
         self.0.fetch_add(1, Relaxed);
         Ok(())
     }
@@ -245,39 +262,6 @@ impl Exports {
             ))),
         }
     }
-}
-
-/// Fills `view` with `len` bytes at `ptr`, exported by `owner`.
-///
-/// # Safety
-/// `view` is the view `__getbuffer__` was given; `ptr..ptr + len` stays
-/// valid, and unchanged by anyone else when `readonly` is false, until the
-/// matching `__releasebuffer__`.
-unsafe fn fill_view(
-    owner: &Bound<'_, PyAny>,
-    view: *mut ffi::Py_buffer,
-    ptr: *mut u8,
-    len: usize,
-    readonly: bool,
-    flags: c_int,
-) -> PyResult<()> {
-    let len = isize::try_from(len).map_err(|_| PyBufferError::new_err("payload too large"))?;
-    // SAFETY: the caller's promises; FillInfo takes a reference to `owner`,
-    // which keeps the memory alive until the view is released.
-    let rc = unsafe {
-        ffi::PyBuffer_FillInfo(
-            view,
-            owner.as_ptr(),
-            ptr.cast(),
-            len,
-            c_int::from(readonly),
-            flags,
-        )
-    };
-    if rc == -1 {
-        return Err(PyErr::fetch(owner.py()));
-    }
-    Ok(())
 }
 
 /// Runs `f` on the bytes of any object with the buffer protocol (bytes,
