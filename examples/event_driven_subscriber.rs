@@ -46,6 +46,10 @@ fn main() -> Result<(), hako_examples::Report> {
     let subscriber = service
         .subscriber_builder()
         .wait_strategy(WaitStrategy::Park)
+        // This program's publisher is its own child, started once: if it
+        // dies, the readings will not come, so stop rather than wait for a
+        // restart (the default, false, waits on).
+        .end_when_publishers_gone(true)
         .create()?;
     // The subscriber exists before the publisher starts, so nothing is missed.
     let mut child = Command::new(std::env::current_exe()?)
@@ -53,7 +57,7 @@ fn main() -> Result<(), hako_examples::Report> {
         .spawn()?;
     for _ in 0..MESSAGES {
         // Returns `ReceiveError::PublishersGone` instead of hanging if the
-        // publisher dies while we wait.
+        // publisher dies while we wait (end_when_publishers_gone above).
         let reading = subscriber.blocking_receive()?;
         println!("reading #{}: {:.2} °C", reading.seq, reading.celsius);
     }

@@ -247,6 +247,11 @@ typedef struct hako_publisher_options {
 typedef struct hako_subscriber_options {
   // How a receive with a timeout waits.
   enum hako_wait_strategy wait;
+  // A receive that waits ends with `HAKO_ERROR_PEER_GONE` once every
+  // publisher seen during the wait has left or died and nothing is
+  // queued. False (the default, and what a NULL `options` gives): it
+  // waits on, so the subscriber outlives a restart of its publisher.
+  bool end_when_publishers_gone;
 } hako_subscriber_options;
 
 // Settings of a request/response service. Zero means: the configured

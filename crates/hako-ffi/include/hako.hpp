@@ -337,13 +337,18 @@ private:
 template <typename P>
 class Subscriber {
 public:
-    explicit Subscriber(const PubSubService<P>& service, Wait wait = Wait::SpinThenPark) {
-        hako_subscriber_options o{static_cast<hako_wait_strategy>(wait)};
+    /// `end_when_publishers_gone`: a receive that waits throws once every
+    /// publisher seen during the wait has left or died with nothing queued
+    /// (by default it waits on, across a restart of the publisher).
+    explicit Subscriber(const PubSubService<P>& service, Wait wait = Wait::SpinThenPark,
+                        bool end_when_publishers_gone = false) {
+        hako_subscriber_options o{static_cast<hako_wait_strategy>(wait), end_when_publishers_gone};
         detail::check(hako_subscriber_create(service.get(), &o, h_.out()));
     }
-    /// The next sample, waiting up to `timeout`; none if nothing came.
-    /// Throws when the publishers all left during a wait.
     const hako_subscriber* get() const noexcept { return h_.get(); }
+    /// The next sample, waiting up to `timeout`; none if nothing came.
+    /// Throws on Ctrl-C, and when the publishers all left during a wait of
+    /// a subscriber made with `end_when_publishers_gone`.
     std::optional<Sample<P>> receive(Timeout timeout = Timeout::now()) {
         Sample<P> s;
         detail::check(hako_subscriber_receive(h_.get(), timeout.us, &s.s_));

@@ -115,6 +115,11 @@ pub struct hako_subscriber {
 pub struct hako_subscriber_options {
     /// How a receive with a timeout waits.
     pub wait: hako_wait_strategy,
+    /// A receive that waits ends with `HAKO_ERROR_PEER_GONE` once every
+    /// publisher seen during the wait has left or died and nothing is
+    /// queued. False (the default, and what a NULL `options` gives): it
+    /// waits on, so the subscriber outlives a restart of its publisher.
+    pub end_when_publishers_gone: bool,
 }
 
 /// The payload type of byte slices: `{"u8", 1, 1, true}` (Rust `[u8]`).
@@ -360,7 +365,9 @@ pub unsafe extern "C" fn hako_subscriber_create(
         let mut b = s.svc.subscriber_builder();
         // SAFETY: NULL or valid.
         if let Some(o) = unsafe { options.as_ref() } {
-            b = b.wait_strategy(o.wait.into());
+            b = b
+                .wait_strategy(o.wait.into())
+                .end_when_publishers_gone(o.end_when_publishers_gone);
         }
         let sub = b.create()?;
         // SAFETY: writable (the caller's promise).

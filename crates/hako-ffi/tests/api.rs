@@ -164,6 +164,66 @@ fn a_payload_described_in_c_shares_a_service_with_the_rust_type() {
     ok!(hako_node_drop(&mut n));
 }
 
+/// By default a receive waits on when the publishers go (a restart may
+/// follow); with `end_when_publishers_gone` it ends with
+/// `HAKO_ERROR_PEER_GONE`.
+#[test]
+fn a_receive_ends_on_publishers_gone_only_when_asked() {
+    let root = Root::new("gone");
+    let mut n = node(&root);
+    let mut svc = null_mut();
+    ok!(hako_pubsub_service_open(
+        n,
+        c"ffi/gone".as_ptr(),
+        &mixed_type(),
+        null(),
+        hako_open_mode::HAKO_CREATE,
+        &mut svc
+    ));
+    let mut waits_on = null_mut();
+    ok!(hako_subscriber_create(svc, null(), &mut waits_on));
+    let end = hako_subscriber_options {
+        wait: hako_wait_strategy::HAKO_WAIT_PARK,
+        end_when_publishers_gone: true,
+    };
+    let mut ends = null_mut();
+    ok!(hako_subscriber_create(svc, &end, &mut ends));
+    let rust_node = NodeBuilder::new()
+        .config(&Config::default().with_root(&root.0))
+        .create()
+        .unwrap();
+    let rust_svc = rust_node
+        .service_builder(&"ffi/gone".try_into().unwrap())
+        .publish_subscribe::<Mixed>()
+        .open()
+        .unwrap();
+    let mut got = new_sample();
+    for sub in [ends, waits_on] {
+        // A publisher that leaves 200 ms into the wait.
+        let publisher = rust_svc.publisher_builder().create().unwrap();
+        let leaver = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(publisher);
+        });
+        // SAFETY: valid arguments.
+        let s = unsafe { hako_subscriber_receive(sub, 1_000_000, &mut got) };
+        leaver.join().unwrap();
+        if sub == ends {
+            assert_eq!(s, hako_status::HAKO_ERROR_PEER_GONE, "{}", last());
+        } else {
+            // Waited its whole timeout, then reported that nothing came.
+            assert_eq!(s, hako_status::HAKO_OK, "{}", last());
+            assert!(got.data.is_null());
+        }
+    }
+    ok!(hako_subscriber_drop(&mut ends));
+    ok!(hako_subscriber_drop(&mut waits_on));
+    ok!(hako_pubsub_service_drop(&mut svc));
+    ok!(hako_node_drop(&mut n));
+    drop(rust_svc);
+    drop(rust_node);
+}
+
 #[test]
 fn misuse_is_reported_not_crashed() {
     let root = Root::new("misuse");

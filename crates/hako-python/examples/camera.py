@@ -43,7 +43,8 @@ def publish(frames: int) -> None:
 def subscribe(frames: int) -> None:
     node = hako.Node("viewer")
     stream = node.publish_subscribe(SERVICE, overflow="backpressure", buffer_size=4)
-    subscriber = stream.subscriber()
+    # The camera is started once for this run: if it goes, stop.
+    subscriber = stream.subscriber(end_when_publishers_gone=True)
     started = None
     for i in range(frames):
         try:

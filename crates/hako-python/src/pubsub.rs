@@ -87,18 +87,24 @@ impl PubSubService {
 
     /// Creates a subscriber. ``wait``: how its blocking receives wait,
     /// ``"spin_then_park"`` (default), ``"busy_spin"`` or ``"park"``.
-    #[pyo3(signature = (*, wait="spin_then_park"))]
-    fn subscriber(&self, wait: &str) -> PyResult<Subscriber> {
+    /// ``end_when_publishers_gone``: a wait raises ``PeersGoneError`` once
+    /// every publisher it saw has left or died with nothing queued (default
+    /// False: it waits on, so the subscriber outlives a restart of its
+    /// publisher; ``take_publisher_changes()`` tells that one happened).
+    #[pyo3(signature = (*, wait="spin_then_park", end_when_publishers_gone=false))]
+    fn subscriber(&self, wait: &str, end_when_publishers_gone: bool) -> PyResult<Subscriber> {
         let s = self
             .svc
             .subscriber_builder()
             .wait_strategy(wait_strategy(wait)?)
+            .end_when_publishers_gone(end_when_publishers_gone)
             .create()
             .py()?;
         Ok(Subscriber {
             port: Slot::new("the subscriber", s),
             attached: AtomicUsize::new(0),
             payload: self.payload.clone(),
+            end_when_gone: end_when_publishers_gone,
         })
     }
 
@@ -227,13 +233,17 @@ pub struct Subscriber {
     /// Waitsets it is attached to.
     pub(crate) attached: AtomicUsize,
     payload: Payload,
+    /// Built with ``end_when_publishers_gone=True``.
+    end_when_gone: bool,
 }
 
 port_methods! { wakeup impl Subscriber {
     /// The next sample, or None. Waits up to ``timeout`` seconds (0, the
-    /// default: never waits; None: until one comes). Raises
-    /// ``PeersGoneError`` when every publisher seen during a wait left or
-    /// died with nothing queued, ``KeyboardInterrupt`` on Ctrl-C.
+    /// default: never waits; None: until one comes). Publishers that leave
+    /// or restart meanwhile do not end the wait, unless the subscriber was
+    /// made with ``end_when_publishers_gone=True``: then it raises
+    /// ``PeersGoneError`` when every publisher seen during the wait left or
+    /// died with nothing queued. ``KeyboardInterrupt`` on Ctrl-C.
     #[pyo3(signature = (timeout=0.0))]
     fn receive(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Sample>> {
         let until = deadline(timeout)?;
@@ -254,7 +264,9 @@ port_methods! { wakeup impl Subscriber {
             until,
             |s, slice: Duration| s.receive_timeout(slice).py(),
             |s| {
-                if s.publishers_alive() {
+                if !self.end_when_gone {
+                    // Rust's own slices reclaim the dead and wait on.
+                } else if s.publishers_alive() {
                     saw = true;
                 } else if saw && !s.has_samples() {
                     return Err(crate::errors::PeersGoneError::new_err(
@@ -289,6 +301,22 @@ port_methods! { wakeup impl Subscriber {
     /// per publisher): for event loops that wait on ``fileno()``.
     fn publishers_alive(&self, py: Python<'_>) -> PyResult<bool> {
         self.port.with(py, |s| Ok(s.publishers_alive()))
+    }
+
+    /// ``(connected, departed)``: the publishers connected and departed
+    /// since the last call; a restarted publisher counts one of each.
+    fn take_publisher_changes(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        self.port.with(py, |s| {
+            let c = s.take_publisher_changes();
+            Ok((c.connected, c.departed))
+        })
+    }
+
+    /// Whether waits end when every publisher seen is gone
+    /// (``end_when_publishers_gone`` when made).
+    #[getter]
+    fn end_when_publishers_gone(&self) -> bool {
+        self.end_when_gone
     }
 
     /// Publishers connected now.

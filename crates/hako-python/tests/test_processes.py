@@ -115,7 +115,7 @@ def test_ctrl_c_interrupts_a_blocking_receive(node, root, spawn):
 
 def test_a_publisher_that_dies_ends_a_blocking_receive(node, root, spawn):
     svc = node.publish_subscribe("P/Dies")
-    sub = svc.subscriber()
+    sub = svc.subscriber(end_when_publishers_gone=True)
     child = spawn.python("""
         import hako, time
         node = hako.Node("doomed", root=root)
@@ -130,6 +130,35 @@ def test_a_publisher_that_dies_ends_a_blocking_receive(node, root, spawn):
     child.proc.wait()
     with pytest.raises(hako.PeersGoneError):
         sub.receive(timeout=None)
+
+
+def test_a_blocking_receive_outlives_a_publisher_restart(node, root, spawn):
+    sub = node.publish_subscribe("P/Restart").subscriber()
+    assert not sub.end_when_publishers_gone
+    code = """
+        import hako, time
+        time.sleep(DELAY)
+        node = hako.Node("restarting", root=root)
+        pub = node.publish_subscribe("P/Restart").publisher()
+        while pub.subscriber_count == 0:
+            time.sleep(0.001)
+        pub.send_copy(MESSAGE)
+        print("SENT", flush=True)
+        time.sleep(600)
+    """
+    first = spawn.python(code.replace("DELAY", "0").replace("MESSAGE", "b'one'"), root)
+    assert first.line() == "SENT"
+    assert bytes(sub.receive(timeout=None)) == b"one"
+    first.proc.kill()
+    first.proc.wait()
+    # The second publisher starts 0.3 s into the wait: several of its
+    # liveness checks find no publisher, and the wait goes on.
+    second = spawn.python(code.replace("DELAY", "0.3").replace("MESSAGE", "b'two'"), root)
+    assert bytes(sub.receive(timeout=None)) == b"two"
+    assert second.line() == "SENT"
+    assert sub.take_publisher_changes() == (2, 1)
+    second.proc.kill()
+    second.proc.wait()
 
 
 def test_asyncio_subscriber_leaves_the_loop_free(node, root, spawn):
@@ -207,7 +236,7 @@ def test_asyncio_requests_responses_and_events(node):
 
 
 def test_asyncio_publisher_gone(node, root, spawn):
-    sub = node.publish_subscribe("P/AsyncGone").subscriber()
+    sub = node.publish_subscribe("P/AsyncGone").subscriber(end_when_publishers_gone=True)
     child = spawn.python("""
         import hako, time
         node = hako.Node("doomed", root=root)

@@ -202,7 +202,11 @@ fn a_publisher_killed_while_awaited_ends_the_wait_with_an_error() {
         .subscriber_max_buffer_size(4)
         .open_or_create()
         .unwrap();
-    let sub = service.subscriber_builder().create().unwrap();
+    let sub = service
+        .subscriber_builder()
+        .end_when_publishers_gone(true)
+        .create()
+        .unwrap();
     let (pause, paused) = (d.arg("never"), d.arg("paused"));
     let p = with(
         &[
@@ -244,6 +248,41 @@ fn a_publisher_killed_while_awaited_ends_the_wait_with_an_error() {
     });
     hako::reclaim_dead_nodes(&Config::default().with_root(&d.root), false).unwrap();
     drop(service);
+    drop(node);
+    d.finish();
+}
+
+/// A subscriber built with the default settings waits on when its only
+/// publisher goes and takes the samples of the next one.
+#[test]
+fn an_awaited_receive_outlives_a_restart_of_the_publisher() {
+    let d = Domain::new("aio-restart", HELPER);
+    let node = d.node();
+    let service = node
+        .service_builder(&"it/aio-restart".try_into().unwrap())
+        .publish_subscribe::<u64>()
+        .open_or_create()
+        .unwrap();
+    let sub = service.subscriber_builder().create().unwrap();
+    let first = service.publisher_builder().create().unwrap();
+    runtime(2).block_on(async move {
+        let mut sub = AsyncSubscriber::new(sub).unwrap();
+        first.send_copy(1).unwrap();
+        assert_eq!(*sub.receive().await.unwrap(), 1);
+        drop(first);
+        let again = tokio::task::spawn_blocking(move || {
+            // Several of the wait's liveness checks find no publisher.
+            std::thread::sleep(Duration::from_millis(300));
+            let second = service.publisher_builder().create().unwrap();
+            second.send_copy(2).unwrap();
+            second
+        });
+        assert_eq!(*sub.receive().await.unwrap(), 2);
+        let second = again.await.unwrap();
+        let changes = sub.get_ref().take_publisher_changes();
+        assert_eq!((changes.connected, changes.departed), (2, 1));
+        drop(second);
+    });
     drop(node);
     d.finish();
 }

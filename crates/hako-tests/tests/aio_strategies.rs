@@ -124,6 +124,7 @@ fn a_busy_spinning_task_learns_that_its_publisher_died() {
     let sub = service
         .subscriber_builder()
         .wait_strategy(WaitStrategy::BusySpin)
+        .end_when_publishers_gone(true)
         .create()
         .unwrap();
     let (pause, paused) = (d.arg("never"), d.arg("paused"));

@@ -28,7 +28,7 @@
 //! processes exited (except after a SIGKILL; see `crash.rs`).
 
 use hako_tests::exit;
-use hako_tests::harness::{Domain, Proc};
+use hako_tests::harness::{Domain, Outcome, Proc};
 use rustix::process::Signal;
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
@@ -309,13 +309,17 @@ fn a_node_without_signal_handling_leaves_sigint_alone() {
 /// and then stays until the file `release` exists. Returns (receiver,
 /// publisher) once the receiver got the first message and sleeps in its next
 /// `blocking_receive` (parked on the futex: the wait has started and has
-/// seen the publisher alive).
-fn receiver_blocked_on_one_publisher(d: &Domain) -> (Proc, Proc) {
+/// seen the publisher alive). `end`: the receiver's subscriber is built
+/// with `end_when_publishers_gone(true)`.
+fn receiver_blocked_on_one_publisher(d: &Domain, end: bool) -> (Proc, Proc) {
     let svc = ["--service", "it/gone"];
     let ready = d.arg("recv-ready");
     let got = d.arg("got-");
     let release = d.arg("release");
     let mut r = vec!["recv", "--strategy", "park", "--expect", "2"];
+    if end {
+        r.push("--end-when-publishers-gone");
+    }
     r.extend(["--ready-file", &ready, "--got-prefix", &got]);
     r.extend(svc);
     let mut procs = vec![d.spawn("recv", &r)];
@@ -342,7 +346,7 @@ fn receiver_blocked_on_one_publisher(d: &Domain) -> (Proc, Proc) {
 #[test]
 fn subscriber_of_a_killed_publisher_gets_publishers_gone() {
     let d = Domain::new("pub-killed", HELPER);
-    let (recv, publisher) = receiver_blocked_on_one_publisher(&d);
+    let (recv, publisher) = receiver_blocked_on_one_publisher(&d, true);
     let killed = publisher.kill();
     assert_eq!(killed.code, None, "{}", killed.describe("was not killed"));
     // Noticed within about 100 ms; the watchdog only catches a hang.
@@ -359,7 +363,7 @@ fn subscriber_of_a_killed_publisher_gets_publishers_gone() {
 #[test]
 fn subscriber_of_a_departed_publisher_gets_publishers_gone() {
     let d = Domain::new("pub-departed", HELPER);
-    let (recv, publisher) = receiver_blocked_on_one_publisher(&d);
+    let (recv, publisher) = receiver_blocked_on_one_publisher(&d, true);
     d.touch("release");
     let p = publisher.wait();
     p.assert_code(exit::OK);
@@ -367,6 +371,62 @@ fn subscriber_of_a_departed_publisher_gets_publishers_gone() {
     let out = recv.wait();
     out.assert_code(exit::PUBLISHERS_GONE);
     assert_contains(out.error_line(), &["PublishersGone", "it/gone"]);
+    d.finish();
+}
+
+/// Starts a second publisher of `it/gone` that sends one message, once the
+/// first is gone and the receiver's wait has had time to notice (several of
+/// its 100 ms liveness checks): a receiver that gave up would have exited
+/// by then.
+fn restart_publisher(d: &Domain, recv: Proc) -> Outcome {
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let p = d.spawn(
+        "publisher-2",
+        &[
+            "publish",
+            "--id",
+            "1",
+            "--count",
+            "1",
+            "--wait-subscribers",
+            "1",
+            "--service",
+            "it/gone",
+        ],
+    );
+    let out = d.wait_all(vec![recv, p]);
+    out.into_iter().next().unwrap()
+}
+
+#[test]
+fn subscriber_waits_on_across_a_killed_and_restarted_publisher() {
+    let d = Domain::new("pub-restart-killed", HELPER);
+    let (recv, publisher) = receiver_blocked_on_one_publisher(&d, false);
+    let killed = publisher.kill();
+    assert_eq!(killed.code, None, "{}", killed.describe("was not killed"));
+    let out = restart_publisher(&d, recv);
+    out.assert_code(exit::OK);
+    let r = out.result();
+    assert_eq!(r.num("received"), 2, "{}", out.stdout);
+    assert_eq!(r.num("publishers"), 2, "{}", out.stdout);
+    // Both publishers were connected; the killed one was reclaimed by the
+    // wait (or by the new publisher's arrival) and counted as departed.
+    assert_eq!(r.num("connected"), 2, "{}", out.stdout);
+    assert!(r.num("departed") >= 1, "{}", out.stdout);
+}
+
+#[test]
+fn subscriber_waits_on_across_a_departed_and_restarted_publisher() {
+    let d = Domain::new("pub-restart-departed", HELPER);
+    let (recv, publisher) = receiver_blocked_on_one_publisher(&d, false);
+    d.touch("release");
+    publisher.wait().assert_code(exit::OK);
+    let out = restart_publisher(&d, recv);
+    out.assert_code(exit::OK);
+    let r = out.result();
+    assert_eq!(r.num("received"), 2, "{}", out.stdout);
+    assert_eq!(r.num("connected"), 2, "{}", out.stdout);
+    assert!(r.num("departed") >= 1, "{}", out.stdout);
     d.finish();
 }
 
@@ -384,6 +444,7 @@ fn subscriber_of_a_publisher_killed_between_two_receives_gets_publishers_gone() 
     let pause = d.arg("pause");
     let never = d.arg("never");
     let mut r = vec!["recv", "--expect", "2", "--pause-file", &pause];
+    r.push("--end-when-publishers-gone");
     r.extend(["--ready-file", &ready, "--got-prefix", &got]);
     r.extend(svc);
     let mut procs = vec![d.spawn("recv", &r)];

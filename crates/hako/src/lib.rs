@@ -199,6 +199,7 @@ not_under_loom! {
     pub use port::fixed::{FixedError, FixedString, FixedVec};
     pub use port::payload::{Payload, PayloadDescription, ShmSafe, TypeDetails};
     pub use port::receiver::settings::ReceiveError;
+    pub use port::receiver::state::PublisherChanges;
     pub use port::sender::settings::{BackpressureStrategy, LoanError};
     pub use port::wait::WaitStrategy;
     pub use pubsub::publisher::{Publisher, PublisherBuilder, PublisherCreateError, SendError};

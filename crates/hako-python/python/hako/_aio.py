@@ -55,7 +55,7 @@ async def _wait(port: Any, take: Callable[[], Any],
 
 async def receive(port: Any) -> Any:
     """``await subscriber.receive_async()`` / ``await server.receive_async()``."""
-    if isinstance(port, _hako.Subscriber):
+    if isinstance(port, _hako.Subscriber) and port.end_when_publishers_gone:
         saw = [port.publisher_count > 0]
 
         def gone() -> bool:
@@ -65,6 +65,7 @@ async def receive(port: Any) -> Any:
             return saw[0] and not port.has_samples()
 
         return await _wait(port, port.receive, gone)
+    # A subscriber made to wait on across publisher restarts, or a server.
     return await _wait(port, port.receive)
 
 

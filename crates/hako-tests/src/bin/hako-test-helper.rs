@@ -1015,6 +1015,9 @@ struct RecvArgs {
     /// After the first message, wait for this file before receiving again.
     #[arg(long)]
     pause_file: Option<PathBuf>,
+    /// Build the subscriber with `end_when_publishers_gone(true)`.
+    #[arg(long)]
+    end_when_publishers_gone: bool,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -1387,7 +1390,12 @@ fn listen(a: ListenArgs) {
 fn recv(a: RecvArgs) {
     let node = node();
     let svc = service::<TestMsg>(&node, &a.svc);
-    let sub = subscriber(&svc, a.strategy);
+    let sub = svc
+        .subscriber_builder()
+        .wait_strategy(a.strategy.into())
+        .end_when_publishers_gone(a.end_when_publishers_gone)
+        .create()
+        .unwrap_or_else(|e| die(exit::FAILURE, "SubscriberCreateError", e));
     touch(&a.ready_file);
     let mut v = Verifier::default();
     while v.total < a.expect {
@@ -1401,11 +1409,14 @@ fn recv(a: RecvArgs) {
             wait_for(&a.pause_file);
         }
     }
+    let changes = sub.take_publisher_changes();
     println!(
-        "RESULT role=recv received={} publishers={} seqs={}",
+        "RESULT role=recv received={} publishers={} seqs={} connected={} departed={}",
         v.total,
         v.per_publisher.len(),
-        v.seqs()
+        v.seqs(),
+        changes.connected,
+        changes.departed
     );
 }
 

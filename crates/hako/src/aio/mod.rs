@@ -44,8 +44,9 @@
 //! until it wakes, and its wake-up one read. A peer that dies cannot
 //! write: while a task waits, a tokio timer wakes it every 100 ms (a
 //! busy-spinning task looks at the clock instead) to ask whether its peers
-//! are still there, and a wait whose peers all went ends with the error
-//! the blocking calls give (`PublishersGone`, `NotifiersGone`).
+//! are still there, and a wait whose peers all went ends as the blocking
+//! calls do (`NotifiersGone`; `PublishersGone` for a subscriber built
+//! to end then, while the others wait on for a restarted publisher).
 //!
 //! **Runtime.** Make the async ports inside a tokio runtime with its I/O
 //! and time drivers (`#[tokio::main]` and `Runtime::new` enable both); they

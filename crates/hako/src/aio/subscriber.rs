@@ -80,10 +80,11 @@ impl<T: Payload + ?Sized> AsyncSubscriber<T> {
     }
 
     /// Waits for the next sample: what [`Subscriber::blocking_receive`]
-    /// gives, without a thread. Fails with
-    /// [`ReceiveError::PublishersGone`] (in [`AsyncError::Port`]) when every
-    /// publisher seen during the wait has left or died and nothing is
-    /// queued.
+    /// gives, without a thread: it waits on across a restart of the
+    /// publishers, and fails with [`ReceiveError::PublishersGone`] (in
+    /// [`AsyncError::Port`]) when every publisher seen during the wait has
+    /// left or died and nothing is queued only if the subscriber was built
+    /// with [`end_when_publishers_gone(true)`](crate::SubscriberBuilder::end_when_publishers_gone).
     ///
     /// Cancel-safe: dropping the future before it completes takes nothing.
     pub fn receive(&mut self) -> Receive<'_, T> {

@@ -40,6 +40,7 @@ pub struct SubscriberBuilder<T: Payload + ?Sized> {
     service: Arc<ServiceInner>,
     settings: Arc<PubSubSettings>,
     strategy: WaitStrategy,
+    end_when_gone: bool,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
@@ -57,6 +58,7 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             service,
             settings,
             strategy: WaitStrategy::default(),
+            end_when_gone: false,
             _t: PhantomData,
         }
     }
@@ -66,6 +68,17 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
     /// spin, then park).
     pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
         self.strategy = strategy;
+        self
+    }
+
+    /// Whether [`receive_timeout`](Subscriber::receive_timeout) and
+    /// [`blocking_receive`](Subscriber::blocking_receive) end with
+    /// [`ReceiveError::PublishersGone`] once every publisher seen during
+    /// the wait has left or died and nothing is queued (default: false,
+    /// they wait on, so a subscriber outlives a restart of its publisher).
+    /// Set it when a publisher leaving means the work is done.
+    pub fn end_when_publishers_gone(mut self, end: bool) -> Self {
+        self.end_when_gone = end;
         self
     }
 
@@ -84,6 +97,7 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             backpressure: q.overflow == OverflowPolicy::Backpressure,
             tagged: false,
             strategy: self.strategy,
+            end_when_gone: self.end_when_gone,
             own: PortKind::Subscriber,
             peers: PortKind::Publisher,
             shared: None,
@@ -138,23 +152,43 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     }
 
     /// Waits up to `timeout` for a sample; `Ok(None)` on timeout. A zero
-    /// timeout is the same as [`receive`](Self::receive). Ends with
-    /// [`ReceiveError::PublishersGone`] as [`blocking_receive`](Self::blocking_receive)
-    /// does, and with [`ReceiveError::TerminationRequest`] on Ctrl-C (see
+    /// timeout is the same as [`receive`](Self::receive). Publishers that
+    /// leave, die or restart meanwhile do not end the wait (unless the
+    /// subscriber was built with
+    /// [`end_when_publishers_gone(true)`](SubscriberBuilder::end_when_publishers_gone):
+    /// then [`ReceiveError::PublishersGone`] as for
+    /// [`blocking_receive`](Self::blocking_receive)). Ends with
+    /// [`ReceiveError::TerminationRequest`] on Ctrl-C (see
     /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
     pub fn receive_timeout(&self, timeout: Duration) -> Result<Option<Sample<T>>, ReceiveError> {
         self.rx.receive_timeout(timeout, Sample::new)
     }
 
-    /// Waits until a sample arrives. Returns
-    /// [`ReceiveError::PublishersGone`] when every publisher seen during the
-    /// wait has left or died and nothing is queued (a subscriber started
-    /// before any publisher waits for one to come), and
-    /// [`ReceiveError::TerminationRequest`] when SIGINT or SIGTERM arrives
-    /// while it waits (unless the node was built with
+    /// Waits until a sample arrives, from any publisher, present or to
+    /// come: a publisher that restarts (exits, or is killed, and starts
+    /// again) is connected again and the wait goes on;
+    /// [`take_publisher_changes`](Self::take_publisher_changes) tells that it
+    /// happened. Returns [`ReceiveError::TerminationRequest`] when SIGINT or
+    /// SIGTERM arrives while it waits (unless the node was built with
     /// [`signal_handling(false)`](crate::NodeBuilder::signal_handling)).
+    /// A subscriber built with
+    /// [`end_when_publishers_gone(true)`](SubscriberBuilder::end_when_publishers_gone)
+    /// returns [`ReceiveError::PublishersGone`] instead once every
+    /// publisher seen during the wait has left or died and nothing is queued
+    /// (one started before any publisher still waits for one to come).
     pub fn blocking_receive(&self) -> Result<Sample<T>, ReceiveError> {
         self.rx.blocking_receive(Sample::new)
+    }
+
+    /// The publishers connected and departed since the last call (or since
+    /// the subscriber was made): a restarted publisher shows as one
+    /// departure and one connection. For programs that keep per-publisher
+    /// state (sequence numbers, a stream's header) and must reset it. A
+    /// publisher that died is counted as departed once its entry is
+    /// reclaimed: when a wait of this subscriber finds every publisher
+    /// gone, or when another port comes or goes on the service.
+    pub fn take_publisher_changes(&self) -> crate::PublisherChanges {
+        self.rx.take_changes()
     }
 
     /// Whether a sample is waiting (a hint: another thread may take it).

@@ -226,6 +226,8 @@ fn response_queue(
         backpressure: true,
         tagged: true,
         strategy: wait,
+        // Their patterns judge peers gone themselves.
+        end_when_gone: false,
         own: PortKind::Publisher,
         peers: PortKind::Subscriber,
         shared: None,

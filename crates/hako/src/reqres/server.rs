@@ -136,6 +136,8 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             backpressure: true,
             tagged: true,
             strategy: self.wait,
+            // Their patterns judge peers gone themselves.
+            end_when_gone: false,
             own: PortKind::Subscriber,
             peers: PortKind::Publisher,
             shared: None,

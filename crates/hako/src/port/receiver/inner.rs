@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::conn::Registration;
 use super::sample::RawSample;
 use super::settings::{ReceiveError, ReceiverSettings};
-use super::state::SubState;
+use super::state::{PublisherChanges, SubState};
 use crate::domain::nodefile::{new_id, node_is_alive};
 use crate::domain::service::error::{io_err, ServiceError};
 use crate::domain::service::inner::{NewPort, ServiceInner};
@@ -123,6 +123,7 @@ impl Receiver {
                 conns: Vec::new(),
                 bad: Vec::new(),
                 next: 0,
+                changes: PublisherChanges::default(),
             }),
         };
         rx.lock().update(&rx.reg);
@@ -166,10 +167,8 @@ impl Receiver {
         self.wait(Some(Instant::now() + timeout), wrap)
     }
 
-    /// Waits until a sample arrives. Returns
-    /// [`ReceiveError::PublishersGone`] when every publisher seen during the
-    /// wait has left or died and nothing is queued (a subscriber started
-    /// before any publisher waits for one to come).
+    /// Waits until a sample arrives; see [`publishers_gone`](Self::publishers_gone)
+    /// for when it gives up.
     pub(crate) fn blocking_receive<S>(&self, wrap: fn(RawSample) -> S) -> Result<S, ReceiveError> {
         loop {
             if let Some(s) = self.wait(None, wrap)? {
@@ -194,21 +193,39 @@ impl Receiver {
         )
     }
 
-    /// The check of a wait that slept a while: fails with
-    /// [`ReceiveError::PublishersGone`] once every publisher seen during
-    /// the wait (`saw`, which this keeps) has left or died and nothing is
-    /// queued. A system call per publisher (its node's lock).
+    /// The check of a wait that slept a while (a system call per
+    /// publisher: its node's lock). Once every publisher seen during the
+    /// wait (`saw`, which this keeps) has left or died and nothing is
+    /// queued: a receiver built to end then fails with
+    /// [`ReceiveError::PublishersGone`]; the others reclaim the dead
+    /// publishers' entries (so that their departure is counted and their
+    /// slots freed for a restart) and wait on.
     pub(crate) fn publishers_gone(&self, saw: &mut bool) -> Result<(), ReceiveError> {
         if self.publishers_alive() {
             *saw = true;
-            Ok(())
-        } else if *saw && !self.ready() {
-            Err(ReceiveError::PublishersGone(
-                self.reg.service.name.to_string(),
-            ))
-        } else {
-            Ok(())
+            return Ok(());
         }
+        if !*saw || self.ready() {
+            return Ok(());
+        }
+        if self.reg.settings.end_when_gone {
+            return Err(ReceiveError::PublishersGone(
+                self.reg.service.name.to_string(),
+            ));
+        }
+        // Once per departure: a new publisher sets it again.
+        *saw = false;
+        self.reg.service.reclaim_dead_ports();
+        self.update();
+        Ok(())
+    }
+
+    /// How the senders changed since the last call (connections opened,
+    /// senders departed), after following the table.
+    pub(crate) fn take_changes(&self) -> PublisherChanges {
+        let mut st = self.lock();
+        st.update(&self.reg);
+        std::mem::take(&mut st.changes)
     }
 
     /// Waits as the port's strategy says (spin, then park on its wake

@@ -11,7 +11,9 @@ pub(super) const GARBAGE_IN_QUEUE: &str = "garbage in the submission queue";
 #[non_exhaustive]
 pub enum ReceiveError {
     /// Every publisher seen during a blocking receive has left or died and
-    /// nothing is queued; waiting on could only hang.
+    /// nothing is queued. Only for subscribers built with
+    /// [`end_when_publishers_gone(true)`](crate::SubscriberBuilder::end_when_publishers_gone);
+    /// the others wait on for a publisher to come back.
     #[error("every publisher of service {0:?} is gone and nothing is queued")]
     PublishersGone(String),
     /// The subscriber already holds `subscriber_max_borrowed_samples` samples.
@@ -65,6 +67,9 @@ pub(crate) struct ReceiverSettings {
     pub tagged: bool,
     /// How the blocking calls wait.
     pub strategy: WaitStrategy,
+    /// A wait ends with [`ReceiveError::PublishersGone`] once every sender
+    /// it saw is gone (else it waits on for new ones).
+    pub end_when_gone: bool,
     /// The table of the receiver's own entry, and the table whose entries
     /// send to it (subscribers: the second, publishers: the first).
     pub own: PortKind,

@@ -43,6 +43,21 @@ pub(super) struct SubState {
     /// Publishers whose segments failed validation.
     pub(super) bad: Vec<u64>,
     pub(super) next: usize,
+    /// Publishers connected and departed since the owner last asked.
+    pub(super) changes: PublisherChanges,
+}
+
+/// How the publishers of a subscriber changed since it last asked
+/// ([`Subscriber::take_publisher_changes`](crate::Subscriber::take_publisher_changes)):
+/// publishers it connected to, and publishers that left the service (were
+/// dropped, or died and were reclaimed). A restarted publisher shows as one
+/// of each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PublisherChanges {
+    /// Publishers found in the service and connected.
+    pub connected: u64,
+    /// Publishers that left the service (what they queued stays readable).
+    pub departed: u64,
 }
 
 impl Drop for SubState {
@@ -101,6 +116,7 @@ impl SubState {
             }
             match SubConn::open(reg, i, pid) {
                 Ok(Some(c)) => {
+                    self.changes.connected += 1;
                     let ahead = [c.payload_addr(0), c.payload_addr(0), c.returns.word_addr(0)];
                     self.conns.push(ConnEntry {
                         conn: ConnHandle::new(c),
@@ -124,8 +140,9 @@ impl SubState {
             }
         }
         for e in &mut self.conns {
-            if !present.contains(&e.conn.publisher) {
+            if !e.draining && !present.contains(&e.conn.publisher) {
                 e.draining = true;
+                self.changes.departed += 1;
             }
         }
         self.bad.retain(|b| present.contains(b));
