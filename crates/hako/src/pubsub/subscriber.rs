@@ -124,6 +124,35 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
 /// publisher's memory mapped, so they stay readable even if the publisher
 /// exits; the subscriber stays registered until it and all its samples are
 /// dropped.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-subscriber", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// use std::time::Duration;
+/// let service = node
+///     .service_builder(&"Doc/Subscriber".try_into()?)
+///     .publish_subscribe::<u64>()
+///     .subscriber_max_buffer_size(4)
+///     .open_or_create()?;
+/// let subscriber = service
+///     .subscriber_builder()
+///     .wait_strategy(hako::WaitStrategy::SpinThenPark) // how the waits wait
+///     .create()?;
+/// let publisher = service.publisher_builder().create()?;
+/// for n in 1..=3 {
+///     publisher.send_copy(n)?;
+/// }
+/// assert_eq!(*subscriber.blocking_receive()?, 1); // waits until one is there
+/// let next = subscriber.receive_timeout(Duration::from_millis(100))?; // None on timeout
+/// assert_eq!(next.map(|s| *s), Some(2));
+/// while let Some(sample) = subscriber.receive()? {
+///     println!("{}", *sample); // 3; then None: receive never blocks
+/// }
+/// # Ok(()) }
+/// ```
 pub struct Subscriber<T: Payload + ?Sized> {
     pub(crate) rx: Receiver,
     _t: PhantomData<fn() -> Box<T>>,
@@ -146,6 +175,28 @@ impl<T: Payload + ?Sized> Subscriber<T> {
 
     /// Takes the next sample, if any; never blocks. Samples of one publisher
     /// arrive in the order sent; publishers are served round-robin.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-receive", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Receive".try_into()?)
+    ///     .publish_subscribe::<u64>()
+    ///     .open_or_create()?;
+    /// let subscriber = service.subscriber_builder().create()?;
+    /// let publisher = service.publisher_builder().create()?;
+    /// assert!(subscriber.receive()?.is_none()); // nothing sent yet
+    /// publisher.send_copy(7)?;
+    /// match subscriber.receive() {
+    ///     Ok(Some(sample)) => println!("received {}", *sample),
+    ///     Ok(None) => println!("nothing yet"),
+    ///     Err(e) => eprintln!("cannot receive: {e}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn receive(&self) -> Result<Option<Sample<T>>, ReceiveError> {
         self.rx.receive(Sample::new)
@@ -187,7 +238,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// publisher that died is counted as departed once its entry is
     /// reclaimed: when a wait of this subscriber finds every publisher
     /// gone, or when another port comes or goes on the service.
-    pub fn take_publisher_changes(&self) -> crate::PublisherChanges {
+    pub fn take_publisher_changes(&self) -> crate::port::receiver::state::PublisherChanges {
         self.rx.take_changes()
     }
 
