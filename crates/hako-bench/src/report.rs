@@ -5,36 +5,20 @@ use std::fmt::Write as _;
 use crate::blocks::{Measured, Row};
 use crate::harness::Stats;
 
-/// `64 B`, `4 KiB`, `1 MiB`, or the byte count when not a whole unit.
+/// `64 B`, `4 KiB`, `1 MiB`, `1.5 KiB` (binary units, as the sizes are
+/// powers of two).
 pub fn format_size(size: usize) -> String {
-    const KIB: usize = 1024;
-    const MIB: usize = 1024 * 1024;
-    if size >= MIB && size & (MIB - 1) == 0 {
-        format!("{} MiB", size / MIB)
-    } else if size >= KIB && size & (KIB - 1) == 0 {
-        format!("{} KiB", size / KIB)
-    } else {
-        format!("{size} B")
-    }
+    humansize::format_size(size, humansize::BINARY)
 }
 
-/// Parses `64`, `64B`, `4K`, `4KiB`, `1M`, `1MiB` (case-insensitive).
+/// Parses `64`, `64B`, `4K`, `4KiB`, `1M`, `1MiB`, `1.5K` (case-insensitive;
+/// `K` and `M` are binary units, 1024 and 1024²), at least one byte.
 pub fn parse_size(text: &str) -> Result<usize, String> {
-    let t = text.trim().to_ascii_lowercase();
-    let (digits, mult) = if let Some(d) = t.strip_suffix("kib").or(t.strip_suffix('k')) {
-        (d, 1024)
-    } else if let Some(d) = t.strip_suffix("mib").or(t.strip_suffix('m')) {
-        (d, 1024 * 1024)
-    } else {
-        (t.strip_suffix('b').unwrap_or(&t), 1)
-    };
-    let n: usize = digits
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad size {text:?}: use e.g. 64, 4K, 1MiB"))?;
-    let n = n
-        .checked_mul(mult)
-        .ok_or_else(|| format!("size {text:?} is too large"))?;
+    let n = parse_size::Config::new()
+        .with_binary()
+        .parse_size(text.trim())
+        .map_err(|e| format!("bad size {text:?} ({e}): use e.g. 64, 4K, 1MiB"))?;
+    let n = usize::try_from(n).map_err(|_| format!("size {text:?} is too large"))?;
     if n == 0 {
         return Err("sizes must be at least 1 byte".into());
     }
@@ -457,7 +441,9 @@ mod tests {
         assert_eq!(format_size(64), "64 B");
         assert_eq!(format_size(4096), "4 KiB");
         assert_eq!(format_size(4 << 20), "4 MiB");
-        assert_eq!(format_size(1500), "1500 B");
+        assert_eq!(format_size(1000), "1000 B");
+        assert_eq!(format_size(1536), "1.50 KiB");
+        assert_eq!(parse_size("1.5K"), Ok(1536));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! POSIX message queues.
+//! POSIX message queues, through `libc` (rustix does not cover `mq_*`).
 
 use std::ffi::CString;
 
@@ -99,13 +99,11 @@ impl Mq {
     /// returns its length. Fails after [`PEER_TIMEOUT`] without one.
     #[inline]
     fn receive(&self, buf: &mut [u8], what: &str) -> Result<usize> {
-        let mut deadline = std::mem::MaybeUninit::<libc::timespec>::zeroed();
-        // SAFETY: `deadline` is a valid, writable timespec.
-        if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, deadline.as_mut_ptr()) } != 0 {
-            return Err(format!("clock_gettime: {}", std::io::Error::last_os_error()).into());
-        }
-        // SAFETY: clock_gettime succeeded and filled it (it was zeroed too).
-        let mut deadline = unsafe { deadline.assume_init() };
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
+        // SAFETY: a timespec is plain integers; all zero is a valid value.
+        let mut deadline: libc::timespec = unsafe { std::mem::zeroed() };
+        deadline.tv_sec = now.tv_sec as libc::time_t;
+        deadline.tv_nsec = now.tv_nsec as libc::c_long;
         deadline.tv_sec += PEER_TIMEOUT.as_secs() as libc::time_t;
         loop {
             let mut prio: libc::c_uint = 0;

@@ -115,6 +115,25 @@ impl Default for Defaults {
 }
 
 /// hako's configuration.
+///
+/// A program usually takes the config of its environment
+/// ([`from_env`](Self::from_env), what [`NodeBuilder`](crate::NodeBuilder)
+/// uses unless given one); tests and tools give their nodes a private
+/// domain root instead:
+///
+/// ```
+/// use hako::{Config, NodeBuilder};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let root = std::env::temp_dir().join(format!("hako-doc-{}-config", std::process::id()));
+/// let mut config = Config::default().with_root(&root);
+/// config.defaults.history_size = 1; // new services keep a sample for late joiners
+/// let node = NodeBuilder::new().config(&config).create()?;
+/// assert_eq!(node.config().root, root);
+/// drop(node);
+/// std::fs::remove_dir_all(&root)?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -123,7 +142,7 @@ pub struct Config {
     /// Defaults of new services and ports.
     pub defaults: Defaults,
     /// A group whose members may use the domain too (cooperating users,
-    /// containers), by name (looked up in `/etc/group`) or number. Unset, the
+    /// containers), by name (looked up in the system's group database) or number. Unset, the
     /// default, every file and directory is for its owner alone (`0600`,
     /// `0700`); set, for the group as well (`0660`, and `2770` so that new
     /// files inherit the group). Only files created under this setting get
@@ -154,7 +173,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The `group` setting names no group.
-    #[error("config: unknown group {0:?} (not in /etc/group; give its number instead)")]
+    #[error("config: unknown group {0:?} (the system has no group of that name; give its number instead)")]
     UnknownGroup(String),
     /// The file is not valid TOML for a hako config.
     #[error("invalid config{}: {message}", path.as_ref().map(|p| format!(" in {}", p.display())).unwrap_or_default())]
@@ -169,6 +188,17 @@ pub enum ConfigError {
 impl Config {
     /// Parses a config from TOML text. Missing fields take their defaults;
     /// unknown fields are errors.
+    ///
+    /// ```
+    /// let config = hako::Config::from_toml_str("[defaults]\nhistory_size = 4\n")?;
+    /// assert_eq!(config.defaults.history_size, 4);
+    /// assert_eq!(config.defaults.max_subscribers, 8); // a default
+    /// // The message of an error names the line and the field.
+    /// if let Err(e) = hako::Config::from_toml_str("histroy_size = 4") {
+    ///     eprintln!("{e}");
+    /// }
+    /// # Ok::<(), hako::ConfigError>(())
+    /// ```
     pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
         toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: None,
@@ -177,6 +207,16 @@ impl Config {
     }
 
     /// Reads a config file.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let path = std::env::temp_dir().join(format!("hako-doc-{}.toml", std::process::id()));
+    /// std::fs::write(&path, "[defaults]\nmax_subscribers = 16\n")?;
+    /// let config = hako::Config::from_file(&path);
+    /// std::fs::remove_file(&path)?;
+    /// assert_eq!(config?.defaults.max_subscribers, 16);
+    /// # Ok(()) }
+    /// ```
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -191,6 +231,13 @@ impl Config {
 
     /// The config of this process: the file named by `HAKO_CONFIG` (or the
     /// defaults), with the root overridden by `HAKO_ROOT` when set.
+    ///
+    /// ```
+    /// match hako::Config::from_env() {
+    ///     Ok(config) => println!("domain root: {}", config.root.display()),
+    ///     Err(e) => eprintln!("invalid configuration: {e}"),
+    /// }
+    /// ```
     pub fn from_env() -> Result<Self, ConfigError> {
         let mut cfg = match std::env::var_os(CONFIG_ENV) {
             Some(p) if !p.is_empty() => Self::from_file(PathBuf::from(p))?,
@@ -212,20 +259,20 @@ impl Config {
         let gid = match g.parse::<u32>() {
             Ok(n) if n != u32::MAX => Some(n),
             Ok(_) => None,
-            Err(_) => std::fs::read_to_string("/etc/group").ok().and_then(|t| {
-                t.lines().find_map(|l| {
-                    let mut f = l.split(':');
-                    (f.next() == Some(g.as_str()))
-                        .then(|| f.nth(1).and_then(|id| id.parse().ok()))
-                        .flatten()
-                })
-            }),
+            // Through the system's group database (NSS: /etc/group, LDAP,
+            // ...), as `ls` and `chgrp` look groups up.
+            Err(_) => uzers::get_group_by_name(g.as_str()).map(|gr| gr.gid()),
         };
         gid.map(|gid| Access { group: Some(gid) })
             .ok_or_else(|| ConfigError::UnknownGroup(g.clone()))
     }
 
     /// The same config with another root.
+    ///
+    /// ```
+    /// let config = hako::Config::default().with_root("/dev/shm/hako-robot");
+    /// assert_eq!(config.root, std::path::Path::new("/dev/shm/hako-robot"));
+    /// ```
     pub fn with_root(mut self, root: impl Into<PathBuf>) -> Self {
         self.root = root.into();
         self
