@@ -145,9 +145,13 @@ enum Command {
     Clean(domain::CleanArgs),
     /// Print per-service message rates, live.
     Monitor(domain::MonitorArgs),
-    /// Publish messages (bytes / UTF-8) on a `[u8]` service.
+    /// Publish messages on a publish/subscribe service of any payload type:
+    /// text on a `[u8]` service, hex (--hex) or raw bytes from stdin
+    /// (--binary) on any.
     Pub(talk::PubArgs),
-    /// Print the messages of a `[u8]` service.
+    /// Print the messages of a publish/subscribe service: a `[u8]` payload
+    /// as text (or --hex), any other type as a hex dump headed by its name,
+    /// size and alignment.
     Sub(talk::SubArgs),
     /// Send an event.
     Notify(talk::NotifyArgs),

@@ -7,6 +7,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// `pub` and `sub` on services of payload types other than `[u8]`.
+#[path = "tools/typed.rs"]
+mod typed;
+
 const HAKO: &str = env!("CARGO_BIN_EXE_hako");
 /// Only a hang takes this long.
 const WATCHDOG: Duration = Duration::from_secs(60);
