@@ -166,6 +166,26 @@ pub fn nodes(config: &Config) -> io::Result<Vec<NodeInfo>> {
 
 /// Every service of the domain of `config`, sorted by name; one that cannot
 /// be read is an error in its place (labelled by its directory).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-inspect", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let topic = node
+///     .service_builder(&"Doc/Inspected".try_into()?)
+///     .publish_subscribe::<u64>()
+///     .open_or_create()?;
+/// let publisher = topic.publisher_builder().create()?;
+/// for service in hako::inspect::services(node.config())? {
+///     match service {
+///         Ok(info) => println!("{}: {} publisher(s)", info.name, info.publishers.len()),
+///         Err(e) => eprintln!("unreadable service: {e}"),
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 pub fn services(config: &Config) -> io::Result<Vec<Result<ServiceInfo, ServiceError>>> {
     let root = &config.root;
     let entries = match std::fs::read_dir(root) {

@@ -11,7 +11,7 @@
 //!
 //! ## A tour
 //!
-//! ```no_run
+//! ```
 //! use hako::{NodeBuilder, ShmSafe};
 //!
 //! #[derive(Debug, Clone, Copy, ShmSafe)]
@@ -19,6 +19,10 @@
 //! struct Frame { seq: u64, pixels: [u8; 64] }
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # struct Rm(std::path::PathBuf);
+//! # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+//! # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-tour", std::process::id())));
+//! # std::env::set_var("HAKO_ROOT", &root.0); // this example's private domain
 //! // A node owns ports; its liveness is a lock the kernel drops if we die.
 //! let node = NodeBuilder::new().name("camera")?.create()?;
 //! // A service is found by name; `open_or_create` is safe to race.
@@ -55,8 +59,12 @@
 //! [`ActiveRequest`] (a view into the client's memory), answers with zero,
 //! one or many responses, and ends the stream by dropping it:
 //!
-//! ```no_run
+//! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # struct Rm(std::path::PathBuf);
+//! # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+//! # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-tour-reqres", std::process::id())));
+//! # std::env::set_var("HAKO_ROOT", &root.0); // this example's private domain
 //! let node = hako::NodeBuilder::new().create()?;
 //! let service = node
 //!     .service_builder(&"Math/Square".try_into()?)
@@ -91,6 +99,7 @@
 //! SIGTERM arrives. For a plain cyclic loop, [`Node::wait`]:
 //!
 //! ```no_run
+//! // Not run as a doc test: it loops until Ctrl-C.
 //! # let node = hako::NodeBuilder::new().create().unwrap();
 //! while node.wait(std::time::Duration::from_millis(100)).is_ok() {
 //!     // one cycle of work; Ctrl-C ends the loop

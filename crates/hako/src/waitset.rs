@@ -7,6 +7,7 @@
 //! SIGINT or SIGTERM arrives, so a program ends its loop cleanly.
 //!
 //! ```no_run
+//! // Not run as a doc test: it loops until Ctrl-C.
 //! use std::time::Duration;
 //! use hako::{NodeBuilder, WaitSet, WaitEvent, WaitOutcome};
 //!
@@ -188,6 +189,43 @@ const SIGNAL_TOKEN: u64 = u64::MAX;
 ///
 /// The lifetime `'a` ties the waitset to the ports and descriptors attached
 /// to it.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-waitset", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// use std::time::Duration;
+/// use hako::{WaitEvent, WaitSet};
+/// let topic = node
+///     .service_builder(&"Doc/Data".try_into()?)
+///     .publish_subscribe::<u64>()
+///     .open_or_create()?;
+/// let bell = node.service_builder(&"Doc/Bell".try_into()?).event().open_or_create()?;
+/// let subscriber = topic.subscriber_builder().create()?;
+/// let listener = bell.listener_builder().create()?;
+/// let mut waitset = WaitSet::new()?;
+/// let data = waitset.attach_subscriber(&subscriber)?;
+/// let ring = waitset.attach_listener(&listener)?;
+///
+/// let publisher = topic.publisher_builder().create()?; // usually in other processes
+/// let notifier = bell.notifier_builder().create()?;
+/// publisher.send_copy(5)?;
+/// notifier.notify()?;
+///
+/// let handle = |event: WaitEvent| match event {
+///     WaitEvent::Ready(id) if id == data => {
+///         while let Ok(Some(sample)) = subscriber.receive() {
+///             println!("sample {}", *sample);
+///         }
+///     }
+///     WaitEvent::Ready(id) if id == ring => println!("events {:?}", listener.try_wait()),
+///     _ => {}
+/// };
+/// waitset.wait_and_process_timeout(handle, Duration::from_secs(1))?;
+/// # Ok(()) }
+/// ```
 pub struct WaitSet<'a> {
     epoll: OwnedFd,
     sources: Vec<Source<'a>>,
@@ -289,6 +327,27 @@ impl<'a> WaitSet<'a> {
 
     /// Fires [`WaitEvent::DeadlineMissed`] whenever `source` (a listener,
     /// subscriber or descriptor attachment) stays silent for `deadline`.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-deadline", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// use std::time::Duration;
+    /// use hako::{WaitEvent, WaitSet};
+    /// let service = node.service_builder(&"Doc/Heartbeat".try_into()?).event().open_or_create()?;
+    /// let listener = service.listener_builder().create()?;
+    /// let mut waitset = WaitSet::new()?;
+    /// let heartbeat = waitset.attach_listener(&listener)?;
+    /// let silence = waitset.attach_deadline(heartbeat, Duration::from_millis(20))?;
+    /// waitset.wait_and_process(|event| {
+    ///     if event == WaitEvent::DeadlineMissed(silence) {
+    ///         println!("no heartbeat for 20 ms");
+    ///     }
+    /// })?;
+    /// # Ok(()) }
+    /// ```
     pub fn attach_deadline(
         &mut self,
         source: AttachmentId,
@@ -322,6 +381,34 @@ impl<'a> WaitSet<'a> {
 
     /// Sleeps until at least one event happens (or termination is
     /// requested), then calls `f` once per event.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-wait-and-process", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// use hako::{WaitEvent, WaitOutcome, WaitSet};
+    /// let service = node
+    ///     .service_builder(&"Doc/Jobs".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let client = service.client_builder().create()?;
+    /// let mut waitset = WaitSet::new()?;
+    /// let jobs = waitset.attach_server(&server)?;
+    /// let pending = client.send_copy(6)?;
+    /// let outcome = waitset.wait_and_process(|event| {
+    ///     if event == WaitEvent::Ready(jobs) {
+    ///         while let Ok(Some(request)) = server.receive() {
+    ///             let _ = request.send_copy(*request * 7);
+    ///         }
+    ///     }
+    /// })?;
+    /// assert_eq!(outcome, WaitOutcome::Processed(1));
+    /// assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(42));
+    /// # Ok(()) }
+    /// ```
     pub fn wait_and_process(
         &mut self,
         f: impl FnMut(WaitEvent),
@@ -331,6 +418,26 @@ impl<'a> WaitSet<'a> {
 
     /// As [`wait_and_process`](Self::wait_and_process), but returns
     /// [`WaitOutcome::TimedOut`] after `timeout` with nothing to process.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-wait-timeout", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// use std::time::Duration;
+    /// use hako::{WaitOutcome, WaitSet};
+    /// let service = node.service_builder(&"Doc/Quiet".try_into()?).event().open_or_create()?;
+    /// let listener = service.listener_builder().create()?;
+    /// let mut waitset = WaitSet::new()?;
+    /// waitset.attach_listener(&listener)?;
+    /// match waitset.wait_and_process_timeout(|_| {}, Duration::from_millis(10))? {
+    ///     WaitOutcome::TimedOut => println!("nothing within 10 ms"),
+    ///     WaitOutcome::TerminationRequest => println!("Ctrl-C"),
+    ///     WaitOutcome::Processed(n) => println!("{n} event(s)"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn wait_and_process_timeout(
         &mut self,
         f: impl FnMut(WaitEvent),

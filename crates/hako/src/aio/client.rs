@@ -55,13 +55,24 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Waitable for Asking<'_, Req,
 /// one task takes responses at a time; requests may be in flight by the
 /// dozen).
 ///
-/// ```no_run
-/// # async fn f(client: hako::Client<u64, u64>) -> Result<(), Box<dyn std::error::Error>> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-async-client", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
 /// use futures::StreamExt;
-/// let mut client = hako::aio::AsyncClient::new(client)?;
+/// let service = node
+///     .service_builder(&"Doc/AsyncClient".try_into()?)
+///     .request_response::<u64, u64>()
+///     .open_or_create()?;
+/// let server = service.server_builder().create()?;
+/// let mut client = hako::aio::AsyncClient::new(service.client_builder().create()?)?;
 /// // Sending never waits (unless the server's queue is full under the
 /// // client's Block backpressure).
 /// let ticket = client.get_ref().send_copy(21)?.into_ticket();
+/// server.receive()?.ok_or("no request")?.send_last_copy(42)?; // usually elsewhere
 /// let mut responses = client.responses(ticket);
 /// while let Some(response) = responses.next().await {
 ///     println!("{}", *response?);
@@ -139,6 +150,29 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsyncClient<Req, Resp> {
     /// was taken (the request is over then too).
     ///
     /// Cancel-safe: dropping the future before it completes takes nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-async-client-receive", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/AsyncReceive".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let mut client = hako::aio::AsyncClient::new(service.client_builder().create()?)?;
+    /// let ticket = client.get_ref().send_copy(2)?.into_ticket();
+    /// if let Some(request) = server.receive()? {
+    ///     request.send_copy(*request + 1)?;
+    /// } // the end of the stream
+    /// while let Some(response) = client.receive(&ticket).await? {
+    ///     println!("{}", *response); // 3
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn receive<'a>(&'a mut self, ticket: &'a Ticket) -> ReceiveResponse<'a, Req, Resp> {
         ReceiveResponse { port: self, ticket }
     }

@@ -37,15 +37,21 @@ pub type Events = Vec<(EventId, u64)>;
 ///
 /// `Send` (as its futures are), not `Sync`: one task at a time waits.
 ///
-/// ```no_run
-/// # async fn f(listener: hako::Listener) -> Result<(), Box<dyn std::error::Error>> {
-/// let mut listener = hako::aio::AsyncListener::new(listener)?;
-/// loop {
-///     for (id, count) in listener.wait().await? {
-///         println!("event {id:?} x{count}");
-///     }
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-async-listener", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node.service_builder(&"Doc/AsyncBell".try_into()?).event().open_or_create()?;
+/// let mut listener = hako::aio::AsyncListener::new(service.listener_builder().create()?)?;
+/// let notifier = service.notifier_builder().create()?;
+/// notifier.notify_with_id(hako::EventId(4))?;
+/// for (id, count) in listener.wait().await? {
+///     println!("event {} x{count}", id.value());
 /// }
-/// # }
+/// # Ok(()) }
 /// ```
 pub struct AsyncListener {
     // Declared first: deregistered before the listener's FIFO closes.

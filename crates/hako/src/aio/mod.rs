@@ -12,19 +12,32 @@
 //! receiver's queue is full) `ready().await` waits for room:
 //! [`AsyncPublisher`], [`AsyncClient::ready`], [`AsyncServer::ready`].
 //!
-//! ```no_run
-//! # async fn f(node: hako::Node) -> Result<(), Box<dyn std::error::Error>> {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # struct Rm(std::path::PathBuf);
+//! # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+//! # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-aio", std::process::id())));
+//! # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
 //! use hako::aio::AsyncSubscriber;
 //! let service = node
 //!     .service_builder(&"My/Topic".try_into()?)
 //!     .publish_subscribe::<u64>()
+//!     .subscriber_max_buffer_size(4)
 //!     .open_or_create()?;
 //! let mut subscriber = AsyncSubscriber::new(service.subscriber_builder().create()?)?;
-//! tokio::spawn(async move {
-//!     while let Ok(sample) = subscriber.receive().await {
-//!         println!("{}", *sample);
+//! let task = tokio::spawn(async move {
+//!     let mut total = 0;
+//!     for _ in 0..3 {
+//!         total += *subscriber.receive().await?;
 //!     }
+//!     Ok::<_, hako::aio::AsyncError<hako::ReceiveError>>(total)
 //! });
+//! let publisher = service.publisher_builder().create()?;
+//! for n in 1..=3 {
+//!     publisher.send_copy(n)?;
+//! }
+//! assert_eq!(task.await??, 6);
 //! # Ok(()) }
 //! ```
 //!

@@ -105,14 +105,33 @@ impl<P: RoomPort> Future for Ready<'_, P> {
 ///
 /// `Send` (as its futures are), not `Sync`.
 ///
-/// ```no_run
-/// # async fn f(publisher: hako::Publisher<u64>) -> Result<(), Box<dyn std::error::Error>> {
-/// let mut publisher = hako::aio::AsyncPublisher::new(publisher);
-/// for n in 0..1000u64 {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-async-publisher", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// use hako::aio::{AsyncError, AsyncPublisher, AsyncSubscriber};
+/// let service = node
+///     .service_builder(&"Doc/AsyncPublisher".try_into()?)
+///     .publish_subscribe::<u64>()
+///     .overflow_policy(hako::OverflowPolicy::Backpressure)
+///     .open_or_create()?;
+/// let mut subscriber = AsyncSubscriber::new(service.subscriber_builder().create()?)?;
+/// let reader = tokio::spawn(async move {
+///     for _ in 0..100 {
+///         subscriber.receive().await?;
+///     }
+///     Ok::<_, AsyncError<hako::ReceiveError>>(())
+/// });
+/// let mut publisher = AsyncPublisher::new(service.publisher_builder().create()?);
+/// for n in 0..100u64 {
 ///     // Cancel-safe: waits for room, takes nothing.
 ///     publisher.ready().await;
 ///     publisher.get_ref().send_copy(n)?;
 /// }
+/// reader.await??;
 /// # Ok(()) }
 /// ```
 pub struct AsyncPublisher<T: Payload + ?Sized> {
@@ -174,6 +193,25 @@ impl<T: Payload + ?Sized> AsyncPublisher<T> {
     /// reached. Dropping the future before it is done drops the sample
     /// unsent (its chunk goes back to the pool): in a `select!`, await
     /// [`ready`](Self::ready) and send synchronously instead.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-async-publisher-send", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/AsyncSend".try_into()?)
+    ///     .publish_subscribe::<u64>()
+    ///     .open_or_create()?;
+    /// let subscriber = service.subscriber_builder().create()?;
+    /// let mut publisher = hako::aio::AsyncPublisher::new(service.publisher_builder().create()?);
+    /// let sample = publisher.get_ref().loan_uninit()?.write_payload(7);
+    /// assert_eq!(publisher.send(sample).await, 1);
+    /// assert_eq!(subscriber.receive()?.map(|s| *s), Some(7));
+    /// # Ok(()) }
+    /// ```
     pub async fn send(&mut self, sample: SampleMut<T>) -> usize {
         self.ready().await;
         sample.send()

@@ -43,16 +43,26 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Waitable for Server<Req, Res
 /// request may be held across an `.await` (say, while its answer is
 /// computed) in a task of a multi-threaded runtime.
 ///
-/// ```no_run
-/// # async fn f(server: hako::Server<u64, u64>) -> Result<(), Box<dyn std::error::Error>> {
-/// let mut server = hako::aio::AsyncServer::new(server)?;
-/// loop {
-///     let request = server.receive().await?;
-///     let n = *request;
-///     tokio::task::yield_now().await; // the request may wait across awaits
-///     request.send_last_copy(n * 2)?;
-/// }
-/// # }
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-async-server", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/AsyncServer".try_into()?)
+///     .request_response::<u64, u64>()
+///     .open_or_create()?;
+/// let mut server = hako::aio::AsyncServer::new(service.server_builder().create()?)?;
+/// let client = service.client_builder().create()?;
+/// let pending = client.send_copy(21)?;
+/// let request = server.receive().await?;
+/// let n = *request;
+/// tokio::task::yield_now().await; // the request may wait across awaits
+/// request.send_last_copy(n * 2)?;
+/// assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(42));
+/// # Ok(()) }
 /// ```
 pub struct AsyncServer<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     // Declared first: deregistered before the server's FIFO closes.

@@ -36,18 +36,29 @@ impl<T: Payload + ?Sized> Waitable for Subscriber<T> {
 ///
 /// `Send` (as its futures are), not `Sync`: one task at a time receives.
 ///
-/// ```no_run
-/// # async fn f(subscriber: hako::Subscriber<u64>) -> Result<(), Box<dyn std::error::Error>> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-async-subscriber", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
 /// use std::time::Duration;
-/// let mut subscriber = hako::aio::AsyncSubscriber::new(subscriber)?;
-/// loop {
+/// let service = node
+///     .service_builder(&"Doc/AsyncSubscriber".try_into()?)
+///     .publish_subscribe::<u64>()
+///     .open_or_create()?;
+/// let mut subscriber = hako::aio::AsyncSubscriber::new(service.subscriber_builder().create()?)?;
+/// let publisher = service.publisher_builder().create()?;
+/// publisher.send_copy(1)?;
+/// for _ in 0..2 {
 ///     tokio::select! {
-///         sample = subscriber.receive() => println!("{}", *sample?),
+///         sample = subscriber.receive() => println!("{}", *sample?), // 1
 ///         // Cancel-safe: a sample that came meanwhile waits for the next call.
-///         _ = tokio::time::sleep(Duration::from_secs(1)) => println!("quiet"),
+///         _ = tokio::time::sleep(Duration::from_millis(10)) => println!("quiet"),
 ///     }
 /// }
-/// # }
+/// # Ok(()) }
 /// ```
 pub struct AsyncSubscriber<T: Payload + ?Sized> {
     // Declared first: deregistered before the subscriber's FIFO closes.

@@ -40,6 +40,17 @@ use crate::os::lock::DomainLock;
 /// Reclaims everything dead nodes left in the domain of `config`; with
 /// `dry_run`, only reports what it would reclaim. Services whose files
 /// cannot be read are skipped (and logged).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-reclaim", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let report = hako::reclaim_dead_nodes(node.config(), true)?; // a dry run
+/// println!("{} dead node(s) to reclaim", report.dead_nodes.len());
+/// # Ok(()) }
+/// ```
 pub fn reclaim_dead_nodes(config: &Config, dry_run: bool) -> io::Result<Reclaimed> {
     let root = &config.root;
     if !root.is_dir() {

@@ -64,9 +64,18 @@ pub enum NodeWaitError {
 
 /// Builds a [`Node`].
 ///
-/// ```no_run
-/// let node = hako::NodeBuilder::new().name("camera")?.create()?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+/// use hako::{Config, NodeBuilder};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let root = std::env::temp_dir().join(format!("hako-doc-{}-nodebuilder", std::process::id()));
+/// // Without `.config(..)`, the node takes `Config::from_env()`.
+/// let config = Config::default().with_root(&root);
+/// let node = NodeBuilder::new().name("camera")?.config(&config).create()?;
+/// assert_eq!(node.name().map(|n| n.as_str()), Some("camera"));
+/// # drop(node);
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok(()) }
 /// ```
 #[derive(Debug)]
 pub struct NodeBuilder {
@@ -92,6 +101,13 @@ impl NodeBuilder {
     }
 
     /// Names the node (shown by inspection tools).
+    ///
+    /// ```
+    /// // Node names are ASCII letters, digits, '_', '-' and '.'.
+    /// if let Err(e) = hako::NodeBuilder::new().name("front camera") {
+    ///     eprintln!("{e}"); // the name holds ' ' at byte 5; only ...
+    /// }
+    /// ```
     pub fn name(mut self, name: &str) -> Result<Self, NameError> {
         self.name = Some(NodeName::new(name)?);
         Ok(self)
@@ -111,6 +127,20 @@ impl NodeBuilder {
     /// hako installs nothing for them. The waitset and
     /// [`Node::wait`](crate::Node::wait) always stop on a termination
     /// request.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let root = std::env::temp_dir().join(format!("hako-doc-{}-signals", std::process::id()));
+    /// # let config = hako::Config::default().with_root(&root);
+    /// // This program handles Ctrl-C itself: hako's waits leave it alone.
+    /// let node = hako::NodeBuilder::new()
+    ///     .signal_handling(false)
+    ///     .config(&config)
+    ///     .create()?;
+    /// # drop(node);
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok(()) }
+    /// ```
     pub fn signal_handling(mut self, on: bool) -> Self {
         self.signals = on;
         self
@@ -202,6 +232,22 @@ impl NodeBuilder {
 ///
 /// A node is `Send` and `Sync`; clones share the same identity. Dropping the
 /// last handle (and the last port created through it) removes its file.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let root = std::env::temp_dir().join(format!("hako-doc-{}-node", std::process::id()));
+/// let config = hako::Config::default().with_root(&root);
+/// let node = hako::NodeBuilder::new().config(&config).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Node".try_into()?)
+///     .publish_subscribe::<u64>()
+///     .open_or_create()?;
+/// println!("node {:016x} opened {}", node.id(), service.name().as_str());
+/// # drop(service);
+/// # drop(node);
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Node {
     pub(crate) inner: Arc<NodeInner>,
@@ -236,6 +282,19 @@ impl Node {
     /// Sleeps for `cycle`; returns [`NodeWaitError::TerminationRequest`] as
     /// soon as SIGINT or SIGTERM arrives (at once if one already has), so
     /// that `while node.wait(CYCLE).is_ok() { ... }` ends cleanly on Ctrl-C.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-wait", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// for cycle in 0..3 {
+    ///     node.wait(std::time::Duration::from_millis(10))?; // Err on Ctrl-C
+    ///     println!("cycle {cycle}");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn wait(&self, cycle: std::time::Duration) -> Result<(), NodeWaitError> {
         use rustix::event::{poll, PollFd, PollFlags};
         let fd = crate::os::signal::fd()?;
@@ -260,7 +319,20 @@ impl Node {
         }
     }
 
-    /// Starts building a service with the given name.
+    /// Starts building a service with the given name; its pattern is
+    /// chosen next (see [`ServiceBuilder`]).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-service-builder", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let name: hako::ServiceName = "Robot/Arm/Position".try_into()?;
+    /// let service = node.service_builder(&name).event().open_or_create()?;
+    /// assert_eq!(service.name(), &name);
+    /// # Ok(()) }
+    /// ```
     pub fn service_builder(&self, name: &ServiceName) -> ServiceBuilder {
         ServiceBuilder::new(self.inner.clone(), name.clone())
     }

@@ -36,6 +36,22 @@ impl From<crate::port::wait::Terminated> for ListenerError {
 }
 
 /// Builds a [`Listener`].
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-listener-builder", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node.service_builder(&"Doc/Ready".try_into()?).event().open_or_create()?;
+/// // Sleep in the kernel at once: the least CPU while nothing happens.
+/// let listener = service
+///     .listener_builder()
+///     .wait_strategy(hako::WaitStrategy::Park)
+///     .create()?;
+/// assert!(listener.try_wait().is_empty());
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct ListenerBuilder {
     pub(super) service: Arc<ServiceInner>,
@@ -103,6 +119,24 @@ impl ListenerBuilder {
 
 /// Waits for events. `Send` and `Sync`; also a file descriptor (its wake-up
 /// FIFO) that a [`WaitSet`](crate::WaitSet) can wait on.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-listener", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// use std::time::Duration;
+/// let service = node.service_builder(&"Doc/Listener".try_into()?).event().open_or_create()?;
+/// let listener = service.listener_builder().create()?;
+/// let notifier = service.notifier_builder().create()?;
+/// assert!(listener.timed_wait(Duration::from_millis(10))?.is_empty()); // timed out
+/// notifier.notify_with_id(hako::EventId(5))?;
+/// for (id, count) in listener.blocking_wait()? {
+///     println!("event {} fired {count} time(s)", id.value());
+/// }
+/// # Ok(()) }
+/// ```
 pub struct Listener {
     service: Arc<ServiceInner>,
     port_id: u64,
@@ -171,12 +205,48 @@ impl Listener {
 
     /// The events that fired since the last wait, with how often; empty if
     /// none. Never blocks.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-try-wait", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node.service_builder(&"Doc/TryWait".try_into()?).event().open_or_create()?;
+    /// let listener = service.listener_builder().create()?;
+    /// let notifier = service.notifier_builder().create()?;
+    /// assert!(listener.try_wait().is_empty());
+    /// notifier.notify()?;
+    /// notifier.notify()?;
+    /// assert_eq!(listener.try_wait(), vec![(hako::EventId(0), 2)]); // one id, counted
+    /// assert!(listener.try_wait().is_empty()); // taken
+    /// # Ok(()) }
+    /// ```
     pub fn try_wait(&self) -> Vec<(EventId, u64)> {
         self.take()
     }
 
     /// Waits up to `timeout` for events; empty on timeout. A zero timeout
     /// is the same as [`try_wait`](Self::try_wait).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-timed-wait", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// use std::time::Duration;
+    /// let service = node.service_builder(&"Doc/TimedWait".try_into()?).event().open_or_create()?;
+    /// let listener = service.listener_builder().create()?;
+    /// let notifier = service.notifier_builder().create()?;
+    /// notifier.notify()?;
+    /// match listener.timed_wait(Duration::from_millis(100)) {
+    ///     Ok(events) if events.is_empty() => println!("nothing within 100 ms"),
+    ///     Ok(events) => println!("{} id(s) fired", events.len()),
+    ///     Err(e) => eprintln!("cannot wait: {e}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn timed_wait(&self, timeout: Duration) -> Result<Vec<(EventId, u64)>, ListenerError> {
         self.wait(Some(Instant::now() + timeout))
     }
@@ -187,6 +257,22 @@ impl Listener {
     /// one to come), and [`ListenerError::TerminationRequest`] on SIGINT or
     /// SIGTERM (see [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling);
     /// so does [`timed_wait`](Self::timed_wait)).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-blocking-wait", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node.service_builder(&"Doc/BlockingWait".try_into()?).event().open_or_create()?;
+    /// let listener = service.listener_builder().create()?;
+    /// let notifier = service.notifier_builder().create()?;
+    /// let worker = std::thread::spawn(move || notifier.notify_with_id(hako::EventId(9)));
+    /// let events = listener.blocking_wait()?; // sleeps until the worker notifies
+    /// assert_eq!(events, vec![(hako::EventId(9), 1)]);
+    /// worker.join().expect("the worker panicked")?;
+    /// # Ok(()) }
+    /// ```
     pub fn blocking_wait(&self) -> Result<Vec<(EventId, u64)>, ListenerError> {
         self.wait(None)
     }

@@ -27,6 +27,20 @@ pub enum NotifyError {
 }
 
 /// Builds a [`Notifier`].
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-notifier-builder", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node.service_builder(&"Doc/Alarm".try_into()?).event().open_or_create()?;
+/// let listener = service.listener_builder().create()?;
+/// let notifier = service.notifier_builder().default_event_id(hako::EventId(3)).create()?;
+/// notifier.notify()?; // signals id 3
+/// assert_eq!(listener.try_wait(), vec![(hako::EventId(3), 1)]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct NotifierBuilder {
     pub(super) service: Arc<ServiceInner>,
@@ -81,6 +95,21 @@ impl NotifierBuilder {
 ///
 /// A notification to a listener that is not asleep costs two atomic
 /// operations and a fence; only a sleeping listener costs a system call.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-notifier", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node.service_builder(&"Doc/Notifier".try_into()?).event().open_or_create()?;
+/// let notifier = service.notifier_builder().create()?;
+/// assert_eq!(notifier.notify()?, 0); // nobody listens yet
+/// let listener = service.listener_builder().create()?;
+/// assert_eq!(notifier.notify()?, 1);
+/// assert!(listener.has_events());
+/// # Ok(()) }
+/// ```
 pub struct Notifier {
     service: Arc<ServiceInner>,
     port_id: u64,
@@ -108,6 +137,31 @@ impl Notifier {
     }
 
     /// Signals `id` to every listener; returns how many were notified.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-notify-with-id", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// const STARTED: hako::EventId = hako::EventId(1);
+    /// const STOPPED: hako::EventId = hako::EventId(2);
+    /// let service = node
+    ///     .service_builder(&"Doc/Motor".try_into()?)
+    ///     .event()
+    ///     .event_id_max(7)
+    ///     .open_or_create()?;
+    /// let listener = service.listener_builder().create()?;
+    /// let notifier = service.notifier_builder().create()?;
+    /// notifier.notify_with_id(STARTED)?;
+    /// notifier.notify_with_id(STOPPED)?;
+    /// assert_eq!(listener.try_wait(), vec![(STARTED, 1), (STOPPED, 1)]);
+    /// // An id above the service's event_id_max is refused.
+    /// if let Err(e) = notifier.notify_with_id(hako::EventId(8)) {
+    ///     eprintln!("{e}");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn notify_with_id(&self, id: EventId) -> Result<usize, NotifyError> {
         if id.0 > self.max_id {
             return Err(NotifyError::EventIdOutOfRange {

@@ -50,6 +50,23 @@ struct EventRequest {
 /// [`ServiceBuilder::event`](crate::ServiceBuilder::event). Settings given are
 /// what `create` uses and what `open` requires (at least); others take the
 /// config's defaults on create and accept anything on open.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-event-builder", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Door".try_into()?)
+///     .event()
+///     .max_notifiers(4)
+///     .max_listeners(2)
+///     .event_id_max(15) // ids 0 to 15
+///     .open_or_create()?;
+/// assert_eq!(service.qos().event_id_max, 15);
+/// # Ok(()) }
+/// ```
 pub struct EventBuilder {
     node: Arc<NodeInner>,
     name: ServiceName,
@@ -166,6 +183,21 @@ impl PatternRequest for EventBuilder {
 }
 
 /// An open event service. `Send`, `Sync`, cheap to clone.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-event-service", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node.service_builder(&"Doc/Bell".try_into()?).event().open_or_create()?;
+/// let listener = service.listener_builder().create()?;
+/// let notifier = service.notifier_builder().create()?;
+/// notifier.notify()?;
+/// notifier.notify()?;
+/// assert_eq!(listener.try_wait(), vec![(hako::EventId(0), 2)]); // id 0, twice
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct EventService {
     pub(crate) inner: Arc<ServiceInner>,

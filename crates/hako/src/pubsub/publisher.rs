@@ -60,6 +60,27 @@ pub enum SendError {
 
 /// Builds a [`Publisher`]; returned by
 /// [`PubSubService::publisher_builder`](crate::PubSubService::publisher_builder).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-publisher-builder", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Commands".try_into()?)
+///     .publish_subscribe::<u64>()
+///     .overflow_policy(hako::OverflowPolicy::Backpressure)
+///     .open_or_create()?;
+/// let publisher = service
+///     .publisher_builder()
+///     .max_loaned_samples(4)
+///     // When a subscriber's queue is full: try 100 times, then give up.
+///     .backpressure(hako::BackpressureStrategy::Retry(100))
+///     .create()?;
+/// assert!(publisher.pool_size() >= 4);
+/// # Ok(()) }
+/// ```
 pub struct PublisherBuilder<T: Payload + ?Sized> {
     service: Arc<ServiceInner>,
     settings: Arc<PubSubSettings>,
@@ -209,6 +230,21 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
 
 impl<T: ShmSafe> PublisherBuilder<[T]> {
     /// Largest slice (in elements) this publisher can send. Default 1.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-max-slice-len", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Packets".try_into()?)
+    ///     .publish_subscribe::<[u8]>()
+    ///     .open_or_create()?;
+    /// let publisher = service.publisher_builder().max_slice_len(1500).create()?;
+    /// assert!(publisher.max_slice_len() >= 1500);
+    /// # Ok(()) }
+    /// ```
     pub fn max_slice_len(mut self, n: usize) -> Self {
         self.max_slice_len = n as u64;
         self
@@ -221,6 +257,25 @@ impl<T: ShmSafe> PublisherBuilder<[T]> {
 /// threads, and so can the samples it loans. Its bookkeeping sits behind a
 /// process-local mutex that is uncontended unless several threads use the
 /// same publisher at once; nothing in shared memory is ever locked.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-publisher", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Counter".try_into()?)
+///     .publish_subscribe::<u64>()
+///     .open_or_create()?;
+/// let subscriber = service.subscriber_builder().create()?;
+/// let publisher = service.publisher_builder().create()?;
+/// let sample = publisher.loan_uninit()?; // a chunk of shared memory
+/// let sample = sample.write_payload(42); // written in place
+/// assert_eq!(sample.send(), 1); // one subscriber got it
+/// assert_eq!(subscriber.receive()?.map(|s| *s), Some(42));
+/// # Ok(()) }
+/// ```
 pub struct Publisher<T: Payload + ?Sized> {
     inner: Arc<SenderInner>,
     _t: PhantomData<fn() -> Box<T>>,
@@ -239,6 +294,25 @@ impl<T: Payload + ?Sized> Publisher<T> {
     /// Connects subscribers that arrived since the last send (and hands them
     /// the history). `send` does this by itself; call it when a publisher is
     /// idle but late joiners should get the history now.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-update-connections", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Latest".try_into()?)
+    ///     .publish_subscribe::<u64>()
+    ///     .history_size(1)
+    ///     .open_or_create()?;
+    /// let publisher = service.publisher_builder().create()?;
+    /// publisher.send_copy(7)?; // nobody listens yet; kept as history
+    /// let subscriber = service.subscriber_builder().create()?;
+    /// publisher.update_connections(); // hands the late subscriber the history
+    /// assert_eq!(subscriber.receive()?.map(|s| *s), Some(7));
+    /// # Ok(()) }
+    /// ```
     pub fn update_connections(&self) {
         self.inner.update_connections();
     }
@@ -289,6 +363,26 @@ impl<T: Payload + ?Sized> Drop for Publisher<T> {
 
 impl<T: ShmSafe> Publisher<T> {
     /// Loans an uninitialised sample from the shared pool.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-loan-uninit", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Loans".try_into()?)
+    ///     .publish_subscribe::<u64>()
+    ///     .open_or_create()?;
+    /// let publisher = service.publisher_builder().max_loaned_samples(1).create()?;
+    /// let sample = publisher.loan_uninit()?;
+    /// // A second loan exceeds max_loaned_samples until the first is sent or dropped.
+    /// if let Err(e) = publisher.loan_uninit() {
+    ///     eprintln!("cannot loan: {e}");
+    /// }
+    /// sample.write_payload(1).send();
+    /// # Ok(()) }
+    /// ```
     pub fn loan_uninit(&self) -> Result<SampleMutUninit<T>, LoanError> {
         let raw = RawLoan::new(&self.inner, 1)?;
         Ok(SampleMutUninit {
@@ -299,6 +393,24 @@ impl<T: ShmSafe> Publisher<T> {
 
     /// Copies `value` into a loaned sample and sends it; returns how many
     /// subscribers received it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-send-copy", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Ticks".try_into()?)
+    ///     .publish_subscribe::<u64>()
+    ///     .open_or_create()?;
+    /// let publisher = service.publisher_builder().create()?;
+    /// assert_eq!(publisher.send_copy(1)?, 0); // no subscriber yet
+    /// let subscriber = service.subscriber_builder().create()?;
+    /// assert_eq!(publisher.send_copy(2)?, 1);
+    /// assert_eq!(subscriber.receive()?.map(|s| *s), Some(2));
+    /// # Ok(()) }
+    /// ```
     pub fn send_copy(&self, value: T) -> Result<usize, SendError> {
         Ok(self.loan_uninit()?.write_payload(value).send())
     }
@@ -306,6 +418,32 @@ impl<T: ShmSafe> Publisher<T> {
 
 impl<T: ShmSafe + Default> Publisher<T> {
     /// Loans a sample initialised with `T::default()`.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-loan", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// #[derive(Debug, Default, Clone, Copy, hako::ShmSafe)]
+    /// #[repr(C)]
+    /// struct Pose {
+    ///     x: f32,
+    ///     y: f32,
+    ///     heading: f32,
+    /// }
+    ///
+    /// let service = node
+    ///     .service_builder(&"Doc/Pose".try_into()?)
+    ///     .publish_subscribe::<Pose>()
+    ///     .open_or_create()?;
+    /// let publisher = service.publisher_builder().create()?;
+    /// let mut sample = publisher.loan()?; // Pose::default(), in shared memory
+    /// sample.x = 1.5;
+    /// sample.heading = 0.25;
+    /// sample.send();
+    /// # Ok(()) }
+    /// ```
     pub fn loan(&self) -> Result<SampleMut<T>, LoanError> {
         Ok(self.loan_uninit()?.write_payload(T::default()))
     }
@@ -313,6 +451,27 @@ impl<T: ShmSafe + Default> Publisher<T> {
 
 impl<T: ShmSafe> Publisher<[T]> {
     /// Loans an uninitialised slice of `len` elements.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-loan-slice-uninit", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Text".try_into()?)
+    ///     .publish_subscribe::<[u8]>()
+    ///     .open_or_create()?;
+    /// let subscriber = service.subscriber_builder().create()?;
+    /// let publisher = service.publisher_builder().max_slice_len(64).create()?;
+    /// publisher.loan_slice_uninit(5)?.write_from_slice(b"hello").send();
+    /// assert_eq!(subscriber.receive()?.as_deref(), Some(&b"hello"[..]));
+    /// // Longer than max_slice_len: refused.
+    /// if let Err(e) = publisher.loan_slice_uninit(100) {
+    ///     eprintln!("{e}");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn loan_slice_uninit(&self, len: usize) -> Result<SampleMutUninit<[T]>, LoanError> {
         let raw = RawLoan::new(&self.inner, len)?;
         Ok(SampleMutUninit {
@@ -322,6 +481,24 @@ impl<T: ShmSafe> Publisher<[T]> {
     }
 
     /// Loans a slice of `len` elements, each `T::default()`.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-loan-slice", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Samples".try_into()?)
+    ///     .publish_subscribe::<[i16]>()
+    ///     .open_or_create()?;
+    /// let publisher = service.publisher_builder().max_slice_len(480).create()?;
+    /// let mut sample = publisher.loan_slice(480)?; // 480 zeros
+    /// sample[0] = 1000;
+    /// sample[479] = -1000;
+    /// sample.send();
+    /// # Ok(()) }
+    /// ```
     pub fn loan_slice(&self, len: usize) -> Result<SampleMut<[T]>, LoanError>
     where
         T: Default,
@@ -330,6 +507,24 @@ impl<T: ShmSafe> Publisher<[T]> {
     }
 
     /// Copies `data` into a loaned slice and sends it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-send-slice-copy", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Readings".try_into()?)
+    ///     .publish_subscribe::<[f64]>()
+    ///     .open_or_create()?;
+    /// let subscriber = service.subscriber_builder().create()?;
+    /// let publisher = service.publisher_builder().max_slice_len(8).create()?;
+    /// publisher.send_slice_copy(&[0.5, 1.5, 2.5])?;
+    /// let sample = subscriber.receive()?.ok_or("nothing received")?;
+    /// assert_eq!(&*sample, &[0.5, 1.5, 2.5]);
+    /// # Ok(()) }
+    /// ```
     pub fn send_slice_copy(&self, data: &[T]) -> Result<usize, SendError>
     where
         T: Copy,

@@ -13,6 +13,26 @@ use crate::port::receiver::sample::RawSample;
 /// `Send` and `Sync`. Dropping one on the thread that receives is cheapest
 /// (plain stores); on another thread it costs an atomic increment. Do not
 /// drop samples in a signal handler: that is not async-signal-safe.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-sample", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Sample".try_into()?)
+///     .publish_subscribe::<[u32; 4]>()
+///     .open_or_create()?;
+/// let subscriber = service.subscriber_builder().create()?;
+/// let publisher = service.publisher_builder().create()?;
+/// publisher.send_copy([1, 2, 3, 4])?;
+/// if let Some(sample) = subscriber.receive()? {
+///     assert_eq!(sample[2], 3); // read in place, in the publisher's memory
+///     assert_eq!(sample.publisher_id(), publisher.id());
+/// } // dropped: the chunk goes back to the publisher
+/// # Ok(()) }
+/// ```
 pub struct Sample<T: Payload + ?Sized> {
     raw: RawSample,
     _t: PhantomData<fn() -> Box<T>>,

@@ -16,6 +16,28 @@ use crate::port::sender::loan::RawLoan;
 /// [`write_from_slice`](SampleMutUninit::write_from_slice)), or initialise it
 /// through [`payload_mut`](Self::payload_mut) and call
 /// [`assume_init`](Self::assume_init).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-sample-mut-uninit", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Uninit".try_into()?)
+///     .publish_subscribe::<[u64; 2]>()
+///     .open_or_create()?;
+/// let publisher = service.publisher_builder().create()?;
+/// // Written whole...
+/// publisher.loan_uninit()?.write_payload([1, 2]).send();
+/// // ...or through `MaybeUninit`, then declared written.
+/// let mut sample = publisher.loan_uninit()?;
+/// sample.payload_mut().write([3, 4]);
+/// // SAFETY: every byte of the payload was written just above.
+/// let sample = unsafe { sample.assume_init() };
+/// sample.send();
+/// # Ok(()) }
+/// ```
 pub struct SampleMutUninit<T: Payload + ?Sized> {
     pub(super) raw: RawLoan,
     pub(super) _t: PhantomData<fn() -> Box<T>>,
@@ -65,6 +87,23 @@ impl<T: ShmSafe> SampleMutUninit<[T]> {
     }
 
     /// Initialises element `i` with `f(i)`.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-write-from-fn", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Ramp".try_into()?)
+    ///     .publish_subscribe::<[u32]>()
+    ///     .open_or_create()?;
+    /// let publisher = service.publisher_builder().max_slice_len(16).create()?;
+    /// let sample = publisher.loan_slice_uninit(16)?.write_from_fn(|i| i as u32 * 10);
+    /// assert_eq!(sample[15], 150);
+    /// sample.send();
+    /// # Ok(()) }
+    /// ```
     pub fn write_from_fn(self, mut f: impl FnMut(usize) -> T) -> SampleMut<[T]> {
         let base = self.raw.payload().cast::<T>();
         for i in 0..self.raw.len {
@@ -141,6 +180,26 @@ impl<T: ShmSafe> SampleMutUninit<[T]> {
 
 /// A loaned, initialised sample: write to it through `DerefMut`, then
 /// [`send`](Self::send) it. Dropping it unsent returns the chunk.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-sample-mut", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/SampleMut".try_into()?)
+///     .publish_subscribe::<[u8; 8]>()
+///     .open_or_create()?;
+/// let subscriber = service.subscriber_builder().create()?;
+/// let publisher = service.publisher_builder().create()?;
+/// let mut sample = publisher.loan()?; // [0; 8]
+/// sample[0] = 0xff; // written in place, through DerefMut
+/// let delivered = sample.send();
+/// assert_eq!(delivered, 1);
+/// assert_eq!(subscriber.receive()?.map(|s| s[0]), Some(0xff));
+/// # Ok(()) }
+/// ```
 pub struct SampleMut<T: Payload + ?Sized> {
     pub(super) raw: RawLoan,
     pub(super) _t: PhantomData<fn() -> Box<T>>,

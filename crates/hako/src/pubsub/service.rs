@@ -42,6 +42,25 @@ struct QosRequest {
 /// `create` uses and what `open` requires of an existing service; settings
 /// left out take the config's defaults on `create` and accept anything on
 /// `open`.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-pubsub-builder", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Imu".try_into()?)
+///     .publish_subscribe::<[f32; 3]>()
+///     .max_publishers(1)
+///     .max_subscribers(4)
+///     .subscriber_max_buffer_size(8) // samples queued per publisher
+///     .history_size(2) // samples a late subscriber gets
+///     .overflow_policy(hako::OverflowPolicy::DropOldest)
+///     .create()?;
+/// assert_eq!(service.qos().history_size, 2);
+/// # Ok(()) }
+/// ```
 pub struct PubSubBuilder<T: Payload + ?Sized> {
     node: Arc<NodeInner>,
     name: ServiceName,
@@ -113,17 +132,63 @@ impl<T: Payload + ?Sized> PubSubBuilder<T> {
     }
 
     /// Creates the service; fails if it exists.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-create", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let name = "Doc/Once".try_into()?;
+    /// let service = node.service_builder(&name).publish_subscribe::<u64>().create()?;
+    /// // A second create fails; the error says why.
+    /// if let Err(e) = node.service_builder(&name).publish_subscribe::<u64>().create() {
+    ///     eprintln!("{e}");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn create(self) -> Result<PubSubService<T>, ServiceError> {
         self.finish(Mode::Create)
     }
 
     /// Opens an existing service, checking that it is compatible.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-open", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let name = "Doc/Open".try_into()?;
+    /// let created = node.service_builder(&name).publish_subscribe::<u64>().create()?;
+    /// let opened = node.service_builder(&name).publish_subscribe::<u64>().open()?;
+    /// assert_eq!(opened.qos(), created.qos());
+    /// // Another payload type is refused, the error naming both.
+    /// if let Err(e) = node.service_builder(&name).publish_subscribe::<u32>().open() {
+    ///     eprintln!("{e}");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn open(self) -> Result<PubSubService<T>, ServiceError> {
         self.finish(Mode::Open)
     }
 
     /// Opens the service if it exists, creates it otherwise. Safe to call
     /// from many processes at once: exactly one creates it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-open-or-create", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let name = "Doc/Shared".try_into()?;
+    /// // Each process (here: twice in one) opens the service or creates it.
+    /// let first = node.service_builder(&name).publish_subscribe::<u64>().open_or_create()?;
+    /// let second = node.service_builder(&name).publish_subscribe::<u64>().open_or_create()?;
+    /// assert_eq!(first.payload(), second.payload());
+    /// # Ok(()) }
+    /// ```
     pub fn open_or_create(self) -> Result<PubSubService<T>, ServiceError> {
         self.finish(Mode::OpenOrCreate)
     }
@@ -229,6 +294,23 @@ impl<T: Payload + ?Sized> PatternRequest for PubSubBuilder<T> {
 /// [`publisher_builder`](Self::publisher_builder) and
 /// [`subscriber_builder`](Self::subscriber_builder). The service's files are
 /// removed when the last handle and port in the domain are dropped.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-pubsub-service", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Temperature".try_into()?)
+///     .publish_subscribe::<f32>()
+///     .open_or_create()?;
+/// let subscriber = service.subscriber_builder().create()?;
+/// let publisher = service.publisher_builder().create()?;
+/// publisher.send_copy(21.5)?;
+/// assert_eq!(subscriber.receive()?.map(|s| *s), Some(21.5));
+/// # Ok(()) }
+/// ```
 pub struct PubSubService<T: Payload + ?Sized> {
     pub(crate) inner: Arc<ServiceInner>,
     pub(crate) settings: Arc<PubSubSettings>,

@@ -70,6 +70,31 @@ pub(crate) struct Taken {
 ///
 /// `Send`: it may be held across an `.await` in a task of a multi-threaded
 /// runtime.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-active-request", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Active".try_into()?)
+///     .request_response::<u64, u64>()
+///     .open_or_create()?;
+/// let server = service.server_builder().create()?;
+/// let client = service.client_builder().create()?;
+/// let pending = client.send_copy(2)?;
+/// if let Some(request) = server.receive()? {
+///     assert_eq!(*request, 2); // read in the client's memory
+///     assert_eq!(request.client_id(), client.id());
+///     request.send_copy(4)?;
+///     request.send_copy(8)?;
+/// } // dropped: the stream ends
+/// while let Some(response) = pending.blocking_receive()? {
+///     println!("{}", *response); // 4, 8
+/// }
+/// # Ok(()) }
+/// ```
 pub struct ActiveRequest<'s, Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     server: &'s Answering,
     raw: RawSample,
@@ -199,12 +224,21 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
     /// [`backpressure`](crate::ServerBuilder::backpressure) strategy that gives
     /// up), its end waiting for room.
     ///
-    /// ```no_run
-    /// # fn f(server: &hako::Server<u64, u64>) -> Result<(), Box<dyn std::error::Error>> {
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-send-last", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// # let service = node.service_builder(&"Doc/SendLast".try_into()?).request_response::<u64, u64>().open_or_create()?;
+    /// # let server = service.server_builder().create()?;
+    /// # let client = service.client_builder().create()?;
+    /// # let pending = client.send_copy(21)?;
     /// if let Some(request) = server.receive()? {
     ///     let response = request.loan_uninit()?.write_payload(*request * 2);
     ///     request.send_last(response)?;
     /// }
+    /// # assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(42));
     /// # Ok(()) }
     /// ```
     pub fn send_last(mut self, response: ResponseMut<Resp>) -> Result<(), ResponseSendError> {
@@ -247,6 +281,33 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
 
 impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, Resp> {
     /// Loans an uninitialised response from the server's shared pool.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-response-loan", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// #[derive(Debug, Clone, Copy, hako::ShmSafe)]
+    /// #[repr(C)]
+    /// struct Stats {
+    ///     count: u64,
+    ///     mean: f64,
+    /// }
+    /// let service = node
+    ///     .service_builder(&"Doc/Stats".try_into()?)
+    ///     .request_response::<u64, Stats>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let client = service.client_builder().create()?;
+    /// let pending = client.send_copy(7)?;
+    /// let request = server.receive()?.ok_or("no request")?;
+    /// let response = request.loan_uninit()?.write_payload(Stats { count: 7, mean: 0.5 });
+    /// response.send()?;
+    /// drop(request);
+    /// assert_eq!(pending.blocking_receive()?.map(|r| r.count), Some(7));
+    /// # Ok(()) }
+    /// ```
     pub fn loan_uninit(&self) -> Result<ResponseMutUninit<Resp>, ResponseSendError> {
         self.loan_raw(1)
     }
@@ -258,6 +319,27 @@ impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, Resp> {
 
     /// Copies `value` into a loaned response and sends it as the last of
     /// the stream (see [`send_last`](Self::send_last)).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-send-last-copy", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Negate".try_into()?)
+    ///     .request_response::<i64, i64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let client = service.client_builder().create()?;
+    /// let pending = client.send_copy(5)?;
+    /// let request = server.receive()?.ok_or("no request")?;
+    /// let n = *request;
+    /// request.send_last_copy(-n)?; // one message: the response and the end
+    /// assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(-5));
+    /// assert!(pending.blocking_receive()?.is_none());
+    /// # Ok(()) }
+    /// ```
     pub fn send_last_copy(self, value: Resp) -> Result<(), ResponseSendError> {
         let response = self.loan_uninit()?.write_payload(value);
         self.send_last(response)

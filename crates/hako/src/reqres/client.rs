@@ -59,6 +59,25 @@ pub type RequestMut<'c, Req, Resp> = MessageMut<Req, ToServer<'c, Req, Resp>>;
 impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> MessageMut<Req, ToServer<'_, Req, Resp>> {
     /// Sends the request fire-and-forget: the server answers nothing, and
     /// no slot of the client stays in flight for it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-send-without-response", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Log".try_into()?)
+    ///     .request_response::<u64, ()>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let client = service.client_builder().create()?;
+    /// client.loan_uninit()?.write_payload(404).send_without_response()?;
+    /// assert_eq!(client.requests_in_flight(), 0);
+    /// let request = server.receive()?.ok_or("no request")?;
+    /// assert!(!request.expects_response());
+    /// # Ok(()) }
+    /// ```
     pub fn send_without_response(self) -> Result<(), RequestSendError> {
         let (client, raw) = self.into_parts();
         client.client.send(raw, true).map(|_| ())
@@ -67,6 +86,27 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> MessageMut<Req, ToServer<'_,
 
 /// Builds a [`Client`]; returned by
 /// [`ReqResService::client_builder`](crate::ReqResService::client_builder).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-client-builder", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Upload".try_into()?)
+///     .request_response::<[u8], u64>()
+///     .open_or_create()?;
+/// let client = service
+///     .client_builder()
+///     .max_slice_len(64 * 1024) // requests up to 64 KiB
+///     .max_loaned_requests(2)
+///     // A full server queue fails the send at once rather than waiting.
+///     .backpressure(hako::BackpressureStrategy::Discard)
+///     .wait_strategy(hako::WaitStrategy::Park)
+///     .create()?;
+/// # Ok(()) }
+/// ```
 pub struct ClientBuilder<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     service: Arc<ServiceInner>,
     settings: Arc<ReqResSettings>,
@@ -241,12 +281,23 @@ fn response_queue(
 /// `Send` but not `Sync`: one thread at a time uses it (and the pending
 /// responses it hands out borrow it). Requests go to the servers in turn.
 ///
-/// ```no_run
-/// # fn f(client: &hako::Client<[u8], [u8]>) -> Result<(), Box<dyn std::error::Error>> {
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-client", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Client".try_into()?)
+///     .request_response::<[u8], [u8]>()
+///     .open_or_create()?;
+/// let server = service.server_builder().max_slice_len(64).create()?;
+/// let client = service.client_builder().max_slice_len(64).create()?;
 /// // Write the request in place, in the client's shared memory...
 /// let request = client.loan_slice_uninit(5)?.write_from_slice(b"hello");
 /// let pending = request.send()?;
 /// // ...or copy a small one: client.send_slice_copy(b"hello")?
+/// # server.receive()?.ok_or("no request")?.send_slice_copy(b"world")?;
 /// while let Some(response) = pending.blocking_receive()? {
 ///     println!("{} bytes", response.len()); // in the server's memory
 /// }
@@ -423,12 +474,51 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
 
 impl<Req: ShmSafe, Resp: Payload + ?Sized> Client<Req, Resp> {
     /// Loans an uninitialised request from the client's shared pool.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-loan-uninit", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Double".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let client = service.client_builder().create()?;
+    /// let pending = client.loan_uninit()?.write_payload(21).send()?;
+    /// server.receive()?.ok_or("no request")?.send_last_copy(42)?;
+    /// assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(42));
+    /// # Ok(()) }
+    /// ```
     pub fn loan_uninit(&self) -> Result<RequestMutUninit<'_, Req, Resp>, RequestSendError> {
         let raw = self.loan_raw(1)?;
         Ok(self.message(raw, 1))
     }
 
     /// Copies `value` into a loaned request and sends it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-send-copy", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/SendCopy".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let client = service.client_builder().create()?;
+    /// // No server yet: the request has nowhere to go.
+    /// if let Err(e) = client.send_copy(1) {
+    ///     eprintln!("not sent: {e}");
+    /// }
+    /// let server = service.server_builder().create()?;
+    /// let pending = client.send_copy(2)?;
+    /// assert_eq!(server.receive()?.map(|r| *r), Some(2));
+    /// # Ok(()) }
+    /// ```
     pub fn send_copy(&self, value: Req) -> Result<PendingResponse<'_, Req, Resp>, RequestSendError> {
         self.loan_uninit()?.write_payload(value).send()
     }
@@ -436,6 +526,26 @@ impl<Req: ShmSafe, Resp: Payload + ?Sized> Client<Req, Resp> {
 
 impl<Req: ShmSafe, Resp: Payload + ?Sized> Client<[Req], Resp> {
     /// Loans an uninitialised request slice of `len` elements.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-loan-slice-uninit", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Sum".try_into()?)
+    ///     .request_response::<[u32], u64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let client = service.client_builder().max_slice_len(100).create()?;
+    /// let pending = client.loan_slice_uninit(100)?.write_from_fn(|i| i as u32).send()?;
+    /// let request = server.receive()?.ok_or("no request")?;
+    /// let sum = request.iter().map(|&n| u64::from(n)).sum();
+    /// request.send_last_copy(sum)?;
+    /// assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(4950));
+    /// # Ok(()) }
+    /// ```
     pub fn loan_slice_uninit(
         &self,
         len: usize,

@@ -20,11 +20,21 @@ use crate::port::receiver::sample::RawSample;
 /// is free for another one (under a new generation, so that no late
 /// response can reach the new request).
 ///
-/// ```no_run
+/// ```
 /// # use std::time::Duration;
-/// # fn f(client: &hako::Client<u64, u64>) -> Result<(), Box<dyn std::error::Error>> {
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-pending", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// # let service = node.service_builder(&"Doc/Pending".try_into()?).request_response::<u64, u64>().open_or_create()?;
+/// # let server = service.server_builder().create()?;
+/// # let client = service.client_builder().create()?;
 /// // Many requests in flight, each getting its own responses.
 /// let pending: Vec<_> = (0..4).map(|n| client.send_copy(n)).collect::<Result<_, _>>()?;
+/// # while let Some(request) = server.receive()? {
+/// #     request.send_copy(*request * 10)?;
+/// # }
 /// for p in &pending {
 ///     loop {
 ///         match p.receive_timeout(Duration::from_millis(100)) {
@@ -75,6 +85,27 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
     /// [`is_finished`](Self::is_finished)). Fails with
     /// [`ReqResReceiveError::ServerGone`] when the server left or died
     /// before ending the stream and every response it sent was taken.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-pending-receive", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Poll".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let client = service.client_builder().create()?;
+    /// let pending = client.send_copy(1)?;
+    /// assert!(pending.receive()?.is_none()); // not answered yet
+    /// server.receive()?.ok_or("no request")?.send_copy(2)?; // and the end
+    /// assert_eq!(pending.receive()?.map(|r| *r), Some(2));
+    /// assert!(pending.receive()?.is_none());
+    /// assert!(pending.is_finished());
+    /// # Ok(()) }
+    /// ```
     pub fn receive(&self) -> Result<Option<Response<Resp>>, ReqResReceiveError> {
         Ok(self
             .client
@@ -118,6 +149,29 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
     /// Waits up to `timeout` for the next response: `Ok(Some)` with it,
     /// `Ok(None)` at the end of the stream or on timeout (tell them apart
     /// with [`is_finished`](Self::is_finished)).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-pending-receive-timeout", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// use std::time::Duration;
+    /// let service = node
+    ///     .service_builder(&"Doc/Slow".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let _server = service.server_builder().create()?;
+    /// let client = service.client_builder().create()?;
+    /// let pending = client.send_copy(1)?;
+    /// match pending.receive_timeout(Duration::from_millis(10)) {
+    ///     Ok(Some(response)) => println!("response {}", *response),
+    ///     Ok(None) if pending.is_finished() => println!("no more responses"),
+    ///     Ok(None) => println!("nothing within 10 ms"), // this time
+    ///     Err(e) => eprintln!("cannot receive: {e}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn receive_timeout(
         &self,
         timeout: Duration,
@@ -128,6 +182,30 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
     /// Waits for the next response: `Ok(Some)` with it, `Ok(None)` when the
     /// stream has ended, [`ReqResReceiveError::ServerGone`] when the server
     /// went without ending it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-pending-blocking-receive", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Countdown".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let client = service.client_builder().create()?;
+    /// let pending = client.send_copy(3)?;
+    /// let request = server.receive()?.ok_or("no request")?;
+    /// for n in (1..=*request).rev() {
+    ///     request.send_copy(n)?;
+    /// }
+    /// drop(request); // the end of the stream
+    /// while let Some(response) = pending.blocking_receive()? {
+    ///     println!("{}", *response); // 3, 2, 1
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn blocking_receive(&self) -> Result<Option<Response<Resp>>, ReqResReceiveError> {
         loop {
             if let Some(r) = self.wait(None)? {
@@ -175,6 +253,26 @@ pub struct Ticket {
 /// A response received by a client: dereferences to the payload in shared
 /// memory, where the server wrote it. Dropping it hands the chunk back to
 /// the server.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-response", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Response".try_into()?)
+///     .request_response::<u64, [u8; 4]>()
+///     .open_or_create()?;
+/// let server = service.server_builder().create()?;
+/// let client = service.client_builder().create()?;
+/// let pending = client.send_copy(0)?;
+/// server.receive()?.ok_or("no request")?.send_last_copy(*b"pong")?;
+/// let response = pending.blocking_receive()?.ok_or("no response")?;
+/// assert_eq!(&*response, b"pong"); // read in the server's memory
+/// assert_eq!(response.server_id(), server.id());
+/// # Ok(()) }
+/// ```
 pub struct Response<T: Payload + ?Sized> {
     raw: RawSample,
     /// The payload's element count (validated).

@@ -21,6 +21,26 @@ use crate::port::wait::WaitStrategy;
 
 /// Builds a [`Server`]; returned by
 /// [`ReqResService::server_builder`](crate::ReqResService::server_builder).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-server-builder", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Frames".try_into()?)
+///     .request_response::<u64, [u8]>()
+///     .open_or_create()?;
+/// let server = service
+///     .server_builder()
+///     .max_slice_len(1 << 20) // responses up to 1 MiB
+///     .max_loaned_responses(2)
+///     // A client that does not read its responses loses them.
+///     .backpressure(hako::BackpressureStrategy::Discard)
+///     .create()?;
+/// # Ok(()) }
+/// ```
 pub struct ServerBuilder<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     service: Arc<ServiceInner>,
     settings: Arc<ReqResSettings>,
@@ -170,10 +190,21 @@ impl<Req: Payload + ?Sized, Resp: ShmSafe> ServerBuilder<Req, [Resp]> {
 /// Receives requests of `Req` from every client of a service and answers
 /// them with responses of `Resp`.
 ///
-/// ```no_run
-/// # fn f(server: &hako::Server<u64, u64>) -> Result<(), Box<dyn std::error::Error>> {
-/// loop {
-///     let request = server.blocking_receive()?; // the client's memory, read in place
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-server", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Server".try_into()?)
+///     .request_response::<u64, u64>()
+///     .open_or_create()?;
+/// let server = service.server_builder().create()?;
+/// let client = service.client_builder().create()?;
+/// let pending = client.send_copy(10)?;
+/// while let Some(request) = server.receive()? {
+///     // The request is the client's memory, read in place.
 ///     // A stream: three responses, then the end as the request drops...
 ///     for i in 0..3 {
 ///         request.send_copy(*request + i)?;
@@ -182,7 +213,10 @@ impl<Req: Payload + ?Sized, Resp: ShmSafe> ServerBuilder<Req, [Resp]> {
 ///     // ...or one answer that ends the stream in the same message:
 ///     // request.send_last_copy(*request * 2)?;
 /// }
-/// # }
+/// while let Some(response) = pending.blocking_receive()? {
+///     println!("{}", *response); // 10, 11, 12
+/// }
+/// # Ok(()) }
 /// ```
 ///
 /// `Send` but not `Sync`: one thread at a time uses it. Clients are served
@@ -293,6 +327,29 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
 
     /// Takes the next request, if any; never blocks. Clients are served in
     /// turn, each one's requests in the order sent.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-server-receive", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Receive".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let client = service.client_builder().create()?;
+    /// assert!(server.receive()?.is_none()); // nothing sent yet
+    /// let pending = client.send_copy(3)?;
+    /// match server.receive() {
+    ///     Ok(Some(request)) => request.send_copy(*request * 3)?, // then its end, as it drops
+    ///     Ok(None) => println!("no request yet"),
+    ///     Err(e) => eprintln!("cannot receive: {e}"),
+    /// }
+    /// assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(9));
+    /// # Ok(()) }
+    /// ```
     pub fn receive(&self) -> Result<Option<ActiveRequest<'_, Req, Resp>>, ReqResReceiveError> {
         Ok(self.take()?.map(|t| self.activate(t)))
     }
@@ -324,6 +381,26 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
     }
 
     /// Waits up to `timeout` for a request; `Ok(None)` on timeout.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-server-receive-timeout", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// use std::time::Duration;
+    /// let service = node
+    ///     .service_builder(&"Doc/Idle".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// match server.receive_timeout(Duration::from_millis(10)) {
+    ///     Ok(Some(request)) => println!("request {}", *request),
+    ///     Ok(None) => println!("no request within 10 ms"),
+    ///     Err(e) => eprintln!("cannot receive: {e}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn receive_timeout(
         &self,
         timeout: Duration,
@@ -333,6 +410,26 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
 
     /// Waits until a request arrives (a server waits for clients however
     /// long they take to come).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-server-blocking-receive", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Blocking".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let client = service.client_builder().create()?;
+    /// let pending = client.send_copy(5)?;
+    /// let request = server.blocking_receive()?; // returns at once: one is there
+    /// let n = *request;
+    /// request.send_last_copy(n + 1)?;
+    /// assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(6));
+    /// # Ok(()) }
+    /// ```
     pub fn blocking_receive(&self) -> Result<ActiveRequest<'_, Req, Resp>, ReqResReceiveError> {
         loop {
             if let Some(r) = self.wait(None)? {

@@ -47,6 +47,28 @@ struct QosRequest {
 /// `create` uses and what `open` requires of an existing service (at
 /// least as many); settings left out take the config's defaults on
 /// `create` and accept anything on `open`.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-reqres-builder", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// #[derive(Debug, Clone, Copy, hako::ShmSafe)]
+/// #[repr(C)]
+/// struct Query {
+///     x: f64,
+///     y: f64,
+/// }
+/// let service = node
+///     .service_builder(&"Doc/Map/Height".try_into()?)
+///     .request_response::<Query, f64>()
+///     .max_servers(1)
+///     .max_requests_in_flight(8) // per client
+///     .create()?;
+/// assert_eq!(service.qos().max_requests_in_flight, 8);
+/// # Ok(()) }
+/// ```
 pub struct ReqResBuilder<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
     node: Arc<NodeInner>,
     name: ServiceName,
@@ -209,9 +231,12 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> PatternRequest for ReqResBui
 /// [`client_builder`](Self::client_builder) and
 /// [`server_builder`](Self::server_builder).
 ///
-/// ```no_run
+/// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let node = hako::NodeBuilder::new().create()?;
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-reqres-service", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
 /// let service = node
 ///     .service_builder(&"My/Echo".try_into()?)
 ///     .request_response::<[u8], [u8]>() // or ShmSafe types: ::<Query, Answer>()
@@ -221,6 +246,13 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> PatternRequest for ReqResBui
 ///     .open_or_create()?;
 /// let server = service.server_builder().max_slice_len(4096).create()?;
 /// let client = service.client_builder().max_slice_len(4096).create()?;
+///
+/// let pending = client.send_slice_copy(b"ping")?;
+/// if let Some(request) = server.receive()? {
+///     request.send_slice_copy(&request)?; // echoed
+/// } // the stream ends as the request drops
+/// let response = pending.blocking_receive()?.ok_or("no response")?;
+/// assert_eq!(&*response, b"ping");
 /// # Ok(()) }
 /// ```
 pub struct ReqResService<Req: Payload + ?Sized, Resp: Payload + ?Sized> {

@@ -9,7 +9,25 @@ use crate::domain::nodefile::NodeInner;
 
 /// Starts building a service; returned by [`Node::service_builder`](crate::Node::service_builder).
 /// Its methods choose the messaging pattern: [`publish_subscribe`](Self::publish_subscribe),
-/// [`event`](Self::event).
+/// [`event`](Self::event), [`request_response`](Self::request_response).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-service-builder", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let topic = node
+///     .service_builder(&"Doc/Topic".try_into()?)
+///     .publish_subscribe::<u64>()
+///     .open_or_create()?;
+/// let bell = node.service_builder(&"Doc/Bell".try_into()?).event().open_or_create()?;
+/// let square = node
+///     .service_builder(&"Doc/Square".try_into()?)
+///     .request_response::<u64, u64>()
+///     .open_or_create()?;
+/// # Ok(()) }
+/// ```
 pub struct ServiceBuilder {
     pub(crate) node: Arc<NodeInner>,
     pub(crate) name: ServiceName,
