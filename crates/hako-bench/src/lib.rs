@@ -1,6 +1,7 @@
 //! # hako-bench — cross-process benchmarks of hako against a shared-memory floor
 //!
-//! The library behind `hako bench` (crate `hako-cli`), the comparison suite
+//! The library and the program (`hako-bench`, which `hako bench` runs) of
+//! hako's benchmarks: the comparison suite
 //! ([`suite`]): ping-pong, throughput and fan-out between separate
 //! processes, in `touch` and `full` payload modes ([`transport::Pattern`],
 //! [`transport::PayloadMode`]), through hako, the floors, the kernel's
@@ -85,6 +86,7 @@
 
 pub mod aio;
 pub mod blocks;
+pub mod cli;
 pub mod cpu;
 pub mod floor;
 pub mod follower;

@@ -69,10 +69,7 @@ const PEERS: [&str; 4] = ["futex", "pipe", "unix", "mq"];
 /// round trip, and the timed round trips per block.
 pub fn table(rows: &[Row]) -> String {
     let probe = rows.first().map_or("floor", |r| r.probe);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:>8} | {:<14} | {:>10} {:>10} | {:>7} {:>7} | {:>8} {:>8} | {:>9} | {:>8}",
+    let headers = [
         "size",
         "transport",
         "median",
@@ -82,38 +79,30 @@ pub fn table(rows: &[Row]) -> String {
         "cpu lead",
         "cpu foll",
         "sleeps/rt",
-        "rt/block"
-    );
-    let _ = writeln!(
-        s,
-        "{:->8}-+-{:-<14}-+-{:->10}-{:->10}-+-{:->7}-{:->7}-+-{:->8}-{:->8}-+-{:->9}-+-{:->8}",
-        "", "", "", "", "", "", "", "", "", ""
-    );
+        "rt/block",
+    ];
+    let mut cells = Vec::new();
+    let mut skipped = Vec::new();
     for r in rows {
-        let _ = writeln!(
-            s,
-            "{:>8} | {:<14} | {:>10} {:>10} | {:>15} | {:>17} | {:>9} |",
+        let stable = format!(
+            "stable {}/{}{}",
+            r.stable,
+            r.blocks,
+            if r.stable == 0 { " !" } else { "" }
+        );
+        cells.push(vec![
             format_size(r.size),
             format!("({probe} probes)"),
             us(r.floor.median as f64),
             us(r.floor.p99 as f64),
-            format!(
-                "stable {}/{}{}",
-                r.stable,
-                r.blocks,
-                if r.stable == 0 { " !" } else { "" }
-            ),
-            "",
-            ""
-        );
+            stable,
+        ]);
         for m in &r.transports {
             let (lead, foll) = m.cpu_per_round_trip_ns();
             let (sl, sf) = m.sleeps_per_round_trip();
-            let _ = writeln!(
-                s,
-                "{:>8} | {:<14} | {:>10} {:>10} | {:>7} {:>7} | {:>8} {:>8} | {:>9} | {:>8}",
-                "",
-                m.name,
+            cells.push(vec![
+                String::new(),
+                m.name.to_owned(),
                 us(m.stats.median as f64),
                 us(m.stats.p99 as f64),
                 format_ratio(Some(m.ratio)),
@@ -121,12 +110,44 @@ pub fn table(rows: &[Row]) -> String {
                 us(lead),
                 us(foll),
                 format!("{}/{}", per_rt(sl), per_rt(sf)),
-                m.iterations
-            );
+                m.iterations.to_string(),
+            ]);
         }
         for (name, why) in &r.skipped {
-            let _ = writeln!(s, "{:>8} | {:<14} | skipped: {why}", "", name);
+            skipped.push(format!("{} {name}: skipped: {why}", format_size(r.size)));
         }
+    }
+    let mut s = render_table(&headers, &cells);
+    for line in skipped {
+        let _ = writeln!(s, "{line}");
+    }
+    s
+}
+
+/// `cells` under `headers` as text: columns between `|`, a rule under the
+/// headers, cells that start with a digit (or `(`, `-`) aligned right but
+/// the transport's name; short rows are padded with empty cells.
+fn render_table(headers: &[&str], cells: &[Vec<String>]) -> String {
+    use comfy_table::{Cell, CellAlignment, ContentArrangement};
+    let mut t = comfy_table::Table::new();
+    // No borders; `|` between columns, `-+-` under the headers.
+    t.load_preset("     -+ |          ")
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(headers.to_vec());
+    for row in cells {
+        let mut row = row.clone();
+        row.resize(headers.len(), String::new());
+        t.add_row(row.into_iter().enumerate().map(|(i, c)| {
+            if i == 1 {
+                Cell::new(c)
+            } else {
+                Cell::new(c).set_alignment(CellAlignment::Right)
+            }
+        }));
+    }
+    let mut s = String::new();
+    for line in t.lines() {
+        let _ = writeln!(s, "{}", line.trim_end());
     }
     s
 }
@@ -151,17 +172,10 @@ pub fn comparison(rows: &[Row]) -> String {
     if peers.is_empty() || subjects.is_empty() {
         return String::new();
     }
-    let mut s = String::new();
-    let _ = write!(s, "{:>8} | {:<14} |", "size", "transport");
-    for p in &peers {
-        let _ = write!(s, " {:>7}", format!("/{p}"));
-    }
-    let _ = writeln!(s);
-    let _ = write!(s, "{:->8}-+-{:-<14}-+", "", "");
-    for _ in &peers {
-        let _ = write!(s, "-{:->7}", "");
-    }
-    let _ = writeln!(s);
+    let columns: Vec<String> = peers.iter().map(|p| format!("/{p}")).collect();
+    let mut headers = vec!["size", "transport"];
+    headers.extend(columns.iter().map(String::as_str));
+    let mut cells = Vec::new();
     for r in rows {
         let mut first = true;
         for m in r.transports.iter().filter(|m| subjects.contains(&m.name)) {
@@ -171,14 +185,12 @@ pub fn comparison(rows: &[Row]) -> String {
                 String::new()
             };
             first = false;
-            let _ = write!(s, "{size:>8} | {:<14} |", m.name);
-            for p in &peers {
-                let _ = write!(s, " {:>7}", format_ratio(m.vs(p)));
-            }
-            let _ = writeln!(s);
+            let mut row = vec![size, m.name.to_owned()];
+            row.extend(peers.iter().map(|p| format_ratio(m.vs(p))));
+            cells.push(row);
         }
     }
-    s
+    render_table(&headers, &cells)
 }
 
 /// The goals of issues #2 and #3, each with the numbers that decide it and

@@ -127,24 +127,30 @@ pub fn list(a: ListArgs) -> Result<(), CliError> {
         println!("no services in {}", cfg.root.display());
         return Ok(());
     }
-    println!(
-        "{:<32} {:<18} {:<16} {:>5} {:>5} {:>5} {:>5}",
-        "SERVICE", "PATTERN", "PAYLOAD", "PUBS", "SUBS", "DEAD", "NODES"
-    );
+    let mut rows = Vec::new();
+    let mut unreadable = Vec::new();
     for r in &all {
         match r {
-            Ok(s) => println!(
-                "{:<32} {:<18} {:<16} {:>5} {:>5} {:>5} {:>5}",
-                s.name,
-                pattern_name(s),
-                payload_name(s),
-                live(&s.publishers),
-                live(&s.subscribers),
-                dead(s),
-                s.nodes.len()
-            ),
-            Err(e) => println!("(unreadable) {e}"),
+            Ok(s) => rows.push(vec![
+                s.name.to_string(),
+                pattern_name(s).to_string(),
+                payload_name(s).to_string(),
+                live(&s.publishers).to_string(),
+                live(&s.subscribers).to_string(),
+                dead(s).to_string(),
+                s.nodes.len().to_string(),
+            ]),
+            Err(e) => unreadable.push(format!("(unreadable) {e}")),
         }
+    }
+    crate::table::print(
+        &[
+            "SERVICE", "PATTERN", "PAYLOAD", "PUBS", "SUBS", "DEAD", "NODES",
+        ],
+        &rows,
+    );
+    for line in unreadable {
+        println!("{line}");
     }
     println!("(events: PUBS = notifiers, SUBS = listeners; request/response: PUBS = clients, SUBS = servers;");
     println!(" DEAD: ports of dead processes, not yet reclaimed: `hako clean`)");
@@ -163,16 +169,19 @@ pub fn nodes(a: NodesArgs) -> Result<(), CliError> {
         println!("no nodes in {}", cfg.root.display());
         return Ok(());
     }
-    println!("{:<18} {:>8} {:<6} NAME", "NODE", "PID", "STATE");
-    for n in &nodes {
-        println!(
-            "{:016x}   {:>8} {:<6} {}",
-            n.id,
-            n.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
-            if n.alive { "alive" } else { "dead" },
-            n.name
-        );
-    }
+    let rows: Vec<Vec<String>> = nodes
+        .iter()
+        .map(|n| {
+            vec![
+                // Ids are hex everywhere; a letter first keeps them left.
+                format!("{:016x}", n.id),
+                n.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+                if n.alive { "alive" } else { "dead" }.to_owned(),
+                n.name.to_string(),
+            ]
+        })
+        .collect();
+    crate::table::print(&["NODE", "PID", "STATE", "NAME"], &rows);
     if nodes.iter().any(|n| !n.alive) {
         println!("dead nodes are reclaimed by `hako clean` (or by the next process that joins)");
     }
@@ -444,15 +453,34 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                     .collect();
                 println!("{}", serde_json::to_string(&v).expect("JSON"));
             } else {
-                println!(
-                    "{:<32} {:>5} {:>5} {:>14} {:>14} {:>10}",
-                    "SERVICE", "PUBS", "SUBS", "SENT/S", "DELIVERED/S", "DROPPED"
+                let cells: Vec<Vec<String>> = rows
+                    .iter()
+                    .map(|(n, p, s, r, d, x, _)| {
+                        vec![
+                            n.to_string(),
+                            p.to_string(),
+                            s.to_string(),
+                            format!("{r:.1}"),
+                            format!("{d:.1}"),
+                            x.to_string(),
+                        ]
+                    })
+                    .collect();
+                crate::table::print(
+                    &[
+                        "SERVICE",
+                        "PUBS",
+                        "SUBS",
+                        "SENT/S",
+                        "DELIVERED/S",
+                        "DROPPED",
+                    ],
+                    &cells,
                 );
-                for (n, p, s, r, d, x, c) in &rows {
-                    println!("{n:<32} {p:>5} {s:>5} {r:>14.1} {d:>14.1} {x:>10}");
+                for (n, _, _, _, _, _, c) in &rows {
                     if *c > 0 {
                         println!(
-                            "  {c} port(s) with a CORRUPTED data segment: see `hako inspect {n}`"
+                            "  {n}: {c} port(s) with a CORRUPTED data segment: see `hako inspect {n}`"
                         );
                     }
                 }

@@ -3,12 +3,12 @@
 //! One binary with subcommands, each in its own module with its own `clap`
 //! arguments and `--help`:
 //!
-//! * `hako bench` — the IPC comparison suite ([`bench`](mod@bench)): hako against the
-//!   floors (a cache line, a futex), the kernel's pipes, FIFOs, unix and TCP
-//!   sockets and POSIX message queues, and (built with `--features peers`)
-//!   the peer libraries iceoryx2 and shmipc, in ping-pong, throughput and
-//!   fan-out between separate processes, as a table, JSON, Markdown and an
-//!   SVG plot.
+//! * `hako bench` — the IPC comparison suite: hako against the floors (a
+//!   cache line, a futex), the kernel's pipes, FIFOs, unix and TCP sockets
+//!   and POSIX message queues, and the peer libraries iceoryx2 and shmipc,
+//!   as a table, JSON, Markdown and an SVG plot. It is the program
+//!   `hako-bench` (crate `hako-bench`), which this one runs ([`bench`]), so
+//!   that the administration commands link none of the libraries measured.
 //! * `hako list`, `hako nodes`, `hako inspect SERVICE`, `hako clean`,
 //!   `hako monitor` — what a domain holds, seen from outside ([`domain`]).
 //! * `hako pub`, `hako sub`, `hako notify`, `hako listen` — talking to a
@@ -20,10 +20,6 @@
 //! program), or `--root`. `--json` prints machine-readable output. Exit codes
 //! ([`exit`]): 0 success, 1 failure, 2 bad usage, 3 no such service, 4 timed
 //! out.
-//!
-//! The benchmark's follower processes are this same binary, started with a
-//! hidden first argument ([`hako_bench::harness::FOLLOWER_ARG`]) that
-//! [`main`] checks before parsing anything else.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -33,13 +29,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use hako_bench::follower;
-use hako_bench::select::Transports;
-
 pub mod bench;
 pub mod config;
 pub mod domain;
 pub mod reqres;
+pub mod table;
 pub mod talk;
 
 /// Exit codes scripts can rely on.
@@ -132,8 +126,10 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Measure hako against the kernel's IPC and peer libraries: latency,
-    /// throughput and fan-out across processes, from 64 B to 4 MiB.
-    Bench(Box<bench::BenchArgs>),
+    /// throughput and fan-out across processes, from 64 B to 4 MiB (runs
+    /// the hako-bench program; `hako bench --help` lists its options).
+    #[command(disable_help_flag = true)]
+    Bench(bench::BenchArgs),
     /// List the services of a domain: pattern, payload type, port counts.
     List(domain::ListArgs),
     /// List the nodes of a domain: id, pid, name, alive or dead.
@@ -166,22 +162,12 @@ enum Command {
     Serve(reqres::ServeArgs),
 }
 
-/// Runs a follower (when started as one) or the subcommand asked for.
+/// Runs the subcommand asked for.
 fn main() -> ExitCode {
     // Arguments are not assumed UTF-8: clap reports what it cannot read.
-    if let Some(args) = follower::follower_args() {
-        let all = Transports::default();
-        return match args.and_then(|a| follower::follower_main(&a, &all.for_follower())) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("hako bench follower: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Bench(args) => bench::run(*args).map_err(|e| CliError::failure(e.to_string())),
+        Command::Bench(a) => bench::run(a),
         Command::List(a) => domain::list(a),
         Command::Nodes(a) => domain::nodes(a),
         Command::Inspect(a) => domain::inspect(a),

@@ -11,6 +11,9 @@ use serde_json::Value;
 #[path = "tools/typed.rs"]
 mod typed;
 
+#[path = "tools/bench.rs"]
+mod bench;
+
 const HAKO: &str = env!("CARGO_BIN_EXE_hako");
 /// Only a hang takes this long.
 const WATCHDOG: Duration = Duration::from_secs(60);
@@ -113,8 +116,8 @@ fn wait(child: Child) -> Output {
 fn every_subcommand_has_help() {
     let d = Domain::new("help");
     for sub in [
-        "bench", "list", "nodes", "inspect", "clean", "monitor", "pub", "sub", "notify", "listen",
-        "call", "serve", "config",
+        "list", "nodes", "inspect", "clean", "monitor", "pub", "sub", "notify", "listen", "call",
+        "serve", "config",
     ] {
         let o = d.run(&[sub, "--help"]);
         assert!(o.status.success(), "{sub} --help");

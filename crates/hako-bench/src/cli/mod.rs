@@ -1,6 +1,7 @@
-//! `hako bench`: the IPC comparison suite.
+//! `hako bench` (the program `hako-bench`, which the `hako` tool runs for
+//! its `bench` subcommand): the IPC comparison suite.
 //!
-//! Runs [`hako_bench::suite`] with the arguments of [`BenchArgs`], shows a
+//! Runs [`crate::suite`] with the arguments of [`BenchArgs`], shows a
 //! progress bar on stderr while it runs (only on a terminal), then prints
 //! the tables and a summary ([`output`]) and writes the files asked for:
 //! `--json`, `--markdown`, `--plot` ([`plot`]).
@@ -24,14 +25,14 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use hako_bench::blocks::Plan;
-use hako_bench::hako_pubsub::HakoPubSub;
-use hako_bench::report::{format_size, parse_size};
-use hako_bench::rundir::{self, RunDir};
-use hako_bench::select::{Kind, Transports};
-use hako_bench::suite::{self, StreamPlan, SuiteConfig};
-use hako_bench::transport::{Pattern, PayloadMode};
-use hako_bench::Result;
+use crate::blocks::Plan;
+use crate::hako_pubsub::HakoPubSub;
+use crate::report::{format_size, parse_size};
+use crate::rundir::{self, RunDir};
+use crate::select::{Kind, Transports};
+use crate::suite::{self, StreamPlan, SuiteConfig};
+use crate::transport::{Pattern, PayloadMode};
+use crate::Result;
 
 /// Largest message size the suite accepts.
 pub const MAX_SIZE: usize = 256 << 20;

@@ -1,12 +1,12 @@
 //! The summary of `hako bench`: ratios that matter, and the goals of the
 //! issues the suite was built for, judged on the numbers of the run.
 
-use hako_bench::blocks::Measured;
-use hako_bench::report::{format_ratio, format_size};
-use hako_bench::select::PEER_NAMES;
-use hako_bench::stream::paired_rate_ratio;
-use hako_bench::suite::{OneWayRow, PingPongRow, SuiteResult};
-use hako_bench::transport::{Pattern, PayloadMode};
+use crate::blocks::Measured;
+use crate::report::{format_ratio, format_size};
+use crate::select::PEER_NAMES;
+use crate::stream::paired_rate_ratio;
+use crate::suite::{OneWayRow, PingPongRow, SuiteResult};
+use crate::transport::{Pattern, PayloadMode};
 
 use super::table::{rate, us};
 
@@ -367,11 +367,11 @@ pub fn goals(result: &SuiteResult) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::json::one_way_json;
-    use hako_bench::blocks::Row;
-    use hako_bench::harness::Stats;
-    use hako_bench::stream::example_row;
-    use hako_bench::suite::MemoryFigure;
+    use crate::blocks::Row;
+    use crate::cli::json::one_way_json;
+    use crate::harness::Stats;
+    use crate::stream::example_row;
+    use crate::suite::MemoryFigure;
     use serde_json::Value;
 
     fn stats(median: u64) -> Stats {

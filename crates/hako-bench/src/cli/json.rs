@@ -2,8 +2,8 @@
 
 use serde_json::{json, Value};
 
-use hako_bench::stream::paired_rate_ratio;
-use hako_bench::suite::{floor_level, PingPongRow, SuiteResult};
+use crate::stream::paired_rate_ratio;
+use crate::suite::{floor_level, PingPongRow, SuiteResult};
 
 use super::RunInfo;
 
@@ -19,32 +19,32 @@ fn first_line_with(path: &str, key: &str) -> Option<String> {
 pub fn machine() -> Value {
     json!({
         "cpu_model": first_line_with("/proc/cpuinfo", "model name").unwrap_or_else(|| "unknown".into()),
-        "cpus_online": hako_bench::cpu::online_cpus(),
+        "cpus_online": crate::cpu::online_cpus(),
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()).unwrap_or_default(),
-        "msgsize_max": hako_bench::kernel::msgsize_max(),
+        "msgsize_max": crate::kernel::msgsize_max(),
     })
 }
 
 /// A round-trip transport's time over every other's of its row, block by
 /// block.
-pub(super) fn vs_json(m: &hako_bench::blocks::Measured) -> serde_json::Map<String, Value> {
+pub(super) fn vs_json(m: &crate::blocks::Measured) -> serde_json::Map<String, Value> {
     m.vs.iter()
         .map(|(n, r)| (n.to_string(), json!(r)))
         .collect()
 }
 
-pub(super) fn stats_json(s: &hako_bench::harness::Stats) -> Value {
+pub(super) fn stats_json(s: &crate::harness::Stats) -> Value {
     json!({
         "count": s.count, "min_ns": s.min, "median_ns": s.median, "p99_ns": s.p99,
         "p999_ns": s.p999, "max_ns": s.max, "mean_ns": s.mean, "iqm_ns": s.iqm,
     })
 }
 
-pub(super) fn cpu_json(cpu: hako_bench::cpu::CpuTime, n: u64) -> Value {
+pub(super) fn cpu_json(cpu: crate::cpu::CpuTime, n: u64) -> Value {
     let n = n.max(1) as f64;
     json!({
         // Measured by the process's CPU clock; user/system is the kernel's
-        // tick-based split of it (see hako_bench::cpu::CpuTime).
+        // tick-based split of it (see crate::cpu::CpuTime).
         "cpu_ns": cpu.total_ns() as f64 / n,
         "user_ns": cpu.user_ns as f64 / n,
         "system_ns": cpu.system_ns as f64 / n,

@@ -12,10 +12,10 @@
 
 use serde_json::{json, Value};
 
-use hako_bench::report::{format_ratio, format_size};
-use hako_bench::stream::paired_rate_ratio;
-use hako_bench::suite::{floor_level, OneWayRow, PingPongRow, SuiteResult};
-use hako_bench::transport::PayloadMode;
+use crate::report::{format_ratio, format_size};
+use crate::stream::paired_rate_ratio;
+use crate::suite::{floor_level, OneWayRow, PingPongRow, SuiteResult};
+use crate::transport::PayloadMode;
 
 use super::json::{cpu_json, stats_json, vs_json};
 use super::output::{rate_cells, round_trip_table};
@@ -326,14 +326,14 @@ fn skipped_json<'a>(skipped: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<Va
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use hako_bench::blocks::{Measured, Row};
-    use hako_bench::harness::Stats;
-    use hako_bench::stream::example_row;
-    use hako_bench::transport::Pattern;
+    use crate::blocks::{Measured, Row};
+    use crate::harness::Stats;
+    use crate::stream::example_row;
+    use crate::transport::Pattern;
 
     /// A transport measured at `median` ns (a floor of 100), with its
     /// ratios `vs` others.
-    pub(in crate::bench) fn measured(
+    pub(in crate::cli) fn measured(
         name: &'static str,
         median: u64,
         vs: Vec<(&'static str, f64)>,
@@ -352,7 +352,7 @@ pub(super) mod tests {
 
     /// A request/response rate row at 64 B with `depth` in flight, one
     /// run per entry of `elapsed_us`.
-    pub(in crate::bench) fn rate_row_at(
+    pub(in crate::cli) fn rate_row_at(
         transport: &'static str,
         elapsed_us: &[u64],
         depth: u32,

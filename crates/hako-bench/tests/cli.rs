@@ -1,6 +1,6 @@
-//! `hako bench` as a user runs it: the binary, with small settings. Every
-//! transport of the build (with `--features peers`, iceoryx2 and shmipc
-//! too) runs each pattern and payload mode; the JSON holds every row, the
+//! `hako bench` as a user runs it: its program, `hako-bench`, with small
+//! settings. Every transport of the build (with `--features peers`,
+//! iceoryx2 and shmipc too) runs each pattern and payload mode; the JSON holds every row, the
 //! SVG is well-formed with one line per transport and panel, the Markdown
 //! has the tables; bad arguments fail with a clear message; an interrupted
 //! or killed run leaves no process and no files behind. Asserts behaviour,
@@ -12,13 +12,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// The suite's program, as `hako bench` runs it.
 fn hako() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hako"))
+    Command::new(env!("CARGO_BIN_EXE_hako-bench"))
 }
 
 /// A private directory for one test, standing in for /dev/shm.
 fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hako-cli-{tag}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("hako-bench-cli-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -34,7 +35,7 @@ fn text(out: &Output) -> (String, String) {
 /// Every transport this build knows, from the error of an unknown name.
 fn all_transports() -> Vec<String> {
     let out = hako()
-        .args(["bench", "--transports", "no-such-transport"])
+        .args(["--transports", "no-such-transport"])
         .output()
         .unwrap();
     let (_, err) = text(&out);
@@ -70,7 +71,6 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
         dir.join("out.svg"),
     );
     let out = hako()
-        .arg("bench")
         .args(["--transports", &transports.join(",")])
         .args(["--sizes", "64,4K", "--iterations", "40", "--blocks", "1"])
         .args(["--block-ms", "1", "--min-messages", "10", "--fanout", "2"])
@@ -312,7 +312,7 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
 }
 
 fn fails_with(args: &[&str], needle: &str) {
-    let out = hako().arg("bench").args(args).output().unwrap();
+    let out = hako().args(args).output().unwrap();
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{args:?} succeeded: {stdout}");
     assert!(stderr.contains(needle), "{args:?}: {stderr}");
@@ -373,7 +373,6 @@ fn alive(pid: u32) -> bool {
 /// returns it and their pids.
 fn start_long_run(shm: &Path) -> (Child, Vec<u32>) {
     let mut child = hako()
-        .arg("bench")
         .args([
             "--transports",
             "futex",
@@ -449,7 +448,6 @@ fn ctrl_c_and_kill_leave_no_process_and_no_files() {
     wait_gone(&kids);
     assert_eq!(left_in(&dir), vec![format!("hako-bench-{}", child.id())]);
     let out = hako()
-        .arg("bench")
         .args([
             "--transports",
             "pipe",
@@ -480,4 +478,13 @@ fn ctrl_c_and_kill_leave_no_process_and_no_files() {
     );
     assert_eq!(left_in(&dir), Vec::<String>::new());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn help_names_the_command_hako_bench() {
+    let out = hako().arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let (help, _) = text(&out);
+    assert!(help.contains("Usage: hako bench"), "{help}");
+    assert!(help.contains("--transports"), "{help}");
 }

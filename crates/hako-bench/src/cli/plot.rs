@@ -12,10 +12,10 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use hako_bench::report::format_size;
-use hako_bench::suite::{PingPongRow, SuiteResult};
-use hako_bench::transport::PayloadMode;
-use hako_bench::Result;
+use crate::report::format_size;
+use crate::suite::{PingPongRow, SuiteResult};
+use crate::transport::PayloadMode;
+use crate::Result;
 
 /// The median round trip (µs) of each transport at each size, per mode.
 type Lines = Vec<(&'static str, Vec<(f64, f64)>)>;
@@ -37,7 +37,7 @@ fn lines(rows: &[PingPongRow], payload: PayloadMode) -> Lines {
     out
 }
 
-fn plot_err(e: impl std::fmt::Display) -> hako_bench::BoxError {
+fn plot_err(e: impl std::fmt::Display) -> crate::BoxError {
     format!("cannot draw the plot: {e}").into()
 }
 

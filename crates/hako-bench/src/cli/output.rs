@@ -22,9 +22,9 @@
 
 use std::fmt::Write as _;
 
-use hako_bench::report::{format_ratio, format_size};
-use hako_bench::suite::{OneWayRow, PingPongRow, SuiteResult};
-use hako_bench::transport::{Pattern, PayloadMode};
+use crate::report::{format_ratio, format_size};
+use crate::suite::{OneWayRow, PingPongRow, SuiteResult};
+use crate::transport::{Pattern, PayloadMode};
 
 use super::summary::{goals, summary};
 use super::table::{probe_cell, rate, us, Table};

@@ -1,15 +1,15 @@
 //! The async part of the reports: request/response under tokio
-//! (`hako_bench::aio`) next to tokio's sockets and hako's blocking calls —
+//! (`crate::aio`) next to tokio's sockets and hako's blocking calls —
 //! round trips, requests per second with requests in flight, their
 //! summary, the goals of the async issue (#19) and the JSON `async`
 //! array, shaped as `request_response` (see [`super::reqres`]).
 
 use serde_json::Value;
 
-use hako_bench::report::{format_ratio, format_size};
-use hako_bench::stream::paired_rate_ratio;
-use hako_bench::suite::{OneWayRow, SuiteResult};
-use hako_bench::transport::PayloadMode;
+use crate::report::{format_ratio, format_size};
+use crate::stream::paired_rate_ratio;
+use crate::suite::{OneWayRow, SuiteResult};
+use crate::transport::PayloadMode;
 
 use super::output::round_trip_table;
 use super::reqres::{cells, in_flight_table, json_rows, rate_of};
@@ -193,9 +193,9 @@ pub fn json(result: &SuiteResult) -> Vec<Value> {
 mod tests {
     use super::super::reqres::tests::{measured, rate_row_at};
     use super::*;
-    use hako_bench::blocks::Row;
-    use hako_bench::harness::Stats;
-    use hako_bench::suite::PingPongRow;
+    use crate::blocks::Row;
+    use crate::harness::Stats;
+    use crate::suite::PingPongRow;
 
     fn rate_row(transport: &'static str, elapsed_us: &[u64]) -> OneWayRow {
         rate_row_at(transport, elapsed_us, 256)

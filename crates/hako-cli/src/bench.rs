@@ -1,0 +1,53 @@
+//! `hako bench`: runs the benchmark suite, the program `hako-bench`, with
+//! the arguments given (`hako bench --help` is its help).
+//!
+//! The suite is a program of its own so that the administration commands
+//! of `hako` link none of the libraries it measures. It is found as
+//! `$HAKO_BENCH` if set, else as `hako-bench` beside this program (where
+//! cargo builds and installs both), else on `PATH`.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::CliError;
+
+/// Environment variable naming the `hako-bench` program to run.
+pub const BENCH_ENV: &str = "HAKO_BENCH";
+
+/// `hako bench`: everything after `bench` goes to `hako-bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Arguments of the suite (see `hako bench --help`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<OsString>,
+}
+
+/// The `hako-bench` program to run.
+fn program() -> PathBuf {
+    if let Some(p) = std::env::var_os(BENCH_ENV).filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("hako-bench")));
+    match beside {
+        Some(p) if p.is_file() => p,
+        _ => PathBuf::from("hako-bench"),
+    }
+}
+
+/// Replaces this process with `hako-bench ARGS` (its exit code is the
+/// command's); returns only if it cannot be started.
+pub fn run(a: BenchArgs) -> Result<(), CliError> {
+    let program = program();
+    let e = std::process::Command::new(&program).args(&a.args).exec();
+    Err(CliError::failure(format!(
+        "cannot run the benchmark suite {} ({e}): it is the program hako-bench, built \
+         with `cargo build --release -p hako-bench --features peers` (or run \
+         ./scripts/bench); put it beside hako, on PATH, or name it in {BENCH_ENV}",
+        program.display()
+    )))
+}
