@@ -39,11 +39,17 @@ fn program() -> PathBuf {
     }
 }
 
+/// The parsed form of [`forward`] (reached only through `hako --json bench`
+/// or similar, where `bench` is not the first argument).
+pub fn run(a: BenchArgs) -> Result<(), CliError> {
+    forward(&a.args)
+}
+
 /// Replaces this process with `hako-bench ARGS` (its exit code is the
 /// command's); returns only if it cannot be started.
-pub fn run(a: BenchArgs) -> Result<(), CliError> {
+pub fn forward(args: &[OsString]) -> Result<(), CliError> {
     let program = program();
-    let e = std::process::Command::new(&program).args(&a.args).exec();
+    let e = std::process::Command::new(&program).args(args).exec();
     Err(CliError::failure(format!(
         "cannot run the benchmark suite {} ({e}): it is the program hako-bench, built \
          with `cargo build --release -p hako-bench --features peers` (or run \

@@ -82,7 +82,7 @@ fn show(a: ShowArgs) -> Result<(), CliError> {
             from_file(defaults.contains_key(key)),
         ));
     }
-    if a.domain.json {
+    if a.domain.json() {
         let v: Map<String, Value> = rows
             .into_iter()
             .map(|(k, v, s)| (k, json!({ "value": v, "source": s })))

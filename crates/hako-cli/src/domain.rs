@@ -104,7 +104,7 @@ fn dead(s: &inspect::ServiceInfo) -> usize {
 pub fn list(a: ListArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
     let all = inspect::services(&cfg).map_err(|e| CliError::io(&cfg.root, e))?;
-    if a.domain.json {
+    if a.domain.json() {
         let rows: Vec<_> = all
             .iter()
             .map(|r| match r {
@@ -161,7 +161,7 @@ pub fn list(a: ListArgs) -> Result<(), CliError> {
 pub fn nodes(a: NodesArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
     let nodes = inspect::nodes(&cfg).map_err(|e| CliError::io(&cfg.root, e))?;
-    if a.domain.json {
+    if a.domain.json() {
         println!("{}", serde_json::to_string_pretty(&nodes).expect("JSON"));
         return Ok(());
     }
@@ -257,7 +257,7 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
         }
         Err(e) => return Err(CliError::failure(e.to_string())),
     };
-    if a.domain.json {
+    if a.domain.json() {
         println!("{}", serde_json::to_string_pretty(&info).expect("JSON"));
         return Ok(());
     }
@@ -329,7 +329,7 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
 pub fn clean(a: CleanArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
     let r = hako::reclaim_dead_nodes(&cfg, a.dry_run).map_err(|e| CliError::io(&cfg.root, e))?;
-    if a.domain.json {
+    if a.domain.json() {
         let v = json!({
             "dry_run": a.dry_run,
             "dead_nodes": r.dead_nodes.iter().map(|n| json!({
@@ -442,7 +442,7 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
         // first report comes one interval later (so `--count 1` gives real
         // rates too).
         if primed {
-            if a.domain.json {
+            if a.domain.json() {
                 let v: Vec<_> = rows
                     .iter()
                     .map(|(n, p, s, r, d, x, c)| {

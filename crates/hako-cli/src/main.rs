@@ -17,7 +17,8 @@
 //!   ([`reqres`]).
 //!
 //! The domain is the one of `HAKO_CONFIG` / `HAKO_ROOT` (as for every hako
-//! program), or `--root`. `--json` prints machine-readable output. Exit codes
+//! program), or `--root`. `--json` (a global flag, before or after the
+//! subcommand) prints machine-readable output, errors included. Exit codes
 //! ([`exit`]): 0 success, 1 failure, 2 bad usage, 3 no such service, 4 timed
 //! out.
 
@@ -57,12 +58,19 @@ pub struct DomainArgs {
     /// the user's own /dev/shm/hako-<uid>).
     #[arg(long, value_name = "DIR")]
     root: Option<std::path::PathBuf>,
-    /// Machine-readable output (JSON).
-    #[arg(long)]
-    json: bool,
 }
 
+/// Whether `--json` was given (a global flag: before or after the
+/// subcommand).
+static JSON_OUTPUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 impl DomainArgs {
+    /// Whether to print JSON (the global `--json`).
+    pub fn json(&self) -> bool {
+        // Relaxed: set once in main before any command runs.
+        JSON_OUTPUT.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The config: the environment's, with `--root` applied.
     pub fn config(&self) -> Result<hako::Config, CliError> {
         let cfg = hako::Config::from_env().map_err(|e| CliError::failure(e.to_string()))?;
@@ -118,6 +126,10 @@ pub fn termination_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
 #[derive(Debug, Parser)]
 #[command(name = "hako", version)]
 struct Cli {
+    /// Machine-readable output: JSON on stdout, and errors as one JSON
+    /// object (`{"error": ..., "code": ...}`) on stderr.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -164,8 +176,31 @@ enum Command {
 
 /// Runs the subcommand asked for.
 fn main() -> ExitCode {
+    // `hako bench ARGS` is `hako-bench ARGS`: passed on unparsed (the suite
+    // has options of its own, `--json FILE` among them).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "bench") {
+        return report(bench::forward(&args[2..]), false);
+    }
+    // In JSON mode usage errors are JSON too (help and version stay text).
+    let json = args
+        .iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--json");
     // Arguments are not assumed UTF-8: clap reports what it cannot read.
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) if json && e.use_stderr() => {
+            // Clap's first line, without its `error: `.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or_default();
+            let message = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+            return report(Err(CliError::usage(message)), true);
+        }
+        Err(e) => e.exit(),
+    };
+    JSON_OUTPUT.store(cli.json, std::sync::atomic::Ordering::Relaxed);
     let result = match cli.command {
         Command::Bench(a) => bench::run(a),
         Command::List(a) => domain::list(a),
@@ -181,14 +216,15 @@ fn main() -> ExitCode {
         Command::Call(a) => reqres::call(a),
         Command::Serve(a) => reqres::serve(a),
     };
+    report(result, cli.json)
+}
+
+/// The exit code of `result`, after printing its error: one JSON object on
+/// stderr in JSON mode, else `hako: error: ...`.
+fn report(result: Result<(), CliError>, json: bool) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // In JSON mode the error is JSON too, one line on stderr.
-            let json = std::env::args_os()
-                .skip(1)
-                .take_while(|a| a != "--")
-                .any(|a| a == "--json");
             if json {
                 eprintln!(
                     "{}",

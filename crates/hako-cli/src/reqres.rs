@@ -118,7 +118,7 @@ pub fn call(a: CallArgs) -> Result<(), CliError> {
         let pending = client.send_slice_copy(request).map_err(failure)?;
         loop {
             match pending.receive_timeout(timeout).map_err(failure)? {
-                Some(r) => print_response(&r, a.hex, a.domain.json),
+                Some(r) => print_response(&r, a.hex, a.domain.json()),
                 None if pending.is_finished() => return Ok(()),
                 None => {
                     return Err(timed_out(format!(
@@ -194,7 +194,7 @@ pub fn serve(a: ServeArgs) -> Result<(), CliError> {
                 .write_from_slice(&request);
             request.send_last(echo).map_err(failure)?;
         }
-        if a.domain.json {
+        if a.domain.json() {
             println!("{}", serde_json::json!({ "request_bytes": bytes }));
         }
     }

@@ -14,6 +14,9 @@ mod typed;
 #[path = "tools/bench.rs"]
 mod bench;
 
+#[path = "tools/json.rs"]
+mod json;
+
 const HAKO: &str = env!("CARGO_BIN_EXE_hako");
 /// Only a hang takes this long.
 const WATCHDOG: Duration = Duration::from_secs(60);

@@ -70,7 +70,7 @@ pub fn notify(a: NotifyArgs) -> Result<(), CliError> {
         let n = notifier
             .notify_with_id(EventId(a.id))
             .map_err(|e| CliError::failure(e.to_string()))?;
-        if a.domain.json {
+        if a.domain.json() {
             println!("{}", serde_json::json!({ "id": a.id, "listeners": n }));
         } else {
             println!("event {} to {n} listeners", a.id);
@@ -105,7 +105,7 @@ pub fn listen(a: ListenArgs) -> Result<(), CliError> {
             got += 1;
             last = Instant::now();
             for (id, n) in events {
-                if a.domain.json {
+                if a.domain.json() {
                     println!("{}", serde_json::json!({ "id": id.value(), "count": n }));
                 } else {
                     println!("event {} x{n}", id.value());

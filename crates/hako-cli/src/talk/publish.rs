@@ -138,7 +138,7 @@ pub fn publish(a: PubArgs) -> Result<(), CliError> {
     let send = |msg: &[u8]| -> Result<(), CliError> {
         for _ in 0..a.repeat {
             let n = payload::send(&publisher, &ty, &a.service, msg)?;
-            if a.domain.json {
+            if a.domain.json() {
                 println!(
                     "{}",
                     serde_json::json!({ "bytes": msg.len(), "subscribers": n })

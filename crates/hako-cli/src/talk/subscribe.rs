@@ -43,14 +43,14 @@ fn line(a: &SubArgs, ty: &PayloadType, publisher: u64, len: usize, bytes: &[u8])
         } else {
             String::from_utf8_lossy(bytes).into_owned()
         };
-        return if a.domain.json {
+        return if a.domain.json() {
             serde_json::json!({ "publisher": publisher, "bytes": bytes.len(), "payload": text })
                 .to_string()
         } else {
             text
         };
     }
-    if a.domain.json {
+    if a.domain.json() {
         serde_json::json!({
             "publisher": publisher,
             "type": ty.name,
