@@ -40,6 +40,13 @@ use syn::{Attribute, Data, DeriveInput, Field, Fields, LitStr};
 /// * The struct does not implement `Drop`, and, for non-generic structs,
 ///   `core::mem::needs_drop` is false (checked at compile time).
 ///
+/// Fields of types with bit patterns that are not values (`bool`, `char`,
+/// and arrays, `FixedVec`s and structs holding them) are allowed: the
+/// derived impl then checks each such field at its offset when a sample is
+/// received (`ShmSafe::CHECKED`, `ShmSafe::is_valid`), so a `bool` other
+/// than 0 or 1 written by a foreign or broken publisher is an error, not a
+/// value. A struct without such fields is never checked.
+///
 /// # Attributes
 ///
 /// The type's name, which the service compares when a peer connects, is its
@@ -139,6 +146,27 @@ fn expand(input: DeriveInput) -> syn::Result<TokenStream> {
         }
     });
 
+    // A struct has invalid bit patterns when a field's type has (`bool`,
+    // `char`, ...): then a received value is checked field by field, at
+    // each field's offset. Otherwise the trait's defaults (no check) stay.
+    let field_types: Vec<&syn::Type> = fields.iter().map(|f| &f.ty).collect();
+    let members: Vec<syn::Member> = fields.members().collect();
+    let checked = (!fields.is_empty()).then(|| {
+        quote! {
+            const CHECKED: bool = false #(|| <#field_types as ::hako::ShmSafe>::CHECKED)*;
+            unsafe fn is_valid(p: *const u8) -> bool {
+                true #(&& (!<#field_types as ::hako::ShmSafe>::CHECKED
+                    // SAFETY: the field lies inside the value, whose bytes
+                    // the caller promises readable.
+                    || unsafe {
+                        <#field_types as ::hako::ShmSafe>::is_valid(
+                            p.add(::core::mem::offset_of!(Self, #members)),
+                        )
+                    }))*
+            }
+        }
+    });
+
     // The impl gets the struct's own bounds plus one bound per field type.
     let mut impl_generics = input.generics.clone();
     let bounds = impl_generics.make_where_clause();
@@ -169,6 +197,7 @@ fn expand(input: DeriveInput) -> syn::Result<TokenStream> {
         unsafe impl #impl_params ::hako::ShmSafe for #ident #type_args #bounded_where {
             const TYPE_NAME: &'static str = #type_name;
             #full_name
+            #checked
         }
 
         // A `Drop` impl on the struct itself would make these two impls

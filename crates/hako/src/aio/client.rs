@@ -226,7 +226,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsyncClient<Req, Resp> {
         let got = self.readiness.poll_take(&asking, cx, |a| {
             let inbox = a.client.inbox();
             match inbox.next_for(a.slot)? {
-                Some((raw, elems)) => Ok(Some(Some(Response::new(raw, elems)))),
+                Some((raw, elems)) => Response::checked(raw, elems).map(|r| Some(Some(r))),
                 None if inbox.finished(a.slot) => Ok(Some(None)),
                 None => Ok(None),
             }

@@ -156,11 +156,18 @@ pub struct FixedVec<T: ShmSafe + Copy + Default, const N: usize> {
 
 // SAFETY: `#[repr(C)]`, an integer and an array of ShmSafe elements: no
 // pointers, no Drop, every bit pattern a value (the length is checked on
-// read).
+// read) but those the elements' is_valid refuses.
 unsafe impl<T: ShmSafe + Copy + Default, const N: usize> ShmSafe for FixedVec<T, N> {
     const TYPE_NAME: &'static str = "hako::FixedVec";
     fn type_name() -> String {
         format!("hako::FixedVec<{}, {N}>", T::type_name())
+    }
+    const CHECKED: bool = T::CHECKED;
+    unsafe fn is_valid(p: *const u8) -> bool {
+        // SAFETY: the items lie inside the value (the caller's promise
+        // covers all of it); every slot is checked, used or not, since
+        // all of them are values of the array.
+        unsafe { <[T; N]>::is_valid(p.add(std::mem::offset_of!(Self, items))) }
     }
 }
 

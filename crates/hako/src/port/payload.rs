@@ -17,7 +17,13 @@ use crate::domain::service::error::ServiceError;
 /// * hold no pointers or references (an address means nothing in another
 ///   process) and no file descriptors or other process-local handles,
 /// * need no `Drop` (the memory is reclaimed without running destructors),
-/// * are valid for every bit pattern their publisher may write.
+/// * are valid for every bit pattern their publisher may write, or say
+///   which ones are not: a type with invalid bit patterns (`bool`, `char`,
+///   and structs and arrays holding them) sets
+///   [`CHECKED`](ShmSafe::CHECKED) and [`is_valid`](ShmSafe::is_valid),
+///   and every sample of it is checked when received (a bad one is an
+///   error, [`ReceiveError::InvalidPayload`](crate::ReceiveError::InvalidPayload),
+///   never a value). Types without invalid bit patterns pay nothing.
 ///
 /// The type's name ([`type_name`](ShmSafe::type_name)) is part of a
 /// service's compatibility check, with its size and alignment: two
@@ -38,6 +44,48 @@ pub unsafe trait ShmSafe: Send + Sync + 'static {
     fn type_name() -> String {
         Self::TYPE_NAME.to_owned()
     }
+
+    /// Whether some bit patterns of the type's size are not values of it
+    /// (`bool`, `char`, and types holding them): their samples are checked
+    /// with [`is_valid`](ShmSafe::is_valid) when received. The derive sets
+    /// it when a field's type does.
+    const CHECKED: bool = false;
+
+    /// Whether the bytes at `p` are a value of the type (asked only when
+    /// [`CHECKED`](ShmSafe::CHECKED)). The derive checks each field whose
+    /// type is `CHECKED`.
+    ///
+    /// # Safety
+    /// `p` points to `size_of::<Self>()` readable bytes, not necessarily
+    /// aligned for `Self`.
+    unsafe fn is_valid(p: *const u8) -> bool {
+        let _ = p;
+        true
+    }
+}
+
+// SAFETY: one byte, no pointers, no Drop; the bit patterns other than 0
+// and 1 are not bools, and is_valid says so (checked on receive).
+unsafe impl ShmSafe for bool {
+    const TYPE_NAME: &'static str = "bool";
+    const CHECKED: bool = true;
+    unsafe fn is_valid(p: *const u8) -> bool {
+        // SAFETY: one readable byte (the caller's promise).
+        unsafe { p.read() <= 1 }
+    }
+}
+
+// SAFETY: four bytes, no pointers, no Drop; values that are not Unicode
+// scalar values are not chars, and is_valid says so (checked on receive).
+unsafe impl ShmSafe for char {
+    const TYPE_NAME: &'static str = "char";
+    const CHECKED: bool = true;
+    unsafe fn is_valid(p: *const u8) -> bool {
+        // SAFETY: four readable bytes (the caller's promise); read as an
+        // integer, which every bit pattern is.
+        let v = unsafe { p.cast::<u32>().read_unaligned() };
+        char::from_u32(v).is_some()
+    }
 }
 
 macro_rules! shm_safe_primitives {
@@ -57,6 +105,12 @@ unsafe impl<T: ShmSafe, const N: usize> ShmSafe for [T; N] {
     const TYPE_NAME: &'static str = "array";
     fn type_name() -> String {
         format!("[{}; {N}]", T::type_name())
+    }
+    const CHECKED: bool = T::CHECKED;
+    unsafe fn is_valid(p: *const u8) -> bool {
+        // SAFETY: element i lies inside the array's bytes (the caller's
+        // promise covers all N).
+        (0..N).all(|i| unsafe { T::is_valid(p.add(i * std::mem::size_of::<T>())) })
     }
 }
 
@@ -105,6 +159,18 @@ pub trait Payload: sealed::Sealed + Send + Sync + 'static {
     /// Builds a pointer to a payload of `len` elements at `ptr`.
     #[doc(hidden)]
     fn make_ptr(ptr: *mut u8, len: usize) -> *mut Self;
+
+    /// Whether received payloads must be checked ([`ShmSafe::CHECKED`] of
+    /// the type or element).
+    #[doc(hidden)]
+    const CHECKED: bool;
+
+    /// Whether the payload at `v` is valid (every element, for slices).
+    ///
+    /// # Safety
+    /// `v` points to a readable payload of its length.
+    #[doc(hidden)]
+    unsafe fn is_valid(v: *const Self) -> bool;
 }
 
 impl<T: ShmSafe> Payload for T {
@@ -120,6 +186,13 @@ impl<T: ShmSafe> Payload for T {
     fn make_ptr(ptr: *mut u8, _len: usize) -> *mut Self {
         ptr.cast()
     }
+
+    const CHECKED: bool = T::CHECKED;
+
+    unsafe fn is_valid(v: *const Self) -> bool {
+        // SAFETY: the caller's promise.
+        unsafe { T::is_valid(v.cast()) }
+    }
 }
 
 impl<T: ShmSafe> Payload for [T] {
@@ -134,6 +207,14 @@ impl<T: ShmSafe> Payload for [T] {
 
     fn make_ptr(ptr: *mut u8, len: usize) -> *mut Self {
         std::ptr::slice_from_raw_parts_mut(ptr.cast::<T>(), len)
+    }
+
+    const CHECKED: bool = T::CHECKED;
+
+    unsafe fn is_valid(v: *const Self) -> bool {
+        let first = v.cast::<u8>();
+        // SAFETY: element i lies inside the slice (the caller's promise).
+        (0..v.len()).all(|i| unsafe { T::is_valid(first.add(i * std::mem::size_of::<T>())) })
     }
 }
 

@@ -199,7 +199,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// ```
     #[inline]
     pub fn receive(&self) -> Result<Option<Sample<T>>, ReceiveError> {
-        self.rx.receive(Sample::new)
+        self.rx.receive(Sample::new)?.map(valid).transpose()
     }
 
     /// Waits up to `timeout` for a sample; `Ok(None)` on timeout. A zero
@@ -212,7 +212,10 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// [`ReceiveError::TerminationRequest`] on Ctrl-C (see
     /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
     pub fn receive_timeout(&self, timeout: Duration) -> Result<Option<Sample<T>>, ReceiveError> {
-        self.rx.receive_timeout(timeout, Sample::new)
+        self.rx
+            .receive_timeout(timeout, Sample::new)?
+            .map(valid)
+            .transpose()
     }
 
     /// Waits until a sample arrives, from any publisher, present or to
@@ -228,7 +231,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// publisher seen during the wait has left or died and nothing is queued
     /// (one started before any publisher still waits for one to come).
     pub fn blocking_receive(&self) -> Result<Sample<T>, ReceiveError> {
-        self.rx.blocking_receive(Sample::new)
+        valid(self.rx.blocking_receive(Sample::new)?)
     }
 
     /// The publishers connected and departed since the last call (or since
@@ -278,6 +281,20 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     pub fn disarm_wakeup(&self) {
         self.rx.disarm()
     }
+}
+
+/// `s`, if its bytes are a value of `T`. Nothing at all for the types
+/// whose every bit pattern is a value (`T::CHECKED` is a constant).
+#[inline(always)]
+fn valid<T: Payload + ?Sized>(s: Sample<T>) -> Result<Sample<T>, ReceiveError> {
+    // SAFETY: the sample's payload is mapped and readable while it lives.
+    if T::CHECKED && !unsafe { T::is_valid(&*s) } {
+        return Err(ReceiveError::InvalidPayload {
+            publisher: s.publisher_id(),
+            type_name: T::details().type_name,
+        });
+    }
+    Ok(s)
 }
 
 impl<T: Payload + ?Sized> AsFd for Subscriber<T> {

@@ -72,6 +72,11 @@ pub enum ResponseSendError {
     OtherRequest,
 }
 
+/// What [`ReqResReceiveError::Corrupted`] says of a request or response
+/// whose bytes are not a value of its type (a `bool` other than 0 or 1, a
+/// `char` that is no Unicode scalar value).
+pub(crate) const INVALID_VALUE: &str = "bytes that are not a value of the payload type";
+
 /// Why receiving a request or a response failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -119,6 +124,10 @@ impl From<crate::port::receiver::settings::ReceiveError> for ReqResReceiveError 
             R::CorruptedPublisher { publisher, what } => Self::Corrupted {
                 peer: publisher,
                 what,
+            },
+            R::InvalidPayload { publisher, .. } => Self::Corrupted {
+                peer: publisher,
+                what: INVALID_VALUE,
             },
             R::TerminationRequest => Self::TerminationRequest,
         }

@@ -107,10 +107,10 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
     /// # Ok(()) }
     /// ```
     pub fn receive(&self) -> Result<Option<Response<Resp>>, ReqResReceiveError> {
-        Ok(self
-            .client
+        self.client
             .next_for(self.slot)?
-            .map(|(raw, elems)| Response::new(raw, elems)))
+            .map(|(raw, elems)| Response::checked(raw, elems))
+            .transpose()
     }
 
     /// Whether the server ended the stream and every response was taken.
@@ -281,12 +281,21 @@ pub struct Response<T: Payload + ?Sized> {
 }
 
 impl<T: Payload + ?Sized> Response<T> {
-    pub(crate) fn new(raw: RawSample, elems: usize) -> Self {
-        Self {
+    /// The response in `raw`, `elems` elements long (validated against the
+    /// chunk), if its bytes are a value of `T`.
+    pub(crate) fn checked(raw: RawSample, elems: usize) -> Result<Self, ReqResReceiveError> {
+        // SAFETY: `elems` was validated against the chunk.
+        if !unsafe { raw.holds_valid::<T>(elems) } {
+            return Err(ReqResReceiveError::Corrupted {
+                peer: raw.sender_id(),
+                what: super::errors::INVALID_VALUE,
+            });
+        }
+        Ok(Self {
             raw,
             elems,
             _t: PhantomData,
-        }
+        })
     }
 
     /// The id of the server that sent it.

@@ -365,6 +365,13 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
                 what,
             }
         })?;
+        // SAFETY: the envelope's length was validated against the chunk.
+        if !unsafe { raw.holds_valid::<Req>(m.elems) } {
+            return Err(ReqResReceiveError::Corrupted {
+                peer: raw.sender_id(),
+                what: super::errors::INVALID_VALUE,
+            });
+        }
         Ok(Some(Taken {
             conn: raw.sender_slot(),
             client: raw.sender_id(),

@@ -58,6 +58,21 @@ impl RawSample {
     pub(crate) fn len(&self) -> usize {
         self.len
     }
+
+    /// Whether the payload, read as `elems` elements of `T`, is a value of
+    /// `T`: always for the types every bit pattern of which is one (no
+    /// check at all), else [`ShmSafe::is_valid`](crate::ShmSafe::is_valid).
+    ///
+    /// # Safety
+    /// `elems` elements of `T` fit the payload (its sender's length was
+    /// validated against the chunk).
+    pub(crate) unsafe fn holds_valid<T: crate::port::payload::Payload + ?Sized>(
+        &self,
+        elems: usize,
+    ) -> bool {
+        // SAFETY: the caller's promise; the chunk is mapped while `self` lives.
+        !T::CHECKED || unsafe { T::is_valid(T::make_ptr(self.payload().cast_mut(), elems)) }
+    }
 }
 
 impl Drop for RawSample {

@@ -29,6 +29,18 @@ pub enum ReceiveError {
         /// What was wrong.
         what: &'static str,
     },
+    /// A sample whose bytes are not a value of the payload type (a `bool`
+    /// that is neither 0 nor 1, a `char` that is no Unicode scalar value):
+    /// the publisher broke the type's contract. The sample was dropped;
+    /// `receive` may be called again. Only types with such invalid bit
+    /// patterns are checked ([`ShmSafe::CHECKED`](crate::ShmSafe::CHECKED)).
+    #[error("publisher {publisher:016x} sent a sample that is not a valid {type_name}; it was dropped")]
+    InvalidPayload {
+        /// The publisher's port id.
+        publisher: u64,
+        /// The payload type.
+        type_name: String,
+    },
     /// SIGINT or SIGTERM arrived while it waited (see
     /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
     #[error("termination requested (SIGINT or SIGTERM)")]
