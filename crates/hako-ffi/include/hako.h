@@ -195,6 +195,12 @@ typedef struct hako_node_options {
   // (`HAKO_ROOT`, `HAKO_CONFIG`, else the user's own
   // `/dev/shm/hako-<uid>`).
   const char *root;
+  // True: hako leaves SIGINT and SIGTERM alone, for programs that handle
+  // them themselves. False (the default): a wait of this node's ports
+  // (a receive with a timeout, a listener's wait, a waitset) returns
+  // `HAKO_ERROR_TERMINATED` when one arrives, and a second Ctrl-C ends
+  // the process at once.
+  bool no_signal_handling;
 } hako_node_options;
 
 // A payload type, as a Rust process's type describes itself: the full

@@ -121,9 +121,12 @@ class Node {
 public:
     /// A node of the domain in effect (HAKO_CONFIG, HAKO_ROOT, else /dev/shm/hako).
     Node() { detail::check(hako_node_create(nullptr, h_.out())); }
-    /// A named node, in `root` if not empty.
-    explicit Node(const std::string& name, const std::string& root = {}) {
-        hako_node_options o{name.empty() ? nullptr : name.c_str(), root.empty() ? nullptr : root.c_str()};
+    /// A named node, in `root` if not empty. `signal_handling` false: hako
+    /// leaves SIGINT and SIGTERM alone (for programs that handle them).
+    explicit Node(const std::string& name, const std::string& root = {},
+                  bool signal_handling = true) {
+        hako_node_options o{name.empty() ? nullptr : name.c_str(), root.empty() ? nullptr : root.c_str(),
+                            !signal_handling};
         detail::check(hako_node_create(&o, h_.out()));
     }
     /// Its id, as `hako nodes` shows it.

@@ -22,6 +22,12 @@ pub struct hako_node_options {
     /// (`HAKO_ROOT`, `HAKO_CONFIG`, else the user's own
     /// `/dev/shm/hako-<uid>`).
     pub root: *const c_char,
+    /// True: hako leaves SIGINT and SIGTERM alone, for programs that handle
+    /// them themselves. False (the default): a wait of this node's ports
+    /// (a receive with a timeout, a listener's wait, a waitset) returns
+    /// `HAKO_ERROR_TERMINATED` when one arrives, and a second Ctrl-C ends
+    /// the process at once.
+    pub no_signal_handling: bool,
 }
 
 /// How a call that waits (a receive with a timeout, a listener's wait)
@@ -91,6 +97,7 @@ pub unsafe extern "C" fn hako_node_create(
             if let Some(root) = unsafe { opt_text(o.root, "the root") }? {
                 config = Some(hako::Config::from_env()?.with_root(root));
             }
+            builder = builder.signal_handling(!o.no_signal_handling);
         }
         if let Some(c) = &config {
             builder = builder.config(c);

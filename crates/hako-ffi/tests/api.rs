@@ -407,3 +407,86 @@ fn a_listener_hands_out_events_in_pieces_and_loses_none() {
     ok!(hako_reclaim_dead_nodes(r.as_ptr(), &mut reclaimed));
     assert_eq!(reclaimed, 0);
 }
+
+/// Set in the child process of [`a_node_can_leave_sigint_alone`]: `on` or
+/// `off`, its node's signal handling.
+const SIGNAL_CHILD: &str = "HAKO_FFI_SIGNAL_CHILD";
+
+/// The child of [`a_node_can_leave_sigint_alone`] (does nothing in a
+/// normal run): a subscriber waiting in a receive until SIGINT.
+#[test]
+fn signal_child() {
+    let Ok(mode) = std::env::var(SIGNAL_CHILD) else {
+        return;
+    };
+    let root = Root::new(&format!("signal-{mode}"));
+    let c = root.c();
+    let opts = hako_node_options {
+        name: null(),
+        root: c.as_ptr(),
+        no_signal_handling: mode == "off",
+    };
+    let mut n = null_mut();
+    ok!(hako_node_create(&opts, &mut n));
+    let mut svc = null_mut();
+    ok!(hako_pubsub_service_open(
+        n,
+        c"ffi/signal".as_ptr(),
+        &mixed_type(),
+        null(),
+        hako_open_mode::HAKO_OPEN_OR_CREATE,
+        &mut svc
+    ));
+    let mut sub = null_mut();
+    ok!(hako_subscriber_create(svc, null(), &mut sub));
+    let mut got = new_sample();
+    // A first wait that sleeps installs the handlers (when the node has
+    // them); only then may the parent send the signal.
+    ok!(hako_subscriber_receive(sub, 1_000, &mut got));
+    println!("READY");
+    // SAFETY: valid arguments.
+    let s = unsafe { hako_subscriber_receive(sub, 60_000_000, &mut got) };
+    println!("STATUS {s:?}");
+    ok!(hako_subscriber_drop(&mut sub));
+    ok!(hako_pubsub_service_drop(&mut svc));
+    ok!(hako_node_drop(&mut n));
+}
+
+/// `no_signal_handling` leaves SIGINT its default effect (the process
+/// ends); by default a waiting receive returns `HAKO_ERROR_TERMINATED`.
+#[test]
+fn a_node_can_leave_sigint_alone() {
+    use std::io::BufRead;
+    for mode in ["on", "off"] {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "signal_child", "--nocapture", "--test-threads=1"])
+            .env(SIGNAL_CHILD, mode)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut seen = String::new();
+        let mut line = String::new();
+        while !line.contains("READY") {
+            line.clear();
+            assert!(out.read_line(&mut line).unwrap() > 0, "no READY: {seen}");
+            seen.push_str(&line);
+        }
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        if mode == "on" {
+            assert!(status.success(), "{status}: {rest}");
+            assert!(rest.contains("STATUS HAKO_ERROR_TERMINATED"), "{rest}");
+        } else {
+            assert_eq!(status.signal(), Some(2), "{status}: {rest}");
+            // Killed before its Root could go.
+            let left = std::env::temp_dir().join(format!("hako-ffi-signal-off-{}", child.id()));
+            let _ = std::fs::remove_dir_all(left);
+        }
+    }
+}

@@ -266,6 +266,26 @@ fn sigint_ends_a_listeners_blocking_wait() {
     stop_with_signal("sigint-listen", "listener", Signal::INT);
 }
 
+/// A send blocked by backpressure on a subscriber that does not read: the
+/// signal ends the wait, the sample is not delivered (counted as dropped),
+/// and the program's next wait reports the termination request.
+#[test]
+fn sigint_ends_a_send_blocked_by_backpressure() {
+    let d = Domain::new("sigint-send", HELPER);
+    let ready = d.arg("ready");
+    let mut procs = vec![d.spawn(
+        "publisher",
+        &["sigwait", "--loop", "publisher", "--ready-file", &ready],
+    )];
+    d.wait_file("ready", &mut procs);
+    procs[0].signal(Signal::INT);
+    let out = procs.pop().unwrap().wait();
+    out.assert_code(exit::OK);
+    let r = out.result();
+    assert_eq!((r.num("first"), r.num("second")), (1, 0), "{}", out.stdout);
+    d.finish();
+}
+
 /// A node built with `signal_handling(false)` installs nothing: SIGINT
 /// keeps its default effect and ends the process in its blocking wait.
 #[test]

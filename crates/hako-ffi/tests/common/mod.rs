@@ -61,6 +61,7 @@ pub fn node(root: &Root) -> *mut hako_node {
     let opts = hako_node_options {
         name: null(),
         root: root.as_ptr(),
+        no_signal_handling: false,
     };
     let mut n = null_mut();
     ok!(hako_node_create(&opts, &mut n));

@@ -1131,6 +1131,10 @@ enum LoopKind {
     /// `blocking_wait` of a listener with no notifier, until
     /// `ListenerError::TerminationRequest`.
     Listener,
+    /// A send blocked by backpressure (`Block`) on a subscriber that does
+    /// not read, until SIGINT/SIGTERM ends it (the sample counts as
+    /// dropped).
+    Publisher,
 }
 
 #[derive(Args, Debug)]
@@ -1704,6 +1708,7 @@ fn sigwait(a: SigwaitArgs) {
             println!("RESULT role=sigwait loop=waitset ticks={ticks}");
         }
         LoopKind::Subscriber | LoopKind::Listener => port_sigwait(a),
+        LoopKind::Publisher => blocked_send_sigwait(a),
     }
 }
 
@@ -1754,6 +1759,47 @@ fn port_sigwait(a: SigwaitArgs) {
     };
     println!("stopping: {error}");
     println!("RESULT role=sigwait loop={kind}");
+}
+
+/// A send blocked by backpressure, ended by SIGINT/SIGTERM.
+fn blocked_send_sigwait(a: SigwaitArgs) {
+    let node = node();
+    let svc = node
+        .service_builder(&"it/sigwait-send".try_into().unwrap())
+        .publish_subscribe::<u64>()
+        .overflow_policy(OverflowPolicy::Backpressure)
+        .subscriber_max_buffer_size(1)
+        .open_or_create()
+        .unwrap_or_else(|e| die(exit::FAILURE, "ServiceError", e));
+    // A subscriber that never reads.
+    let _stuck = svc
+        .subscriber_builder()
+        .create()
+        .unwrap_or_else(|e| die(exit::FAILURE, "SubscriberCreateError", e));
+    let publisher = svc
+        .publisher_builder()
+        .backpressure(BackpressureStrategy::Block)
+        .create()
+        .unwrap_or_else(|e| die(exit::FAILURE, "PublisherCreateError", e));
+    // A wait that sleeps installs the handlers; only then may the test
+    // send a signal.
+    if let Err(e) = node.wait(Duration::from_millis(1)) {
+        die(exit::UNEXPECTED_WAKE, "NodeWaitError", e);
+    }
+    let first = publisher
+        .send_copy(1)
+        .unwrap_or_else(|e| die(exit::FAILURE, "SendError", e));
+    touch(&a.ready_file);
+    // The queue is full: this one waits, until the signal.
+    let second = publisher
+        .send_copy(2)
+        .unwrap_or_else(|e| die(exit::FAILURE, "SendError", e));
+    match node.wait(Duration::ZERO) {
+        Err(NodeWaitError::TerminationRequest) => {}
+        other => die_verify(format!("the send returned, but node.wait gave {other:?}")),
+    }
+    println!("stopping: termination requested");
+    println!("RESULT role=sigwait loop=publisher first={first} second={second}");
 }
 
 // ---------------------------------------------------------------- zero-timeouts

@@ -290,6 +290,17 @@ impl SenderState {
                             self.disconnect(j, false);
                             return false;
                         }
+                        // SIGINT/SIGTERM (the node handles them and a wait
+                        // installed the handlers) ends the wait as it ends
+                        // the other blocking calls: this subscriber does
+                        // not get the sample, which counts as dropped.
+                        if spins % 64 == 0
+                            && p.service.node.signals
+                            && crate::os::signal::requested_if_installed()
+                        {
+                            self.count_drop(j);
+                            return false;
+                        }
                     }
                 }
             }

@@ -9,7 +9,13 @@ use crate::domain::service::tables::PortKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackpressureStrategy {
     /// Wait until the subscriber makes room (or goes away, or its process
-    /// dies).
+    /// dies). SIGINT or SIGTERM ends the wait, as it ends blocking
+    /// receives, when the node handles signals
+    /// ([`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling))
+    /// and a wait of the process installed its handlers: the sample then
+    /// skips the subscribers still full (counted as dropped), the send
+    /// returns, and the program's next blocking receive or wait reports the
+    /// termination request.
     Block,
     /// Try again up to this many times, yielding the CPU in between, then
     /// skip this subscriber for this sample.
