@@ -36,6 +36,25 @@ pub enum SubscriberCreateError {
 
 /// Builds a [`Subscriber`]; returned by
 /// [`PubSubService::subscriber_builder`](crate::PubSubService::subscriber_builder).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Rm(std::path::PathBuf);
+/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-subscriber-builder", std::process::id())));
+/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+/// let service = node
+///     .service_builder(&"Doc/Jobs".try_into()?)
+///     .publish_subscribe::<u64>()
+///     .open_or_create()?;
+/// let subscriber = service
+///     .subscriber_builder()
+///     .wait_strategy(hako::WaitStrategy::Park) // sleep at once, spin never
+///     .end_when_publishers_gone(true) // the waits end when the publishers leave
+///     .create()?;
+/// assert_eq!(subscriber.publisher_count(), 0);
+/// # Ok(()) }
+/// ```
 pub struct SubscriberBuilder<T: Payload + ?Sized> {
     service: Arc<ServiceInner>,
     settings: Arc<PubSubSettings>,
@@ -66,6 +85,29 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
     /// How [`receive_timeout`](Subscriber::receive_timeout) and
     /// [`blocking_receive`](Subscriber::blocking_receive) wait (default:
     /// spin, then park).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-wait-strategy", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// use std::time::Duration;
+    /// let service = node
+    ///     .service_builder(&"Doc/Ticks".try_into()?)
+    ///     .publish_subscribe::<u64>()
+    ///     .open_or_create()?;
+    /// // Lowest latency, one CPU kept busy while it waits.
+    /// let subscriber = service
+    ///     .subscriber_builder()
+    ///     .wait_strategy(hako::WaitStrategy::BusySpin)
+    ///     .create()?;
+    /// let publisher = service.publisher_builder().create()?;
+    /// publisher.send_copy(1)?;
+    /// let sample = subscriber.receive_timeout(Duration::from_millis(100))?;
+    /// assert_eq!(sample.map(|s| *s), Some(1));
+    /// # Ok(()) }
+    /// ```
     pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
         self.strategy = strategy;
         self
@@ -77,6 +119,46 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
     /// the wait has left or died and nothing is queued (default: false,
     /// they wait on, so a subscriber outlives a restart of its publisher).
     /// Set it when a publisher leaving means the work is done.
+    ///
+    /// Only a publisher the wait itself saw counts: a wait that begins
+    /// with no publisher registered waits for one to come (or times out).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-end-when-gone", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// use std::time::Duration;
+    /// let service = node
+    ///     .service_builder(&"Doc/Batch".try_into()?)
+    ///     .publish_subscribe::<u64>()
+    ///     .open_or_create()?;
+    /// let subscriber = service
+    ///     .subscriber_builder()
+    ///     .end_when_publishers_gone(true)
+    ///     .create()?;
+    /// let publisher = service.publisher_builder().create()?;
+    /// publisher.send_copy(1)?;
+    /// drop(publisher);
+    /// // What a publisher sent stays readable after it left.
+    /// assert_eq!(subscriber.receive()?.map(|s| *s), Some(1));
+    /// // This wait saw no publisher: it waits for one, and times out.
+    /// assert!(subscriber.receive_timeout(Duration::from_millis(50))?.is_none());
+    /// // This one sees a publisher, which leaves 100 ms into the wait.
+    /// let publisher = service.publisher_builder().create()?;
+    /// let leaver = std::thread::spawn(move || {
+    ///     std::thread::sleep(Duration::from_millis(100));
+    ///     drop(publisher);
+    /// });
+    /// match subscriber.receive_timeout(Duration::from_millis(300)) {
+    ///     Err(hako::ReceiveError::PublishersGone(service)) => println!("{service}: done"),
+    ///     Err(e) => return Err(e.into()),
+    ///     Ok(_) => unreachable!("the publisher sent nothing and left"),
+    /// }
+    /// leaver.join().expect("the thread dropped the publisher");
+    /// # Ok(()) }
+    /// ```
     pub fn end_when_publishers_gone(mut self, end: bool) -> Self {
         self.end_when_gone = end;
         self
@@ -211,6 +293,30 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// [`blocking_receive`](Self::blocking_receive)). Ends with
     /// [`ReceiveError::TerminationRequest`] on Ctrl-C (see
     /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-subscriber-receive-timeout", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// use std::time::Duration;
+    /// let service = node
+    ///     .service_builder(&"Doc/Readings".try_into()?)
+    ///     .publish_subscribe::<u64>()
+    ///     .open_or_create()?;
+    /// let subscriber = service.subscriber_builder().create()?;
+    /// let publisher = service.publisher_builder().create()?;
+    /// // Nothing sent: Ok(None) after 20 ms.
+    /// assert!(subscriber.receive_timeout(Duration::from_millis(20))?.is_none());
+    /// publisher.send_copy(42)?;
+    /// match subscriber.receive_timeout(Duration::from_millis(100)) {
+    ///     Ok(Some(sample)) => println!("received {}", *sample),
+    ///     Ok(None) => println!("nothing within 100 ms"),
+    ///     Err(e) => eprintln!("cannot receive: {e}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn receive_timeout(&self, timeout: Duration) -> Result<Option<Sample<T>>, ReceiveError> {
         self.rx
             .receive_timeout(timeout, Sample::new)?
@@ -230,6 +336,27 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// returns [`ReceiveError::PublishersGone`] instead once every
     /// publisher seen during the wait has left or died and nothing is queued
     /// (one started before any publisher still waits for one to come).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-subscriber-blocking-receive", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Orders".try_into()?)
+    ///     .publish_subscribe::<u64>()
+    ///     .open_or_create()?;
+    /// let subscriber = service.subscriber_builder().create()?;
+    /// let publisher = service.publisher_builder().create()?;
+    /// publisher.send_copy(5)?;
+    /// // A sample is queued: returns at once.
+    /// match subscriber.blocking_receive() {
+    ///     Ok(sample) => println!("order {}", *sample),
+    ///     Err(e) => eprintln!("stopped waiting: {e}"), // Ctrl-C, or the publishers gone
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn blocking_receive(&self) -> Result<Sample<T>, ReceiveError> {
         valid(self.rx.blocking_receive(Sample::new)?)
     }
@@ -241,6 +368,30 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// publisher that died is counted as departed once its entry is
     /// reclaimed: when a wait of this subscriber finds every publisher
     /// gone, or when another port comes or goes on the service.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-publisher-changes", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Stream".try_into()?)
+    ///     .publish_subscribe::<u64>()
+    ///     .open_or_create()?;
+    /// let subscriber = service.subscriber_builder().create()?;
+    /// let publisher = service.publisher_builder().create()?;
+    /// publisher.send_copy(1)?;
+    /// assert_eq!(subscriber.receive()?.map(|s| *s), Some(1));
+    /// drop(publisher); // the publisher restarts:
+    /// let _publisher = service.publisher_builder().create()?;
+    /// // Counted when the subscriber looks (here, or in any receive).
+    /// let changes = subscriber.take_publisher_changes();
+    /// assert_eq!((changes.connected, changes.departed), (2, 1));
+    /// // Taken: the next call starts from zero.
+    /// assert_eq!(subscriber.take_publisher_changes(), hako::PublisherChanges::default());
+    /// # Ok(()) }
+    /// ```
     pub fn take_publisher_changes(&self) -> crate::port::receiver::state::PublisherChanges {
         self.rx.take_changes()
     }
