@@ -196,10 +196,11 @@ typedef struct hako_node_options {
   // `/dev/shm/hako-<uid>`).
   const char *root;
   // True: hako leaves SIGINT and SIGTERM alone, for programs that handle
-  // them themselves. False (the default): a wait of this node's ports
-  // (a receive with a timeout, a listener's wait, a waitset) returns
-  // `HAKO_ERROR_TERMINATED` when one arrives, and a second Ctrl-C ends
-  // the process at once.
+  // them themselves (make their waitsets with
+  // `hako_waitset_create_without_signal_handling`). False (the default):
+  // a wait of this node's ports (a receive with a timeout, a listener's
+  // wait) returns `HAKO_ERROR_TERMINATED` when one arrives, and a second
+  // Ctrl-C ends the process at once.
   bool no_signal_handling;
 } hako_node_options;
 
@@ -765,8 +766,11 @@ enum hako_status hako_sample_mut_drop(struct hako_sample_mut *sample);
 // Takes the next sample into `*out` (which must not hold a live one): at
 // once (`timeout_us` 0), waiting up to `timeout_us` microseconds, or until
 // one comes (`HAKO_FOREVER`). `out->data` is NULL if none came in time.
+// Publishers that leave or restart meanwhile do not end the wait, unless
+// the subscriber was made with `end_when_publishers_gone`: then
 // `HAKO_ERROR_PEER_GONE` when a wait's publishers all left and nothing is
-// queued.
+// queued. `HAKO_ERROR_TERMINATED` on SIGINT/SIGTERM (unless the node was
+// made with `no_signal_handling`).
 //
 // # Safety
 // `subscriber` is a subscriber handle; `out` is writable (its contents
@@ -789,6 +793,14 @@ enum hako_status hako_sample_drop(struct hako_sample *sample);
 // # Safety
 // `out` is writable.
 enum hako_status hako_waitset_create(struct hako_waitset **out);
+
+// Creates a waitset that leaves SIGINT and SIGTERM alone (installs no
+// handler, never returns `HAKO_WAIT_TERMINATION`), for programs that
+// handle signals themselves (their nodes made with `no_signal_handling`).
+//
+// # Safety
+// `out` is writable.
+enum hako_status hako_waitset_create_without_signal_handling(struct hako_waitset **out);
 
 // Drops a waitset and sets `*waitset` to NULL; its ports may drop after.
 //

@@ -23,10 +23,11 @@ pub struct hako_node_options {
     /// `/dev/shm/hako-<uid>`).
     pub root: *const c_char,
     /// True: hako leaves SIGINT and SIGTERM alone, for programs that handle
-    /// them themselves. False (the default): a wait of this node's ports
-    /// (a receive with a timeout, a listener's wait, a waitset) returns
-    /// `HAKO_ERROR_TERMINATED` when one arrives, and a second Ctrl-C ends
-    /// the process at once.
+    /// them themselves (make their waitsets with
+    /// `hako_waitset_create_without_signal_handling`). False (the default):
+    /// a wait of this node's ports (a receive with a timeout, a listener's
+    /// wait) returns `HAKO_ERROR_TERMINATED` when one arrives, and a second
+    /// Ctrl-C ends the process at once.
     pub no_signal_handling: bool,
 }
 

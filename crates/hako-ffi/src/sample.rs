@@ -223,8 +223,11 @@ pub unsafe extern "C" fn hako_sample_mut_drop(sample: *mut hako_sample_mut) -> h
 /// Takes the next sample into `*out` (which must not hold a live one): at
 /// once (`timeout_us` 0), waiting up to `timeout_us` microseconds, or until
 /// one comes (`HAKO_FOREVER`). `out->data` is NULL if none came in time.
+/// Publishers that leave or restart meanwhile do not end the wait, unless
+/// the subscriber was made with `end_when_publishers_gone`: then
 /// `HAKO_ERROR_PEER_GONE` when a wait's publishers all left and nothing is
-/// queued.
+/// queued. `HAKO_ERROR_TERMINATED` on SIGINT/SIGTERM (unless the node was
+/// made with `no_signal_handling`).
 ///
 /// # Safety
 /// `subscriber` is a subscriber handle; `out` is writable (its contents

@@ -87,6 +87,27 @@ pub unsafe extern "C" fn hako_waitset_create(out: *mut *mut hako_waitset) -> hak
     })
 }
 
+/// Creates a waitset that leaves SIGINT and SIGTERM alone (installs no
+/// handler, never returns `HAKO_WAIT_TERMINATION`), for programs that
+/// handle signals themselves (their nodes made with `no_signal_handling`).
+///
+/// # Safety
+/// `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn hako_waitset_create_without_signal_handling(
+    out: *mut *mut hako_waitset,
+) -> hako_status {
+    guard(|| {
+        let w = hako_waitset {
+            ws: WaitSet::without_signal_handling()?,
+            attached: Vec::new(),
+            pending: VecDeque::new(),
+        };
+        // SAFETY: writable (the caller's promise).
+        unsafe { give(out, w) }
+    })
+}
+
 /// Drops a waitset and sets `*waitset` to NULL; its ports may drop after.
 ///
 /// # Safety

@@ -161,7 +161,8 @@ impl Node {
 
     /// Sleeps one cycle of ``cycle`` seconds, for a plain cyclic loop:
     /// ``while node.wait(0.1): ...``. Returns True; raises
-    /// ``KeyboardInterrupt`` on Ctrl-C and ``TerminationRequest`` on SIGTERM.
+    /// ``KeyboardInterrupt`` on Ctrl-C (or what a handler of the program's,
+    /// from the ``signal`` module, raises; it runs within the wait).
     fn wait(&self, py: Python<'_>, cycle: f64) -> PyResult<bool> {
         let until = crate::common::deadline(Some(cycle))?;
         loop {

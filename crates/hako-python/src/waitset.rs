@@ -120,7 +120,9 @@ impl WaitSet {
     #[new]
     fn new() -> PyResult<Self> {
         Ok(WaitSet {
-            ws: Mutex::new(Some(Owned(hako::WaitSet::new().py()?))),
+            // Python handles its signals itself (KeyboardInterrupt between
+            // the wait's slices): hako installs nothing.
+            ws: Mutex::new(Some(Owned(hako::WaitSet::without_signal_handling().py()?))),
             ports: Mutex::new(Vec::new()),
             fds: Mutex::new(Vec::new()),
         })
@@ -215,7 +217,8 @@ impl WaitSet {
 
     /// Waits until something happens, up to ``timeout`` seconds (None: no
     /// limit); returns the ``(kind, id)`` pairs, empty on timeout. Raises
-    /// ``KeyboardInterrupt`` on Ctrl-C, ``TerminationRequest`` on SIGTERM.
+    /// ``KeyboardInterrupt`` on Ctrl-C (Python's own signal handling runs
+    /// between the wait's slices; hako installs no handler).
     #[pyo3(signature = (timeout=None))]
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Vec<(&'static str, usize)>> {
         let until = deadline(timeout)?;

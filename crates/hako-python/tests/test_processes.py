@@ -139,7 +139,7 @@ def test_a_blocking_receive_outlives_a_publisher_restart(node, root, spawn):
         import hako, time
         time.sleep(DELAY)
         node = hako.Node("restarting", root=root)
-        pub = node.publish_subscribe("P/Restart").publisher()
+        pub = node.publish_subscribe("P/Restart").publisher(max_slice_len=16)
         while pub.subscriber_count == 0:
             time.sleep(0.001)
         pub.send_copy(MESSAGE)

@@ -230,6 +230,8 @@ pub struct WaitSet<'a> {
     epoll: OwnedFd,
     sources: Vec<Source<'a>>,
     events: Vec<epoll::Event>,
+    /// Whether SIGINT/SIGTERM end its waits (see [`WaitSet::new`]).
+    signals: bool,
 }
 
 impl std::fmt::Debug for WaitSet<'_> {
@@ -257,6 +259,29 @@ impl<'a> WaitSet<'a> {
             epoll,
             sources: Vec::new(),
             events: Vec::with_capacity(16),
+            signals: true,
+        })
+    }
+
+    /// An empty waitset that leaves SIGINT and SIGTERM alone: it installs
+    /// no handler and never reports a termination request, for programs
+    /// that handle signals themselves (their nodes built with
+    /// [`signal_handling(false)`](crate::NodeBuilder::signal_handling); a
+    /// self-pipe of their own can be attached with
+    /// [`attach_fd`](Self::attach_fd)).
+    ///
+    /// ```
+    /// let mut waitset = hako::WaitSet::without_signal_handling()?;
+    /// let tick = waitset.attach_interval(std::time::Duration::from_millis(1));
+    /// waitset.wait_and_process(|event| assert_eq!(event, hako::WaitEvent::Tick(tick)))?;
+    /// # Ok::<(), hako::WaitSetError>(())
+    /// ```
+    pub fn without_signal_handling() -> Result<Self, WaitSetError> {
+        Ok(Self {
+            epoll: epoll::create(epoll::CreateFlags::CLOEXEC)?,
+            sources: Vec::new(),
+            events: Vec::with_capacity(16),
+            signals: false,
         })
     }
 
@@ -462,7 +487,7 @@ impl<'a> WaitSet<'a> {
         until: Option<Instant>,
     ) -> Result<WaitOutcome, WaitSetError> {
         loop {
-            if signal::requested() {
+            if self.signals && signal::requested() {
                 return Ok(WaitOutcome::TerminationRequest);
             }
             let mut armed_ready = false;
@@ -503,7 +528,7 @@ impl<'a> WaitSet<'a> {
                 }
             }
             self.disarm_all();
-            if signal::requested() {
+            if self.signals && signal::requested() {
                 return Ok(WaitOutcome::TerminationRequest);
             }
 

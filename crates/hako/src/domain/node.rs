@@ -123,10 +123,11 @@ impl NodeBuilder {
     /// 130). The first wait that sleeps installs hako's handlers for the
     /// whole process; until then the signals keep their default effect.
     /// A program that handles signals itself (or a language runtime that
-    /// does, as Python's) turns this off: its waits then never look, and
-    /// hako installs nothing for them. The waitset and
-    /// [`Node::wait`](crate::Node::wait) always stop on a termination
-    /// request.
+    /// does, as Python's) turns this off: its waits and
+    /// [`Node::wait`](crate::Node::wait) then never look, and hako installs
+    /// nothing for them; its waitsets are made with
+    /// [`WaitSet::without_signal_handling`](crate::WaitSet::without_signal_handling)
+    /// (a [`WaitSet::new`](crate::WaitSet::new) installs the handlers).
     ///
     /// ```
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -282,6 +283,8 @@ impl Node {
     /// Sleeps for `cycle`; returns [`NodeWaitError::TerminationRequest`] as
     /// soon as SIGINT or SIGTERM arrives (at once if one already has), so
     /// that `while node.wait(CYCLE).is_ok() { ... }` ends cleanly on Ctrl-C.
+    /// A node built with [`signal_handling(false)`](NodeBuilder::signal_handling)
+    /// only sleeps: it installs no handler and reports no request.
     ///
     /// ```
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -297,6 +300,11 @@ impl Node {
     /// ```
     pub fn wait(&self, cycle: std::time::Duration) -> Result<(), NodeWaitError> {
         use rustix::event::{poll, PollFd, PollFlags};
+        if !self.inner.signals {
+            // A node that leaves signals alone sleeps its cycle, no more.
+            std::thread::sleep(cycle);
+            return Ok(());
+        }
         let fd = crate::os::signal::fd()?;
         let end = std::time::Instant::now() + cycle;
         loop {
