@@ -167,7 +167,9 @@ impl ToPy for hako::ReceiveError {
         let text = self.to_string();
         match self {
             hako::ReceiveError::PublishersGone(_) => PeersGoneError::new_err(text),
-            hako::ReceiveError::CorruptedPublisher { .. } => CorruptedError::new_err(text),
+            hako::ReceiveError::CorruptedPublisher { .. }
+            | hako::ReceiveError::CorruptedService(_)
+            | hako::ReceiveError::InvalidPayload { .. } => CorruptedError::new_err(text),
             hako::ReceiveError::TerminationRequest => TerminationRequest::new_err(text),
             _ => ReceiveError::new_err(text),
         }

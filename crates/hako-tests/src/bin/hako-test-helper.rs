@@ -35,6 +35,8 @@
 //! * `waitset` — a waitset on a listener, a subscriber, a silent subscriber
 //!   with a deadline, and an interval; counts what fired.
 //! * `sigwait` — a `node.wait` or waitset loop that only SIGTERM/SIGINT ends.
+//! * `endure` — a publisher or subscriber that keeps going while its service's
+//!   files are truncated (see `hako-test-helper/endure.rs`).
 //! * `zero-timeouts` — the waits with a zero timeout, before and after
 //!   another process notified and sent.
 //! * `event-port` — opens an event service and creates a port (for the
@@ -104,7 +106,12 @@ enum Cmd {
     ZeroTimeouts(ZeroArgs),
     /// Open an event service and create a port.
     EventPort(EventPortArgs),
+    /// Publish or subscribe while the service's files are truncated.
+    Endure(endure::EndureArgs),
 }
+
+#[path = "hako-test-helper/endure.rs"]
+mod endure;
 
 #[derive(Args, Debug, Clone)]
 struct SvcArgs {
@@ -375,6 +382,7 @@ fn main() {
         Cmd::Sigwait(a) => sigwait(a),
         Cmd::ZeroTimeouts(a) => zero_timeouts(a),
         Cmd::EventPort(a) => event_port(a),
+        Cmd::Endure(a) => endure::endure(a),
     });
     match run {
         Ok(()) => {}

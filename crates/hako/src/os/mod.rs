@@ -1,11 +1,13 @@
 //! The OS layer: shared-memory files, mappings and locks.
 //!
-//! This is the only part of hako that calls the kernel (through `rustix`).
+//! This is the only part of hako that calls the kernel (through `rustix`,
+//! and `libc` for the SIGBUS handler, which rustix does not cover).
 
 pub mod fifo;
 pub mod futex;
 pub mod lock;
 pub mod shm;
+pub mod sigbus;
 pub mod signal;
 
 /// CPUs online on the machine (not only those this process may use), from

@@ -101,11 +101,14 @@ pub fn file_size(fd: &impl AsFd) -> io::Result<u64> {
     Ok(fstat(fd)?.st_size as u64)
 }
 
-/// A shared mapping of part of a file. Unmapped on drop.
+/// A shared mapping of part of a file. Unmapped on drop. Tracked by the
+/// SIGBUS handler ([`sigbus`](super::sigbus)): if its file is truncated,
+/// the lost range reads zeros and [`lost`](Self::lost) says so.
 #[derive(Debug)]
 pub struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
+    tracked: super::sigbus::Tracked,
 }
 
 // SAFETY: a Mapping is plain memory shared with other processes; all access
@@ -117,6 +120,18 @@ unsafe impl Sync for Mapping {}
 impl Mapping {
     /// Maps `len` bytes of `fd` starting at `offset` (page aligned).
     pub fn new(fd: &impl AsFd, offset: u64, len: u64, writable: bool) -> io::Result<Self> {
+        Self::new_beside(fd, offset, len, writable, None)
+    }
+
+    /// [`new`](Self::new), for another part of the file `other` maps: if
+    /// the file is truncated, both read zeros once either faults.
+    pub fn new_beside(
+        fd: &impl AsFd,
+        offset: u64,
+        len: u64,
+        writable: bool,
+        other: Option<&Mapping>,
+    ) -> io::Result<Self> {
         if len == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"));
         }
@@ -146,7 +161,14 @@ impl Mapping {
         };
         let ptr = NonNull::new(ptr.cast::<u8>())
             .ok_or_else(|| io::Error::other("mmap returned a null pointer"))?;
-        Ok(Self { ptr, len })
+        let tracked = super::sigbus::track(ptr.as_ptr(), len, other.map(Mapping::ptr));
+        Ok(Self { ptr, len, tracked })
+    }
+
+    /// Whether the file was truncated under the mapping (an access past
+    /// its new end faulted): the mapping now holds zeros, not the file.
+    pub fn lost(&self) -> bool {
+        self.tracked.lost()
     }
 
     /// Start of the mapping.
@@ -251,6 +273,8 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
+        // Out of the SIGBUS handler's table before the range can be reused.
+        self.tracked.untrack();
         // SAFETY: ptr/len describe a mapping we created and nobody else unmaps;
         // every reference into it borrows `self`, so none outlives this call.
         let _ = unsafe { munmap(self.ptr.as_ptr().cast(), self.len) };

@@ -348,6 +348,17 @@ impl<T: Payload + ?Sized> Publisher<T> {
         self.inner.pool_size()
     }
 
+    /// Whether this publisher's data segment or its service's file was
+    /// truncated while mapped, by a process with write access to them. Its
+    /// process survives the fault (the lost memory reads zeros, see the
+    /// README's "Hostile input"), but its samples reach nobody any more
+    /// (its subscribers got [`ReceiveError::CorruptedPublisher`](crate::ReceiveError::CorruptedPublisher)
+    /// or [`ReceiveError::CorruptedService`](crate::ReceiveError::CorruptedService)):
+    /// drop it and make a new one, or recreate the service.
+    pub fn is_corrupted(&self) -> bool {
+        self.inner.is_corrupted()
+    }
+
     /// Number of chunks currently free (after taking back what subscribers
     /// returned). Useful to check that nothing leaks.
     pub fn free_chunks(&self) -> usize {

@@ -103,6 +103,10 @@ pub enum ReqResReceiveError {
         /// What was wrong.
         what: &'static str,
     },
+    /// The service's own file was truncated while mapped (see
+    /// [`ReceiveError::CorruptedService`](crate::ReceiveError::CorruptedService)).
+    #[error("service {0:?} is corrupted: its file was truncated while mapped")]
+    CorruptedService(String),
     /// SIGINT or SIGTERM arrived while it waited (see
     /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
     #[error("termination requested (SIGINT or SIGTERM)")]
@@ -129,6 +133,7 @@ impl From<crate::port::receiver::settings::ReceiveError> for ReqResReceiveError 
                 peer: publisher,
                 what: INVALID_VALUE,
             },
+            R::CorruptedService(s) => Self::CorruptedService(s),
             R::TerminationRequest => Self::TerminationRequest,
         }
     }

@@ -108,6 +108,12 @@ impl ServiceInner {
 
     /// The generation counter itself, for ports that check it on every
     /// operation (load it with Acquire, as [`generation`](Self::generation)).
+    /// Whether the service's dynamic file was truncated under its mapping
+    /// (which reads zeros now): the service is corrupted for good.
+    pub(crate) fn lost(&self) -> bool {
+        self.seg.lost()
+    }
+
     pub(crate) fn generation_word(&self) -> &std::sync::atomic::AtomicU64 {
         &self.header().generation
     }

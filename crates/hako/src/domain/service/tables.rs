@@ -69,6 +69,12 @@ const _: () = assert!(
 );
 
 impl DynSegment {
+    /// Whether the file was truncated under the mapping (it reads zeros
+    /// now; see `os::sigbus`).
+    pub(crate) fn lost(&self) -> bool {
+        self.map.lost()
+    }
+
     /// Creates the dynamic segment of a new service in `dir` (domain lock
     /// held), its header written.
     pub(crate) fn create(

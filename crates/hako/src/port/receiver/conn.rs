@@ -72,9 +72,9 @@ pub(crate) struct SubConn {
     /// The sender's entry in the peers' table.
     pub(super) slot: usize,
     /// Header and connection blocks, read-write; kept mapped for the views.
-    pub(super) _rw: Mapping,
+    pub(super) rw: Mapping,
     /// The chunk pool, read-only; kept mapped for the views.
-    pub(super) _pool: Mapping,
+    pub(super) pool: Mapping,
     pub(super) geo: SegmentGeometry,
     pub(super) chunk_count: u32,
     pub(super) max_len: u64,
@@ -126,11 +126,14 @@ impl SubConn {
         }
         let rw = Mapping::new(&fd, 0, geo.pool_offset, true)
             .map_err(|_| "cannot map the connection blocks")?;
-        let pool = Mapping::new(
+        // Beside `rw`: if the file is truncated, a fault in either turns
+        // both to zeros, so the connection reads as closed (os::sigbus).
+        let pool = Mapping::new_beside(
             &fd,
             geo.pool_offset,
             geo.total_size - geo.pool_offset,
             false,
+            Some(&rw),
         )
         .map_err(|_| "cannot map the pool")?;
         let base = geo.conns_offset + reg.index as u64 * geo.conn_stride;
@@ -154,8 +157,8 @@ impl SubConn {
             publisher: pid,
             slot,
             pool_base: pool.ptr() as usize,
-            _rw: rw,
-            _pool: pool,
+            rw,
+            pool,
             geo,
             chunk_count: h.chunk_count,
             max_len: p.max_len,

@@ -28,6 +28,8 @@ pub(crate) struct Receiver {
     /// loaded by every receive, so one load away.
     pub(super) generation: &'static AtomicU64,
     pub(super) max_borrowed: usize,
+    /// `os::sigbus::lost_count()` when the mappings were last looked at.
+    pub(super) seen_lost: std::cell::Cell<u64>,
     adaptive: Adaptive,
     pub(super) state: RefCell<SubState>,
 }
@@ -116,6 +118,7 @@ impl Receiver {
         let rx = Self {
             reg,
             generation,
+            seen_lost: std::cell::Cell::new(crate::os::sigbus::lost_count()),
             max_borrowed: settings.max_held,
             adaptive: Adaptive::default(),
             state: RefCell::new(SubState {

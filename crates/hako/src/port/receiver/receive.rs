@@ -125,7 +125,28 @@ impl Receiver {
                 st.bad.push(gone.conn.publisher);
             }
         }
-        result
+        // Where a lost mapping (a file truncated under this process) is
+        // noticed: a lost connection reads as not connected (its segment's
+        // mappings all read zeros, see `os::sigbus`), which leads here.
+        match result {
+            Ok(None) if crate::os::sigbus::lost_count() != self.seen_lost.get() => {
+                self.lost(&mut st)
+            }
+            r => r,
+        }
+    }
+
+    /// Nothing to take, and a mapping of this process was lost to a
+    /// truncated file since the last look: the error, if it was one of
+    /// ours.
+    #[cold]
+    #[inline(never)]
+    fn lost<S>(&self, st: &mut SubState) -> Result<Option<S>, ReceiveError> {
+        self.seen_lost.set(crate::os::sigbus::lost_count());
+        match st.take_lost(&self.reg) {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
     }
 
     /// Takes the next sample of one connection, if any, prefetching the

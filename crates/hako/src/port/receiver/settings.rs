@@ -6,6 +6,10 @@ use crate::port::wait::WaitStrategy;
 /// What [`ReceiveError::CorruptedPublisher`] says of a bad descriptor.
 pub(super) const GARBAGE_IN_QUEUE: &str = "garbage in the submission queue";
 
+/// What [`ReceiveError::CorruptedPublisher`] says of a segment whose file
+/// was truncated while mapped.
+pub(super) const TRUNCATED: &str = "its segment file was truncated while mapped";
+
 /// Why `receive` failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -29,6 +33,12 @@ pub enum ReceiveError {
         /// What was wrong.
         what: &'static str,
     },
+    /// The service's own file (its tables) was truncated while mapped: it
+    /// reads zeros now (the process survived the fault). The service is
+    /// broken for good: recreate it (`hako clean` removes it once its
+    /// processes are gone).
+    #[error("service {0:?} is corrupted: its file was truncated while mapped")]
+    CorruptedService(String),
     /// A sample whose bytes are not a value of the payload type (a `bool`
     /// that is neither 0 nor 1, a `char` that is no Unicode scalar value):
     /// the publisher broke the type's contract. The sample was dropped;

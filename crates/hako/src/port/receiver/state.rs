@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::conn::{ConnHandle, Registration, SubConn};
 use crate::core::ring::Tag;
 use super::sample::RawSample;
-use super::settings::ReceiveError;
+use super::settings::{ReceiveError, TRUNCATED};
 use crate::port::lock::process_barrier;
 use crate::port::segment::reap_retired;
 
@@ -78,6 +78,37 @@ impl Drop for SubState {
 }
 
 impl SubState {
+    /// After a mapping of this process was replaced by zeros (a file
+    /// truncated under it; `os::sigbus`): the error to report, once, if
+    /// it was the service's file or one of this receiver's connections
+    /// (those are closed). Cold: runs only when the process-wide count of
+    /// lost mappings moved.
+    #[cold]
+    pub(super) fn take_lost(&mut self, reg: &Arc<Registration>) -> Option<ReceiveError> {
+        if reg.service.lost() {
+            tracing::error!(service = %reg.service.name, "the service's file was truncated while mapped");
+            return Some(ReceiveError::CorruptedService(reg.service.name.to_string()));
+        }
+        let mut err = None;
+        let mut i = 0;
+        while i < self.conns.len() {
+            let c = &self.conns[i].conn;
+            if c.rw.lost() || c.pool.lost() {
+                let publisher = c.publisher;
+                tracing::error!(publisher, "a publisher's segment was truncated while mapped; its connection is closed");
+                self.conns.swap_remove(i);
+                self.bad.push(publisher);
+                err.get_or_insert(ReceiveError::CorruptedPublisher {
+                    publisher,
+                    what: TRUNCATED,
+                });
+            } else {
+                i += 1;
+            }
+        }
+        err
+    }
+
     /// Samples handed out and not yet dropped, over every connection. A
     /// connection stays in the list while any of its samples is held.
     pub(super) fn borrowed(&self) -> usize {

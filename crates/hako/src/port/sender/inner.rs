@@ -231,6 +231,12 @@ impl SenderInner {
         st.connected_count()
     }
 
+    /// Whether this port's segment or its service's file was truncated
+    /// while mapped (the lost memory reads zeros; see `os::sigbus`).
+    pub(crate) fn is_corrupted(&self) -> bool {
+        self.params.map.lost() || self.params.service.lost()
+    }
+
     /// Chunks in the pool.
     pub(crate) fn pool_size(&self) -> u32 {
         self.lock_unclaimed().book.len()
