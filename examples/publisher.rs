@@ -36,7 +36,11 @@ fn main() -> Result<(), hako_examples::Report> {
         });
         let receivers = sample.send();
         println!("sent #{seq} to {receivers} subscriber(s)");
-        std::thread::sleep(Duration::from_millis(100));
+        // Ctrl-C ends the wait early: leave the loop, drop the ports cleanly.
+        if node.wait(Duration::from_millis(100)).is_err() {
+            println!("stopping: termination requested");
+            break;
+        }
     }
     Ok(())
 }

@@ -37,7 +37,12 @@ fn main() -> Result<(), hako_examples::Report> {
             );
             received += 1;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        // Sleeps 10 ms; Ctrl-C ends the wait (and the loop) early, so the
+        // program returns and its ports and node remove their files.
+        if node.wait(Duration::from_millis(10)).is_err() {
+            println!("stopping: termination requested");
+            break;
+        }
     }
     Ok(())
 }

@@ -14,7 +14,7 @@
 //!                          <iterations> <row id> <followers> <index> <depth>
 //!  follower → leader   ready                              (its side is built)
 //!                      … <warmup> + <iterations> messages …
-//!  follower → leader   done <user ns> <system ns> <sleeps> <last ns>
+//!  follower → leader   done <cpu ns> <user ns> <system ns> <sleeps> <last ns>
 //!  leader → follower   quit
 //!  follower → leader   error <message>                    (instead of any reply)
 //! ```
@@ -23,9 +23,10 @@
 //! first `followers` of them, so a [`Session`] starts as many as its widest
 //! row needs ([`SessionConfig::followers`]).
 //!
-//! All processes take their CPU time (`getrusage(RUSAGE_SELF)`, user and
-//! system) and their count of voluntary context switches (sleeps) around
-//! the timed messages only; the followers' figures come back in their
+//! All processes take their CPU time (the process CPU clock,
+//! `CLOCK_PROCESS_CPUTIME_ID`, with `getrusage`'s user/system split beside
+//! it) and their count of voluntary context switches (sleeps) around the
+//! timed messages only; the followers' figures come back in their
 //! `done` lines, with (one-way patterns) the `CLOCK_MONOTONIC` time at which
 //! they had checked the last message: the clock is the same in every
 //! process, so the leader knows when the last receiver was through.

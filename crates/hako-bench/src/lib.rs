@@ -71,7 +71,8 @@
 //! * [`suite`] — the whole comparison: every pattern, mode, size and
 //!   transport in one session; one-way rows fitted to a time budget.
 //! * [`memory`] — writing and reading a payload once in one process.
-//! * [`cpu`] — CPU pinning and CPU time (`getrusage`); [`shm`] — a shared
+//! * [`cpu`] — CPU pinning and CPU time (the process CPU clock, and
+//!   `getrusage` for sleeps and the user/system split); [`shm`] — a shared
 //!   mapping for the floors;
 //!   [`rundir`] — the per-run domain root and the cleanup of dead runs'
 //!   leftovers; [`report`] — the table and the JSON file.

@@ -81,12 +81,26 @@ fn in_session(tag: &str, one_cpu: bool, body: impl FnOnce(&mut Session)) {
     } else {
         *cpus.get(1).unwrap_or(&l)
     };
+    {
+        let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        *active += 1;
+    }
     let mut s = session(&dir, Some(l), Some(f));
     body(&mut s);
     s.finish().unwrap();
     drop(dir);
     std::fs::remove_dir_all(base).unwrap();
+    // The peer libraries' files in /dev/shm are named after this process:
+    // removed once no session of it runs (the tests run in parallel).
+    let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+    *active -= 1;
+    if *active == 0 {
+        hako_bench::rundir::remove_own_shm(std::path::Path::new("/dev/shm"), "hkb");
+    }
 }
+
+/// Sessions running now in this process.
+static ACTIVE: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
 
 /// Runs `kinds` at each size in both payload modes: 3 untimed and 25 timed
 /// round trips each.

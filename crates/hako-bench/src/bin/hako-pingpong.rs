@@ -373,9 +373,9 @@ fn run_mode(
 
     println!(
         "round trips in µs over the stable blocks; /probes (the {}) and /futex = median \
-         over those blocks of (block interquartile mean / the other's next to it); cpu = user + \
-         system µs per round trip of the leader and the follower; sleeps = their voluntary \
-         context switches per round trip (both from getrusage)",
+         over those blocks of (block interquartile mean / the other's next to it); cpu = CPU \
+         µs per round trip of the leader and the follower (their process CPU clocks); sleeps = \
+         their voluntary context switches per round trip (getrusage)",
         floor_name(probe.row_name())
     );
     print!("{}", report::table(&rows));

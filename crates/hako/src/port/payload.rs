@@ -266,14 +266,23 @@ pub(crate) fn check_payload(
     if t.type_name != recorded.type_name {
         return Err(ty(fields[0], t.type_name, recorded.type_name.clone()));
     }
+    // Same name, another layout: each side's value with its type's name.
+    let named = |value: String, name: &str| format!("{value} (type {name})");
+    let pair = |field, mine: String, theirs: String| {
+        Err(ty(
+            field,
+            named(mine, &t.type_name),
+            named(theirs, &recorded.type_name),
+        ))
+    };
     if t.slice != recorded.slice {
-        return Err(ty(fields[1], t.slice.to_string(), recorded.slice.to_string()));
+        return pair(fields[1], t.slice.to_string(), recorded.slice.to_string());
     }
     if t.size != recorded.size {
-        return Err(ty(fields[2], t.size.to_string(), recorded.size.to_string()));
+        return pair(fields[2], t.size.to_string(), recorded.size.to_string());
     }
     if t.align != recorded.align {
-        return Err(ty(fields[3], t.align.to_string(), recorded.align.to_string()));
+        return pair(fields[3], t.align.to_string(), recorded.align.to_string());
     }
     Ok(())
 }
