@@ -100,6 +100,21 @@ fn dead(s: &inspect::ServiceInfo) -> usize {
         .count()
 }
 
+/// One service's line of `hako monitor`.
+struct Rates {
+    service: String,
+    /// Ports of live processes (publishers, notifiers, clients).
+    publishers: usize,
+    /// Ports of live processes (subscribers, listeners, servers).
+    subscribers: usize,
+    /// Ports of dead processes not yet reclaimed.
+    dead: usize,
+    sent: f64,
+    delivered: f64,
+    dropped: u64,
+    corrupted: usize,
+}
+
 /// Runs `hako list`.
 pub fn list(a: ListArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
@@ -264,21 +279,23 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
     let (first, second) = port_names(&info);
     println!("service   {}", info.name);
     println!("pattern   {}", pattern_name(&info));
+    // Settings as the config file and the JSON spell them (`key = value`),
+    // sizes as `hako sub` prints them.
     match &info.description.pattern {
         Pattern::PublishSubscribe { payload, qos } => {
             println!(
-                "payload   {} ({} bytes, align {})",
+                "payload   {} ({} B, align {})",
                 payload_name(&info),
                 payload.size,
                 payload.align
             );
             println!(
-                "qos       buffer {}, borrowed {}, history {}, overflow {}, \
-                 max publishers {}, max subscribers {}, max nodes {}",
+                "qos       subscriber_max_buffer_size = {}, subscriber_max_borrowed_samples = {}, \
+                 history_size = {}, overflow = {}, max_publishers = {}, max_subscribers = {}, \
+                 max_nodes = {}",
                 qos.subscriber_max_buffer_size,
                 qos.subscriber_max_borrowed_samples,
                 qos.history_size,
-                // One spelling everywhere: the config file's and the JSON's.
                 json!(qos.overflow).as_str().unwrap_or("?"),
                 qos.max_publishers,
                 qos.max_subscribers,
@@ -286,7 +303,7 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
             );
         }
         Pattern::Event { qos } => println!(
-            "qos       max notifiers {}, max listeners {}, max nodes {}, event ids 0..={}",
+            "qos       max_notifiers = {}, max_listeners = {}, max_nodes = {}, event_id_max = {}",
             qos.max_notifiers, qos.max_listeners, qos.max_nodes, qos.event_id_max
         ),
         Pattern::RequestResponse {
@@ -295,16 +312,16 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
             qos,
         } => {
             println!(
-                "request   {} ({} bytes, align {})",
+                "request   {} ({} B, align {})",
                 request.type_name, request.size, request.align
             );
             println!(
-                "response  {} ({} bytes, align {})",
+                "response  {} ({} B, align {})",
                 response.type_name, response.size, response.align
             );
             println!(
-                "qos       requests in flight {}, response buffer {}, \
-                 max clients {}, max servers {}, max nodes {}",
+                "qos       max_requests_in_flight = {}, max_response_buffer = {}, \
+                 max_clients = {}, max_servers = {}, max_nodes = {}",
                 qos.max_requests_in_flight,
                 qos.max_response_buffer,
                 qos.max_clients,
@@ -427,15 +444,16 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                 .chain(&s.subscribers)
                 .filter(|p| p.corrupted.is_some())
                 .count();
-            rows.push((
-                s.name.clone(),
-                live(&s.publishers),
-                live(&s.subscribers),
-                sent_rate,
-                deliv_rate,
+            rows.push(Rates {
+                service: s.name.to_string(),
+                publishers: live(&s.publishers),
+                subscribers: live(&s.subscribers),
+                dead: dead(s),
+                sent: sent_rate,
+                delivered: deliv_rate,
                 dropped,
                 corrupted,
-            ));
+            });
         }
         last = seen;
         // Rates need two samples: the first one only primes them, and the
@@ -445,24 +463,26 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
             if a.domain.json() {
                 let v: Vec<_> = rows
                     .iter()
-                    .map(|(n, p, s, r, d, x, c)| {
-                        json!({"service": n, "publishers": p, "subscribers": s,
-                               "sent_per_s": r, "delivered_per_s": d, "dropped": x,
-                               "corrupted_ports": c})
+                    .map(|r| {
+                        json!({"service": r.service, "publishers": r.publishers,
+                               "subscribers": r.subscribers, "dead_ports": r.dead,
+                               "sent_per_s": r.sent, "delivered_per_s": r.delivered,
+                               "dropped": r.dropped, "corrupted_ports": r.corrupted})
                     })
                     .collect();
                 println!("{}", serde_json::to_string(&v).expect("JSON"));
             } else {
                 let cells: Vec<Vec<String>> = rows
                     .iter()
-                    .map(|(n, p, s, r, d, x, _)| {
+                    .map(|r| {
                         vec![
-                            n.to_string(),
-                            p.to_string(),
-                            s.to_string(),
-                            format!("{r:.1}"),
-                            format!("{d:.1}"),
-                            x.to_string(),
+                            r.service.clone(),
+                            r.publishers.to_string(),
+                            r.subscribers.to_string(),
+                            r.dead.to_string(),
+                            format!("{:.1}", r.sent),
+                            format!("{:.1}", r.delivered),
+                            r.dropped.to_string(),
                         ]
                     })
                     .collect();
@@ -471,18 +491,18 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                         "SERVICE",
                         "PUBS",
                         "SUBS",
+                        "DEAD",
                         "SENT/S",
                         "DELIVERED/S",
                         "DROPPED",
                     ],
                     &cells,
                 );
-                for (n, _, _, _, _, _, c) in &rows {
-                    if *c > 0 {
-                        println!(
-                            "  {n}: {c} port(s) with a CORRUPTED data segment: see `hako inspect {n}`"
-                        );
-                    }
+                for r in rows.iter().filter(|r| r.corrupted > 0) {
+                    println!(
+                        "  {}: {} port(s) with a CORRUPTED data segment: see `hako inspect {}`",
+                        r.service, r.corrupted, r.service
+                    );
                 }
                 if rows.is_empty() {
                     println!("(no services in {})", cfg.root.display());

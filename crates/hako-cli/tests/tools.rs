@@ -193,7 +193,8 @@ fn publish_subscribe_list_and_inspect() {
     let human = text(&d.run(&["inspect", "demo/chat"]).stdout);
     assert!(human.contains("received 2"), "{human}");
     // Settings in one spelling: the config file's and the JSON's.
-    assert!(human.contains("overflow drop_oldest"), "{human}");
+    assert!(human.contains("overflow = drop_oldest"), "{human}");
+    assert!(human.contains("subscriber_max_buffer_size = 2"), "{human}");
     // The third message, from stdin.
     let mut p = d.cmd(&["pub", "demo/chat", "--wait-subscribers", "1"]);
     let mut child = p.stdin(Stdio::piped()).spawn().unwrap();
@@ -302,6 +303,12 @@ fn clean_removes_what_a_killed_process_left() {
     );
     let human = text(&d.run(&["list"]).stdout);
     assert!(human.contains("DEAD"), "{human}");
+    let m = d.json(&["monitor", "--interval", "50", "--count", "1", "--json"]);
+    assert_eq!(
+        (m[0]["subscribers"].clone(), m[0]["dead_ports"].clone()),
+        (0.into(), 1.into()),
+        "{m}"
+    );
     let dry = d.json(&["clean", "--dry-run", "--json"]);
     assert_eq!(dry["dead_nodes"].as_array().unwrap().len(), 1);
     assert_eq!(dry["ports"], 1);

@@ -235,3 +235,85 @@ fn a_domain_root_others_could_write_to_is_refused() {
     drop(try_join(config).expect("a root of our own"));
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// The service's own directory and files, and the publishers' segments,
+/// are judged as the root is: others that could write to them, or a
+/// stranger owning them, get the service refused with an error naming the
+/// path and the fix; a member of a configured group may own them.
+#[test]
+fn service_files_others_could_swap_are_refused() {
+    use hako::ServiceError;
+    let d = Domain::new("perm-service", HELPER);
+    let node = d.node();
+    let name: hako::ServiceName = "it/untrusted".try_into().unwrap();
+    let open = |node: &hako::Node| {
+        node.service_builder(&name)
+            .publish_subscribe::<u64>()
+            .open_or_create()
+    };
+    // Kept open: the files stay while the test changes them.
+    let svc = open(&node).unwrap();
+    let dir = std::fs::read_dir(&d.root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let refused = |node: &hako::Node, path: &Path, what: &str| {
+        let e = open(node).unwrap_err();
+        assert!(matches!(e, ServiceError::Untrusted { .. }), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains(&path.display().to_string()) && text.contains(what),
+            "{text}"
+        );
+    };
+    let set =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    for (path, bad) in [
+        (dir.clone(), 0o777),
+        (dir.join("static.toml"), 0o666),
+        (dir.join("dynamic"), 0o602),
+    ] {
+        let good = mode(&path);
+        set(&path, bad);
+        refused(&node, &path, "every user may write");
+        set(&path, good);
+    }
+    drop(open(&node).expect("trusted again"));
+
+    // A publisher's segment others may write to: its subscribers refuse it.
+    let sub = svc.subscriber_builder().create().unwrap();
+    let publisher = svc.publisher_builder().create().unwrap();
+    let segment = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("pub_"))
+        .unwrap();
+    set(&segment, 0o666);
+    publisher.send_copy(7).unwrap();
+    let e = sub.receive().unwrap_err();
+    assert!(e.to_string().contains("others may write"), "{e}");
+    set(&segment, 0o600);
+    drop((publisher, sub));
+
+    if !is_root() {
+        println!("not root: the owner checks (another uid) are skipped");
+        drop((svc, node));
+        d.finish();
+        return;
+    }
+    // Owned by a stranger: refused; owned by a member of the configured
+    // group (its files the group's): admitted.
+    let dynamic = dir.join("dynamic");
+    std::os::unix::fs::chown(&dynamic, Some(NOBODY), Some(NOBODY)).unwrap();
+    refused(&node, &dynamic, &format!("belongs to uid {NOBODY}"));
+    let mut shared = Config::default().with_root(&d.root);
+    shared.group = Some(NOBODY.to_string());
+    let member = NodeBuilder::new().config(&shared).create().unwrap();
+    drop(open(&member).expect("a file of the domain's group"));
+    std::os::unix::fs::chown(&dynamic, Some(0), Some(0)).unwrap();
+    drop((member, svc, node));
+    d.finish();
+}

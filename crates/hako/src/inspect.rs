@@ -263,7 +263,7 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
         let mut segments = Vec::new();
         for (_, p) in &mut publishers {
             let path = dir.join(format!("pub_{:016x}", p.id));
-            let opened = match open_segment_with(&path, false) {
+            let opened = match open_segment_with(&path, false, None) {
                 Ok(opened) => opened,
                 Err(what) => {
                     p.corrupted = Some(what.to_owned());
@@ -352,7 +352,7 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
 /// an error if it failed validation.
 fn segment_counters(dir: &Path, id: u64) -> Result<Option<(u64, u64, u64)>, &'static str> {
     let path = dir.join(format!("pub_{id:016x}"));
-    let Some(OpenSegment { fd, geo, header }) = open_segment_with(&path, false)? else {
+    let Some(OpenSegment { fd, geo, header }) = open_segment_with(&path, false, None)? else {
         return Ok(None);
     };
     let Ok(map) = Mapping::new(&fd, 0, geo.pool_offset, false) else {

@@ -101,6 +101,22 @@ pub fn file_size(fd: &impl AsFd) -> io::Result<u64> {
     Ok(fstat(fd)?.st_size as u64)
 }
 
+/// Whether the open file `fd` may be trusted in a domain of `access`: it
+/// belongs to this user, root, or (in a domain shared with a group) that
+/// group, and nobody else may write to it (the rule of the domain root,
+/// see `domain::nodefile::trust_dir`).
+pub fn trusted(fd: &impl AsFd, access: Access) -> bool {
+    let Ok(st) = fstat(fd) else {
+        return false;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    let shared = access.group == Some(st.st_gid);
+    let mode = st.st_mode & 0o7777;
+    (st.st_uid == me || st.st_uid == 0 || shared)
+        && mode & 0o002 == 0
+        && (mode & 0o020 == 0 || shared)
+}
+
 /// A shared mapping of part of a file. Unmapped on drop. Tracked by the
 /// SIGBUS handler ([`sigbus`](super::sigbus)): if its file is truncated,
 /// the lost range reads zeros and [`lost`](Self::lost) says so.

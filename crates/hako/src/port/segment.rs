@@ -30,20 +30,37 @@ pub(crate) struct OpenSegment {
 
 /// Opens the segment at `path` and validates its header. `Ok(None)` if the
 /// file does not exist (its publisher left).
-pub(crate) fn open_segment(path: &Path) -> Result<Option<OpenSegment>, &'static str> {
-    open_segment_with(path, true)
+pub(crate) fn open_segment(
+    path: &Path,
+    access: shm::Access,
+) -> Result<Option<OpenSegment>, &'static str> {
+    open_segment_with(path, true, Some(access))
 }
 
-/// [`open_segment`], the file opened read-only unless `writable`.
+/// What a segment file of an untrusted owner or mode is called in errors.
+pub(crate) const UNTRUSTED_SEGMENT: &str =
+    "its segment file belongs to a user outside the domain, or others may write to it";
+
+/// [`open_segment`], the file opened read-only unless `writable`; its
+/// owner and mode checked unless `access` is `None` (the inspectors, which
+/// only read).
 pub(crate) fn open_segment_with(
     path: &Path,
     writable: bool,
+    access: Option<shm::Access>,
 ) -> Result<Option<OpenSegment>, &'static str> {
     let fd = match shm::open_existing(path, writable) {
         Ok(fd) => fd,
         Err(_) => return Ok(None),
     };
     let size = shm::file_size(&fd).map_err(|_| "cannot stat the segment")?;
+    if let Some(access) = access {
+        // Owner and mode of the file opened (not of a path that could
+        // change meanwhile): as for the service's own files.
+        if !shm::trusted(&fd, access) {
+            return Err(UNTRUSTED_SEGMENT);
+        }
+    }
     if size < PAGE {
         return Err("segment too small");
     }
@@ -121,7 +138,7 @@ pub(crate) fn reap_retired_locked(svc: &ServiceInner) {
             continue;
         }
         let path = svc.publisher_path(pid);
-        let needed = match open_segment(&path) {
+        let needed = match open_segment(&path, svc.node.access) {
             // A segment that disagrees with the service is garbage: remove it.
             Ok(Some(seg))
                 if seg.header.port_id == pid

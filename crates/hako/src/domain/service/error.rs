@@ -68,6 +68,18 @@ pub enum ServiceError {
         /// Its directory.
         path: PathBuf,
     },
+    /// A directory or file of the service is not to be trusted: another
+    /// user could have put it there or could swap it (see the README's
+    /// "Permissions").
+    #[error("refusing service {service:?}: {path}: {reason}")]
+    Untrusted {
+        /// The service.
+        service: String,
+        /// The directory or file.
+        path: PathBuf,
+        /// What is wrong with it, and how to fix it.
+        reason: String,
+    },
     /// Every node slot of the service is taken.
     #[error("service {service:?} is open in {max} nodes already (max_nodes); raise max_nodes when creating it")]
     TooManyNodes {

@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use super::error::{io_err, ServiceError};
 use super::files::{
-    publish_description, read_description, remove_service_files, Described, STATIC_FILE,
+    publish_description, read_description, remove_service_files, Described, DYNAMIC_FILE,
+    STATIC_FILE,
 };
 use super::inner::ServiceInner;
 use super::reclaim::{reclaim_service_locked, Reclaimed};
@@ -18,7 +19,7 @@ use super::tables::{DynSegment, Tables};
 use crate::core::layout::LAYOUT_VERSION;
 use crate::domain::config::Defaults;
 use crate::domain::name::ServiceName;
-use crate::domain::nodefile::{ensure_dir, Liveness, NodeInner};
+use crate::domain::nodefile::{ensure_dir, trust_entry, Liveness, NodeInner};
 use crate::os::lock::DomainLock;
 
 /// A pattern's settings as they stand in `static.toml`, after the fields
@@ -107,6 +108,17 @@ fn open_locked<R: PatternRequest>(
         reason,
         path: dir.clone(),
     };
+    // The root is trusted (NodeBuilder::create checked it), so what is in
+    // it was made by a trusted user; what those made must be trusted too
+    // before it is read (the directory, then its files: once the directory
+    // is trusted, nobody else can swap them after the check).
+    for path in [dir.clone(), dir.join(STATIC_FILE), dir.join(DYNAMIC_FILE)] {
+        trust_entry(&path, node.access).map_err(|reason| ServiceError::Untrusted {
+            service: svc.clone(),
+            path,
+            reason,
+        })?;
+    }
     let desc = read_description(&dir, &svc)?;
     if desc.name != svc {
         return Err(corrupted(format!(

@@ -99,7 +99,7 @@ pub(crate) struct SubConn {
 impl SubConn {
     pub(super) fn open(reg: &Arc<Registration>, slot: usize, pid: u64) -> Result<Option<Self>, &'static str> {
         let svc = &reg.service;
-        let Some(OpenSegment { fd, header: h, geo }) = open_segment(&svc.publisher_path(pid))?
+        let Some(OpenSegment { fd, header: h, geo }) = open_segment(&svc.publisher_path(pid), svc.node.access)?
         else {
             return Ok(None);
         };
