@@ -202,6 +202,11 @@ fn main() -> ExitCode {
     };
     JSON_OUTPUT.store(cli.json, std::sync::atomic::Ordering::Relaxed);
     let result = match cli.command {
+        // `hako --json bench ...`: the suite has a `--json FILE` of its own.
+        Command::Bench(_) if cli.json => Err(CliError::usage(
+            "the benchmark suite takes no global --json: write its JSON report with \
+             `hako bench --json FILE`",
+        )),
         Command::Bench(a) => bench::run(a),
         Command::List(a) => domain::list(a),
         Command::Nodes(a) => domain::nodes(a),

@@ -34,5 +34,20 @@ fn bench_hands_its_arguments_to_the_suite_program() {
         err.contains("hako-bench") && err.contains("cargo build --release -p hako-bench"),
         "{err}"
     );
+    // The tool's --json before `bench`: a usage error, as JSON.
+    let o = d
+        .cmd(&["--json", "bench", "--quick"])
+        .env("HAKO_BENCH", &fake)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e: Value = serde_json::from_slice(&o.stderr).unwrap();
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .contains("hako bench --json FILE"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
