@@ -19,9 +19,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(1_000_000);
     let policy = match std::env::args().nth(2).as_deref() {
-        None => OverflowPolicy::DropOldest,
+        None | Some("drop_oldest") => OverflowPolicy::DropOldest,
         Some("backpressure") => OverflowPolicy::Backpressure,
-        Some(other) => return Err(format!("unknown policy {other:?} (try backpressure)").into()),
+        Some(other) => {
+            return Err(format!("unknown policy {other:?} (drop_oldest or backpressure)").into())
+        }
     };
     let root = std::path::PathBuf::from(format!("/dev/shm/hako-hotpath-{}", std::process::id()));
     let cfg = Config::default().with_root(&root);
