@@ -158,7 +158,8 @@ impl Kind {
 
     /// What `hako bench` measures unless told otherwise: hako busy-polling
     /// and spin-then-park, the floors (one cache line, two cache lines, a
-    /// futex), every kernel mechanism and (when built in) the peers.
+    /// futex), the reference (hako's data path by hand), every kernel
+    /// mechanism and (when built in) the peers.
     pub const SUITE: &'static [Kind] = &[
         Kind::Hako,
         Kind::HakoC,
@@ -169,6 +170,8 @@ impl Kind {
         Kind::Shmipc,
         Kind::Floor,
         Kind::Floor2,
+        // hako's data path by hand: what the library adds beyond it.
+        Kind::Reference,
         Kind::Futex,
         Kind::Pipe,
         Kind::Fifo,

@@ -77,7 +77,7 @@ pub struct BenchArgs {
     /// Transports, in table order: hako, hako-spin-park, hako-park,
     /// hako-spin, iceoryx2, shmipc, floor, futex, pipe, fifo, unix, tcp, mq,
     /// reference (and the request/response and async ones) [default: all
-    /// but hako-park, hako-spin, reference and those of the request/response
+    /// but hako-park, hako-spin and those of the request/response
     /// and async rows].
     #[arg(long, value_delimiter = ',', value_parser = Kind::parse)]
     pub transports: Option<Vec<Kind>>,

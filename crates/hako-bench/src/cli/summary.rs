@@ -5,7 +5,7 @@ use crate::blocks::Measured;
 use crate::report::{format_ratio, format_size};
 use crate::select::PEER_NAMES;
 use crate::stream::paired_rate_ratio;
-use crate::suite::{OneWayRow, PingPongRow, SuiteResult};
+use crate::suite::{floor_level, OneWayRow, PingPongRow, SuiteResult};
 use crate::transport::{Pattern, PayloadMode};
 
 use super::table::{rate, us};
@@ -80,6 +80,30 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
             rows.iter()
                 .filter_map(|r| Some((r.row.size, r.row.get("hako")?.vs("floor2")?))),
         ));
+        // What the library adds beyond its data path: hako over the
+        // two-line floor and over `reference` (the same data path written
+        // by hand, no library around it), side by side, with the floor
+        // state of each row's probe.
+        let side: Vec<String> = rows
+            .iter()
+            .filter_map(|r| {
+                let h = r.row.get("hako")?;
+                Some(format!(
+                    "{} {} / {} ({} floor)",
+                    format_size(r.row.size),
+                    format_ratio(Some(h.vs("floor2")?)),
+                    format_ratio(Some(h.vs("reference")?)),
+                    floor_level(r.row.floor.median)
+                ))
+            })
+            .collect();
+        if !side.is_empty() {
+            lines.push(format!(
+                "hako round trip / two-line floor and / reference (hako's data path by hand), {}: {}",
+                payload.name(),
+                side.join(", ")
+            ));
+        }
         // The C API against Rust.
         let c_api: Vec<String> = rows
             .iter()
@@ -493,5 +517,14 @@ mod tests {
         );
         // floor2 is a floor, never a rival hako is compared with.
         assert!(!s.contains("fastest"), "{s}");
+        // With the reference measured too: both ratios side by side.
+        let transports = &mut r.ping_pong[0].row.transports;
+        transports[0].vs.push(("reference", 1.2));
+        transports.push(measured("reference", 160, 100, 1.25));
+        let s = summary(&r).join("\n");
+        assert!(
+            s.contains("hako round trip / two-line floor and / reference (hako's data path by hand), touch: 64 B 1.50x / 1.20x (low floor)"),
+            "{s}"
+        );
     }
 }
