@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::settings::ReceiverSettings;
 use crate::core::bias::SampleCount;
-use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE};
+use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE, PAGE};
 use crate::core::returns::Returns;
 use crate::core::ring::Submission;
 use crate::domain::service::inner::ServiceInner;
@@ -71,7 +71,8 @@ pub(crate) struct SubConn {
     pub(super) publisher: u64,
     /// The sender's entry in the peers' table.
     pub(super) slot: usize,
-    /// Header and connection blocks, read-write; kept mapped for the views.
+    /// This subscriber's connection block (the pages holding it),
+    /// read-write; kept mapped for the views.
     pub(super) rw: Mapping,
     /// The chunk pool, read-only; kept mapped for the views.
     pub(super) pool: Mapping,
@@ -124,8 +125,15 @@ impl SubConn {
         {
             return Err("segment header disagrees with the service");
         }
-        let rw = Mapping::new(&fd, 0, geo.pool_offset, true)
-            .map_err(|_| "cannot map the connection blocks")?;
+        // Only this subscriber's connection block (and the pages it
+        // shares with its neighbours' blocks): mapping every block would
+        // make each subscriber map the whole segment, which grows with the
+        // subscribers the service allows.
+        let base = geo.conns_offset + reg.index as u64 * geo.conn_stride;
+        let start = base & !(PAGE - 1);
+        let end = (base + geo.conn_stride).div_ceil(PAGE) * PAGE;
+        let rw = Mapping::new(&fd, start, end.min(geo.pool_offset) - start, true)
+            .map_err(|_| "cannot map the connection block")?;
         // Beside `rw`: if the file is truncated, a fault in either turns
         // both to zeros, so the connection reads as closed (os::sigbus).
         let pool = Mapping::new_beside(
@@ -136,7 +144,8 @@ impl SubConn {
             Some(&rw),
         )
         .map_err(|_| "cannot map the pool")?;
-        let base = geo.conns_offset + reg.index as u64 * geo.conn_stride;
+        // The block's offset in `rw`.
+        let base = base - start;
         // ORDERING: Release; pairs with the Acquire load in
         // port/segment.rs (still_needed): once seen, the file may be removed.
         rw.atomic(base + ATTACHED_OFFSET)
