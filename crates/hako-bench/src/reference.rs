@@ -30,12 +30,19 @@
 //!
 //! The pool has as many chunks as each ring has slots, so neither ring can
 //! overflow and no shared head index is needed.
+//!
+//! One way (`throughput`), the leader streams on "ping" alone: a sender
+//! that finds no free chunk polls the completion ring until the receiver
+//! returns one (the flow control of a raw descriptor ring). One receiver
+//! only: fan-out rows are skipped.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use crate::shm::SharedRegion;
-use crate::transport::{poll, prefetch, tag, Follower, Leader, RowSpec, Transport, Waiting};
+use crate::transport::{
+    poll, prefetch, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
+};
 use crate::Result;
 
 /// Slots per ring, and chunks in the pool.
@@ -73,6 +80,8 @@ fn paths(row: &RowSpec) -> [PathBuf; 2] {
 struct Tx {
     region: SharedRegion,
     size: usize,
+    /// Touch: the first and last payload byte; full: every byte.
+    mode: PayloadMode,
     chunk: usize,
     free: Vec<u64>,
     /// The chunk of the next message, announced with this one.
@@ -86,6 +95,7 @@ struct Tx {
 struct Rx {
     region: SharedRegion,
     size: usize,
+    mode: PayloadMode,
     chunk: usize,
     head: u64,
     comp_tail: u64,
@@ -94,10 +104,11 @@ struct Rx {
 }
 
 impl Tx {
-    fn new(region: SharedRegion, size: usize) -> Self {
+    fn new(region: SharedRegion, size: usize, mode: PayloadMode) -> Self {
         Self {
             region,
             size,
+            mode,
             chunk: chunk_size(size),
             free: (0..SLOTS - 1).rev().collect(),
             next: Some(SLOTS - 1),
@@ -132,20 +143,32 @@ impl Tx {
     fn send(&mut self, t: u8) -> Result<()> {
         let idx = match self.next.take() {
             Some(i) => i,
-            None => {
+            // Every chunk is with the receiver (one way, it is behind):
+            // wait for one to come back.
+            None => poll("a returned reference chunk", || {
                 self.drain()?;
-                self.free.pop().ok_or("reference pool exhausted")?
-            }
+                Ok(self.free.pop())
+            })?,
         };
         self.next = self.free.pop();
         let base = POOL_OFFSET + idx as usize * self.chunk;
-        // Relaxed (all three): published by the Release store of the slot.
-        self.region
-            .atomic_u8(base + HEADER)
-            .store(t, Ordering::Relaxed);
-        self.region
-            .atomic_u8(base + HEADER + self.size - 1)
-            .store(t, Ordering::Relaxed);
+        if self.mode == PayloadMode::Full {
+            // SAFETY: the chunk is ours until its descriptor is published
+            // below (the receiver returned it, or never had it).
+            self.mode.write(
+                unsafe { self.region.bytes_mut(base + HEADER, self.size) },
+                t,
+            );
+        } else {
+            // Relaxed (both): published by the Release store of the slot.
+            self.region
+                .atomic_u8(base + HEADER)
+                .store(t, Ordering::Relaxed);
+            self.region
+                .atomic_u8(base + HEADER + self.size - 1)
+                .store(t, Ordering::Relaxed);
+        }
+        // Relaxed: published by the Release store of the slot.
         self.region
             .atomic_u64(base)
             .store(self.size as u64, Ordering::Relaxed);
@@ -166,10 +189,11 @@ impl Tx {
 }
 
 impl Rx {
-    fn new(region: SharedRegion, size: usize) -> Self {
+    fn new(region: SharedRegion, size: usize, mode: PayloadMode) -> Self {
         Self {
             region,
             size,
+            mode,
             chunk: chunk_size(size),
             head: 0,
             comp_tail: 0,
@@ -205,6 +229,20 @@ impl Rx {
             None => [POOL_OFFSET + idx as usize * self.chunk; 2],
         };
         let base = POOL_OFFSET + idx as usize * self.chunk;
+        if self.mode == PayloadMode::Full {
+            // Relaxed: ordered after the writer's stores by the Acquire
+            // load of the slot.
+            let len = self.region.atomic_u64(base).load(Ordering::Relaxed);
+            if len != self.size as u64 {
+                return Err(format!("reference: expected {} bytes, got {len}", self.size).into());
+            }
+            // SAFETY: the chunk is ours until we return it below (the
+            // sender wrote it before publishing its descriptor).
+            let bytes = unsafe { self.region.bytes_mut(base + HEADER, self.size) };
+            self.mode
+                .check(bytes, self.size, t, "a reference message")?;
+            return self.give_back(idx);
+        }
         // Relaxed (all three): ordered after the writer's stores by the
         // Acquire load of the slot.
         let len = self.region.atomic_u64(base).load(Ordering::Relaxed);
@@ -220,6 +258,12 @@ impl Rx {
             )
             .into());
         }
+        self.give_back(idx)
+    }
+
+    /// Returns chunk `idx` to the sender and moves on to the next slot.
+    #[inline]
+    fn give_back(&mut self, idx: u64) -> Result<()> {
         let cpos = self.comp_tail;
         // ORDERING: Release; pairs with the Acquire load in Tx::drain: our reads
         // of the chunk happen before the sender reuses it.
@@ -259,8 +303,9 @@ impl Transport for Reference {
         Waiting::BusyPoll
     }
 
-    fn ping_pong_only(&self) -> bool {
-        true
+    fn skip_reason(&self, size: usize, pattern: Pattern) -> Option<String> {
+        let _ = size;
+        (pattern == Pattern::FanOut).then(|| "one receiver only (a raw ring)".to_owned())
     }
 
     fn leader(&self, row: &RowSpec) -> Result<ReferenceLeader> {
@@ -274,8 +319,8 @@ impl Transport for Reference {
         };
         let (ping, pong) = (create(&paths[0])?, create(&paths[1])?);
         Ok(ReferenceLeader {
-            tx: Tx::new(ping, row.size),
-            rx: Rx::new(pong, row.size),
+            tx: Tx::new(ping, row.size, row.payload),
+            rx: Rx::new(pong, row.size, row.payload),
             paths,
         })
     }
@@ -288,8 +333,8 @@ impl Transport for Reference {
         };
         let (ping, pong) = (open(&paths[0])?, open(&paths[1])?);
         Ok(ReferenceFollower {
-            rx: Rx::new(ping, row.size),
-            tx: Tx::new(pong, row.size),
+            rx: Rx::new(ping, row.size, row.payload),
+            tx: Tx::new(pong, row.size, row.payload),
         })
     }
 }
@@ -302,6 +347,11 @@ impl Leader for ReferenceLeader {
         sent();
         self.rx.recv(t.wrapping_add(1))
     }
+
+    #[inline]
+    fn send(&mut self, seq: u64) -> Result<()> {
+        self.tx.send(tag(seq))
+    }
 }
 
 impl Follower for ReferenceFollower {
@@ -310,6 +360,11 @@ impl Follower for ReferenceFollower {
         let t = tag(seq);
         self.rx.recv(t)?;
         self.tx.send(t.wrapping_add(1))
+    }
+
+    #[inline]
+    fn receive(&mut self, seq: u64) -> Result<()> {
+        self.rx.recv(tag(seq))
     }
 }
 

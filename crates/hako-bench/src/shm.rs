@@ -111,6 +111,23 @@ impl SharedRegion {
         unsafe { &*self.ptr.as_ptr().add(offset).cast::<AtomicU8>() }
     }
 
+    /// `len` bytes at `offset`, for a transport that hands them over by a
+    /// protocol of its own (the reference's full payload mode).
+    ///
+    /// # Safety
+    /// Until the returned slice is dropped, no other process or thread
+    /// writes those bytes (the protocol gives them to the caller).
+    ///
+    /// # Panics
+    /// If the range is out of the mapping.
+    #[allow(clippy::mut_from_ref)] // shared memory: the caller's protocol guards it
+    pub unsafe fn bytes_mut(&self, offset: usize, len: usize) -> &mut [u8] {
+        assert!(offset.checked_add(len).is_some_and(|end| end <= self.len));
+        // SAFETY: in range (checked above), initialised (zero-filled by
+        // the kernel), exclusively the caller's (its promise).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(offset), len) }
+    }
+
     /// Length of the mapping in bytes.
     pub fn len(&self) -> usize {
         self.len

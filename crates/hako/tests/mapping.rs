@@ -27,9 +27,22 @@ fn mapped(prefix: &str) -> Vec<u64> {
         .collect()
 }
 
+/// Removes the domain root when dropped, a failed assertion included.
+struct Root(PathBuf);
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[test]
 fn a_subscriber_maps_its_own_connection_block_and_the_pool_only() {
-    let root = PathBuf::from(format!("/dev/shm/hako-test-mapping-{}", std::process::id()));
+    let guard = Root(PathBuf::from(format!(
+        "/dev/shm/hako-test-mapping-{}",
+        std::process::id()
+    )));
+    let root = guard.0.clone();
     let _ = std::fs::remove_dir_all(&root);
     {
         let node = NodeBuilder::new()
@@ -68,4 +81,5 @@ fn a_subscriber_maps_its_own_connection_block_and_the_pool_only() {
         );
     }
     std::fs::remove_dir_all(&root).unwrap();
+    drop(guard);
 }

@@ -372,6 +372,22 @@ pub fn goals(result: &SuiteResult) -> Vec<String> {
             ));
         }
     }
+    // Against the same data path by hand streaming one way (issue 25):
+    // what the library costs a stream of large messages.
+    if let (Some(h), Some(r)) = (row_of("hako"), row_of("reference")) {
+        let rate_of = |r: &OneWayRow| r.median_run().map(|m| m.messages_per_s());
+        if let (Some(ratio), Some(hr), Some(rr)) = (paired_rate_ratio(h, r), rate_of(h), rate_of(r))
+        {
+            lines.push(format!(
+                "goal: hako throughput of 1 MiB messages at least 0.8x a raw descriptor ring's \
+                 (reference, touch): {} ({} vs {} msg/s, medians; {} run by run)",
+                verdict(ratio >= 0.8),
+                rate(hr),
+                rate(rr),
+                format_ratio(Some(ratio))
+            ));
+        }
+    }
     // Full-mode latency for large payloads: a round trip writes and reads
     // the payload twice, each time written on one CPU and read on the other,
     // so its floor is twice the cross-CPU memory figure; "limited only by
