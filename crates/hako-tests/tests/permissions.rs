@@ -295,6 +295,12 @@ fn service_files_others_could_swap_are_refused() {
     publisher.send_copy(7).unwrap();
     let e = sub.receive().unwrap_err();
     assert!(e.to_string().contains("others may write"), "{e}");
+    // A subscriber made after it: its creation looked at the table already;
+    // its first receive still reports what it left out.
+    let late = svc.subscriber_builder().create().unwrap();
+    assert!(late.receive().unwrap_err().to_string().contains("others may write"));
+    assert!(late.receive().unwrap().is_none(), "reported once");
+    drop(late);
     set(&segment, 0o600);
     drop((publisher, sub));
 
@@ -315,5 +321,24 @@ fn service_files_others_could_swap_are_refused() {
     drop(open(&member).expect("a file of the domain's group"));
     std::os::unix::fs::chown(&dynamic, Some(0), Some(0)).unwrap();
     drop((member, svc, node));
+    d.finish();
+}
+
+/// The reclaim never follows a symbolic link planted in the domain root:
+/// an `svc_*` link to someone else's directory must not get its files
+/// removed when a dead node's leftovers are cleaned.
+#[test]
+fn the_reclaim_ignores_symbolic_links_in_the_root() {
+    let d = Domain::new("perm-symlink", HELPER);
+    let victim = d.file("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("precious"), b"keep me").unwrap();
+    std::os::unix::fs::symlink(&victim, d.root.join("svc_0000000000000bad")).unwrap();
+    // A node file nobody holds: a dead node, so the reclaim runs.
+    std::fs::write(d.root.join("node_00000000000000aa"), b"").unwrap();
+    let cfg = Config::default().with_root(&d.root);
+    hako::reclaim_dead_nodes(&cfg, false).unwrap();
+    assert!(victim.join("precious").exists(), "the link's target was emptied");
+    std::fs::remove_file(d.root.join("svc_0000000000000bad")).unwrap();
     d.finish();
 }

@@ -76,6 +76,13 @@ pub(crate) fn reclaim_domain_locked(root: &Path, dry_run: bool, thorough: bool) 
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
+        // Never through a symbolic link (hako makes none): a link planted
+        // as `svc_...` could point at anyone's directory, whose files the
+        // reclaim would then remove.
+        if e.file_type().is_ok_and(|t| t.is_symlink()) {
+            tracing::warn!(entry = %e.path().display(), "ignoring a symbolic link in the domain root");
+            continue;
+        }
         if let Some(id) = parse_node_file(name) {
             node_files.push((id, e.path()));
         } else if name.starts_with("node_") && name.ends_with(".new") {

@@ -86,14 +86,15 @@ pub fn create(path: &Path, size: u64, access: Access) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// Opens an existing file read-write (or read-only).
+/// Opens an existing file read-write (or read-only); never through a
+/// symbolic link (hako makes none: one is someone else's doing).
 pub fn open_existing(path: &Path, writable: bool) -> io::Result<OwnedFd> {
     let mode = if writable {
         OFlags::RDWR
     } else {
         OFlags::RDONLY
     };
-    Ok(open(path, mode | OFlags::CLOEXEC, Mode::empty())?)
+    Ok(open(path, mode | OFlags::CLOEXEC | OFlags::NOFOLLOW, Mode::empty())?)
 }
 
 /// Size of an open file.
@@ -101,8 +102,8 @@ pub fn file_size(fd: &impl AsFd) -> io::Result<u64> {
     Ok(fstat(fd)?.st_size as u64)
 }
 
-/// Whether the open file `fd` may be trusted in a domain of `access`: it
-/// belongs to this user, root, or (in a domain shared with a group) that
+/// Whether the open file `fd` may be trusted in a domain of `access`: a
+/// regular file that belongs to this user, root, or (in a domain shared with a group) that
 /// group, and nobody else may write to it (the rule of the domain root,
 /// see `domain::nodefile::trust_dir`).
 pub fn trusted(fd: &impl AsFd, access: Access) -> bool {
@@ -112,7 +113,9 @@ pub fn trusted(fd: &impl AsFd, access: Access) -> bool {
     let me = rustix::process::geteuid().as_raw();
     let shared = access.group == Some(st.st_gid);
     let mode = st.st_mode & 0o7777;
-    (st.st_uid == me || st.st_uid == 0 || shared)
+    let regular = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile;
+    regular
+        && (st.st_uid == me || st.st_uid == 0 || shared)
         && mode & 0o002 == 0
         && (mode & 0o020 == 0 || shared)
 }
@@ -177,7 +180,8 @@ impl Mapping {
         };
         let ptr = NonNull::new(ptr.cast::<u8>())
             .ok_or_else(|| io::Error::other("mmap returned a null pointer"))?;
-        let tracked = super::sigbus::track(ptr.as_ptr(), len, other.map(Mapping::ptr));
+        let tracked =
+            super::sigbus::track(ptr.as_ptr(), len, writable, other.map(|m| &m.tracked));
         Ok(Self { ptr, len, tracked })
     }
 

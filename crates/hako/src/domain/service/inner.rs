@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::error::{io_err, ServiceError};
-use super::files::remove_service_files;
+use super::files::{remove_service_files, DYNAMIC_FILE};
 use super::reclaim::{reclaim_service_locked, Reclaimed};
 use super::tables::{DynSegment, PortKind};
 use crate::core::layout::{DynHeader, NodeSlot, PortSlot, PORT_RETIRED};
@@ -106,14 +106,14 @@ impl ServiceInner {
         self.seg.generation()
     }
 
-    /// The generation counter itself, for ports that check it on every
-    /// operation (load it with Acquire, as [`generation`](Self::generation)).
     /// Whether the service's dynamic file was truncated under its mapping
     /// (which reads zeros now): the service is corrupted for good.
     pub(crate) fn lost(&self) -> bool {
         self.seg.lost()
     }
 
+    /// The generation counter itself, for ports that check it on every
+    /// operation (load it with Acquire, as [`generation`](Self::generation)).
     pub(crate) fn generation_word(&self) -> &std::sync::atomic::AtomicU64 {
         &self.header().generation
     }
@@ -294,7 +294,14 @@ impl Drop for ServiceInner {
         if slot.refs.fetch_sub(1, Ordering::Relaxed) == 1 {
             slot.node_id.store(0, Ordering::Relaxed);
         }
-        if !self.seg.in_use() {
+        // A mapping that reads zeros (lost to a fault) says nothing of the
+        // others' use: the files go only if the file itself was cut short
+        // (then the service is broken for everyone).
+        let truncated = || {
+            std::fs::symlink_metadata(self.dir.join(DYNAMIC_FILE))
+                .map_or(true, |m| m.len() < self.seg.size())
+        };
+        if !self.seg.in_use() && (!self.seg.lost() || truncated()) {
             remove_service_files(&self.dir);
         }
     }

@@ -75,6 +75,11 @@ impl DynSegment {
         self.map.lost()
     }
 
+    /// Bytes of the file mapped.
+    pub(crate) fn size(&self) -> u64 {
+        self.map.len() as u64
+    }
+
     /// Creates the dynamic segment of a new service in `dir` (domain lock
     /// held), its header written.
     pub(crate) fn create(

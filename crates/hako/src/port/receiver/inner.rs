@@ -127,6 +127,8 @@ impl Receiver {
                 bad: Vec::new(),
                 next: 0,
                 changes: PublisherChanges::default(),
+                pending: None,
+                scanned: 0,
             }),
         };
         rx.lock().update(&rx.reg);

@@ -38,7 +38,8 @@ impl Receiver {
         // ORDERING: Acquire; pairs with the Release bump of the generation
         // (DynSegment::bump): table changes before it are visible.
         if self.generation.load(Ordering::Acquire) != st.seen_generation {
-            if let Some(e) = st.update(&self.reg) {
+            st.update(&self.reg);
+            if let Some(e) = st.take_pending() {
                 return Err(e);
             }
         }
@@ -58,8 +59,7 @@ impl Receiver {
                     }
                     Taken::Nothing => Ok(None),
                     Taken::Broken(e) => {
-                        let gone = st.conns.swap_remove(0);
-                        st.bad.push(gone.conn.publisher);
+                        st.drop_broken(0);
                         Err(e)
                     }
                 };
@@ -120,9 +120,10 @@ impl Receiver {
             st.conns[i].ahead = lines;
         }
         if let Some(i) = remove {
-            let gone = st.conns.swap_remove(i);
             if result.is_err() {
-                st.bad.push(gone.conn.publisher);
+                st.drop_broken(i);
+            } else {
+                st.conns.swap_remove(i);
             }
         }
         // Where a lost mapping (a file truncated under this process) is

@@ -45,6 +45,11 @@ pub(super) struct SubState {
     pub(super) next: usize,
     /// Publishers connected and departed since the owner last asked.
     pub(super) changes: PublisherChanges,
+    /// An error of an update (a publisher left out), for the next receive.
+    pub(super) pending: Option<ReceiveError>,
+    /// The generation that update scanned, while `pending` holds an error
+    /// (`seen_generation` is then a value no table has).
+    pub(super) scanned: u64,
 }
 
 /// How the publishers of a subscriber changed since it last asked
@@ -96,8 +101,7 @@ impl SubState {
             if c.rw.lost() || c.pool.lost() {
                 let publisher = c.publisher;
                 tracing::error!(publisher, "a publisher's segment was truncated while mapped; its connection is closed");
-                self.conns.swap_remove(i);
-                self.bad.push(publisher);
+                self.drop_broken(i);
                 err.get_or_insert(ReceiveError::CorruptedPublisher {
                     publisher,
                     what: TRUNCATED,
@@ -115,10 +119,15 @@ impl SubState {
         self.conns.iter().map(|e| e.conn.held()).sum()
     }
 
-    pub(super) fn update(&mut self, reg: &Arc<Registration>) -> Option<ReceiveError> {
+    /// Follows the service's table: connects the publishers that came,
+    /// marks those that left. A publisher whose segment fails validation
+    /// (or may not be trusted) is left out, and the error kept for the next
+    /// receive ([`take_pending`](Self::take_pending)), whoever looked at the
+    /// table first (a wait's readiness check, a count).
+    pub(super) fn update(&mut self, reg: &Arc<Registration>) {
         let svc = &reg.service;
         if svc.generation() == self.seen_generation {
-            return None;
+            return;
         }
         svc.reclaim_dead_ports();
         let gen = svc.generation();
@@ -137,12 +146,9 @@ impl SubState {
                 continue;
             }
             present.push(pid);
-            if self.bad.contains(&pid)
-                || self
-                    .conns
-                    .iter()
-                    .any(|e| e.conn.publisher == pid && !e.draining)
-            {
+            // Once per publisher: a connection to it, draining or not, is
+            // never opened twice (its ring has one reader).
+            if self.bad.contains(&pid) || self.conns.iter().any(|e| e.conn.publisher == pid) {
                 continue;
             }
             match SubConn::open(reg, i, pid) {
@@ -178,6 +184,32 @@ impl SubState {
         }
         self.bad.retain(|b| present.contains(b));
         reap_retired(svc);
-        err
+        if let Some(e) = err {
+            self.pending.get_or_insert(e);
+        }
+        if self.pending.is_some() {
+            // Until a receive reports it, every receive comes here.
+            self.scanned = gen;
+            self.seen_generation = u64::MAX;
+        }
+    }
+
+    /// The error an update kept for the receive (see [`update`](Self::update)).
+    pub(super) fn take_pending(&mut self) -> Option<ReceiveError> {
+        let e = self.pending.take();
+        if e.is_some() {
+            self.seen_generation = self.scanned;
+        }
+        e
+    }
+
+    /// Drops the connection at `i`, which broke: counted as a departure
+    /// (unless its publisher had left already), never connected again.
+    pub(super) fn drop_broken(&mut self, i: usize) {
+        let gone = self.conns.swap_remove(i);
+        if !gone.draining {
+            self.changes.departed += 1;
+        }
+        self.bad.push(gone.conn.publisher);
     }
 }
