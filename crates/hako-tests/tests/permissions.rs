@@ -298,7 +298,11 @@ fn service_files_others_could_swap_are_refused() {
     // A subscriber made after it: its creation looked at the table already;
     // its first receive still reports what it left out.
     let late = svc.subscriber_builder().create().unwrap();
-    assert!(late.receive().unwrap_err().to_string().contains("others may write"));
+    assert!(late
+        .receive()
+        .unwrap_err()
+        .to_string()
+        .contains("others may write"));
     assert!(late.receive().unwrap().is_none(), "reported once");
     drop(late);
     set(&segment, 0o600);
@@ -338,7 +342,10 @@ fn the_reclaim_ignores_symbolic_links_in_the_root() {
     std::fs::write(d.root.join("node_00000000000000aa"), b"").unwrap();
     let cfg = Config::default().with_root(&d.root);
     hako::reclaim_dead_nodes(&cfg, false).unwrap();
-    assert!(victim.join("precious").exists(), "the link's target was emptied");
+    assert!(
+        victim.join("precious").exists(),
+        "the link's target was emptied"
+    );
     std::fs::remove_file(d.root.join("svc_0000000000000bad")).unwrap();
     d.finish();
 }
