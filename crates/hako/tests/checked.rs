@@ -4,7 +4,10 @@
 //! process that describes the type at run time (as C and Python do), is an
 //! error on receive, never a value; the connection carries on.
 
-use hako::{Config, FixedVec, Node, NodeBuilder, Payload, ReceiveError, ShmSafe};
+use hako::{FixedVec, Payload, ReceiveError, ShmSafe};
+
+mod common;
+use common::Root;
 
 #[derive(Debug, Clone, Copy, PartialEq, Default, ShmSafe)]
 #[repr(C)]
@@ -22,35 +25,9 @@ struct Tagged<T> {
     valid: bool,
 }
 
-struct Root(std::path::PathBuf);
-
-impl Root {
-    fn new(tag: &str) -> Self {
-        let p = std::path::PathBuf::from(format!(
-            "/dev/shm/hako-test-checked-{tag}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        Self(p)
-    }
-
-    fn node(&self) -> Node {
-        NodeBuilder::new()
-            .config(&Config::default().with_root(&self.0))
-            .create()
-            .unwrap()
-    }
-}
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn bools_and_chars_cross_a_service() {
-    let root = Root::new("cross");
+    let root = Root::new("checked-cross");
     let node = root.node();
     let svc = node
         .service_builder(&"test/switch".try_into().unwrap())
@@ -80,7 +57,7 @@ fn bools_and_chars_cross_a_service() {
 /// of `T`'s size, written through the raw pointer), and returns what a `T`
 /// subscriber gets for it: the size of the value, or the error.
 fn receive_raw<T: Payload + ?Sized>(tag: &str, bytes: &[u8]) -> Result<usize, ReceiveError> {
-    let root = Root::new(tag);
+    let root = Root::new(&format!("checked-{tag}"));
     let node = root.node();
     let name = format!("test/raw/{tag}").as_str().try_into().unwrap();
     let typed = node
@@ -174,7 +151,7 @@ fn every_element_of_slices_arrays_and_fixed_vectors_is_checked() {
 
 #[test]
 fn an_invalid_request_or_response_is_corrupted() {
-    let root = Root::new("reqres");
+    let root = Root::new("checked-reqres");
     let node = root.node();
     let name = "test/raw/reqres".try_into().unwrap();
     let typed = node

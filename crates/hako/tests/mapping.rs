@@ -3,9 +3,8 @@
 //! allows (issue 24: a service allowing thousands of subscribers made each
 //! of them map the whole segment, hundreds of MB each).
 
-use std::path::PathBuf;
-
-use hako::{Config, NodeBuilder};
+mod common;
+use common::Root;
 
 /// Bytes this process maps of files whose name starts with `prefix`
 /// (from /proc/self/maps), one entry per mapping.
@@ -27,28 +26,12 @@ fn mapped(prefix: &str) -> Vec<u64> {
         .collect()
 }
 
-/// Removes the domain root when dropped, a failed assertion included.
-struct Root(PathBuf);
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn a_subscriber_maps_its_own_connection_block_and_the_pool_only() {
-    let guard = Root(PathBuf::from(format!(
-        "/dev/shm/hako-test-mapping-{}",
-        std::process::id()
-    )));
+    let guard = Root::new("mapping");
     let root = guard.0.clone();
-    let _ = std::fs::remove_dir_all(&root);
     {
-        let node = NodeBuilder::new()
-            .config(&Config::default().with_root(&root))
-            .create()
-            .unwrap();
+        let node = guard.node();
         let svc = node
             .service_builder(&"test/wide".try_into().unwrap())
             .publish_subscribe::<u64>()

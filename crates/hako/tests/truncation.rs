@@ -8,52 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use hako::{Config, Node, NodeBuilder, ReceiveError};
+use hako::ReceiveError;
 
-struct Root(PathBuf);
-
-impl Root {
-    fn new(tag: &str) -> Self {
-        let p = PathBuf::from(format!(
-            "/dev/shm/hako-test-truncate-{tag}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        Self(p)
-    }
-
-    fn node(&self) -> Node {
-        NodeBuilder::new()
-            .config(&Config::default().with_root(&self.0))
-            .create()
-            .unwrap()
-    }
-
-    /// The one file of the service whose name starts with `prefix`.
-    fn file(&self, prefix: &str) -> PathBuf {
-        let mut found = Vec::new();
-        for dir in std::fs::read_dir(&self.0).unwrap() {
-            let dir = dir.unwrap().path();
-            if !dir.is_dir() {
-                continue;
-            }
-            for f in std::fs::read_dir(&dir).unwrap() {
-                let f = f.unwrap().path();
-                if f.file_name().unwrap().to_str().unwrap().starts_with(prefix) {
-                    found.push(f);
-                }
-            }
-        }
-        assert_eq!(found.len(), 1, "{prefix}: {found:?}");
-        found.pop().unwrap()
-    }
-}
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::Root;
 
 fn truncate(path: &Path, len: u64) {
     std::fs::OpenOptions::new()
@@ -92,7 +50,7 @@ fn error(sub: &hako::Subscriber<u64>) -> ReceiveError {
 #[test]
 fn a_truncated_publisher_segment_is_survived_and_reported() {
     for len in [0, 4096] {
-        let root = Root::new(&format!("pub-{len}"));
+        let root = Root::new(&format!("truncate-pub-{len}"));
         let node = root.node();
         let svc = node
             .service_builder(&"test/truncate".try_into().unwrap())
@@ -122,7 +80,7 @@ fn a_truncated_publisher_segment_is_survived_and_reported() {
 
 #[test]
 fn a_truncated_service_file_is_survived_and_reported() {
-    let root = Root::new("dynamic");
+    let root = Root::new("truncate-dynamic");
     let node = root.node();
     let svc = node
         .service_builder(&"test/truncate".try_into().unwrap())
@@ -165,7 +123,7 @@ fn a_fault_outside_hako_still_ends_the_process() {
         println!("survived a foreign fault ({v})");
         return;
     }
-    let root = Root::new("child");
+    let root = Root::new("truncate-child");
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",

@@ -56,7 +56,7 @@ pub(crate) fn ensure_dir(dir: &Path, access: Access) -> io::Result<()> {
 pub(crate) fn trust_dir(dir: &Path, access: Access) -> io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(dir)?;
-    match distrust(m.uid(), m.gid(), m.mode(), access, false) {
+    match crate::os::shm::distrust(m.uid(), m.gid(), m.mode(), access, false) {
         Some(why) => Err(io::Error::new(io::ErrorKind::PermissionDenied, why)),
         None => Ok(()),
     }
@@ -79,47 +79,10 @@ pub(crate) fn trust_entry(path: &Path, access: Access) -> Result<(), String> {
     if m.file_type().is_symlink() {
         return Err("it is a symbolic link (hako makes none); remove it".into());
     }
-    match distrust(m.uid(), m.gid(), m.mode(), access, true) {
+    match crate::os::shm::distrust(m.uid(), m.gid(), m.mode(), access, true) {
         Some(why) => Err(why),
         None => Ok(()),
     }
-}
-
-/// Why an entry owned by `uid`/`gid` with `mode` is not to be trusted
-/// (see [`trust_dir`]); `group_owner`: a member of the configured group
-/// may own it (files in a shared domain), else only this user or root.
-fn distrust(uid: u32, gid: u32, mode: u32, access: Access, group_owner: bool) -> Option<String> {
-    let me = rustix::process::geteuid().as_raw();
-    let shared = access.group == Some(gid);
-    if uid != me && uid != 0 && !(group_owner && shared) {
-        return Some(format!(
-            "it belongs to uid {uid}, neither this user (uid {me}) nor root{}, who could swap \
-             its files; use a directory of your own (HAKO_ROOT), or have its owner share \
-             the domain with a group (the config's `group`)",
-            if group_owner {
-                ", nor a member of the domain's group"
-            } else {
-                ""
-            }
-        ));
-    }
-    let mode = mode & 0o7777;
-    if mode & 0o002 != 0 {
-        return Some(format!(
-            "every user may write to it (mode {mode:04o}) and could swap its files; \
-             remove that right (chmod o-w)"
-        ));
-    }
-    if mode & 0o020 != 0 && !shared {
-        return Some(format!(
-            "group {gid} may write to it (mode {mode:04o}) but the config shares the domain \
-             with {}; name that group in the config's `group`, or remove the right (chmod g-w)",
-            access
-                .group
-                .map_or_else(|| "no group".to_owned(), |g| format!("group {g}"))
-        ));
-    }
-    None
 }
 
 /// A fresh random non-zero 64-bit id.

@@ -103,21 +103,51 @@ pub fn file_size(fd: &impl AsFd) -> io::Result<u64> {
 }
 
 /// Whether the open file `fd` may be trusted in a domain of `access`: a
-/// regular file that belongs to this user, root, or (in a domain shared with a group) that
-/// group, and nobody else may write to it (the rule of the domain root,
-/// see `domain::nodefile::trust_dir`).
+/// regular file that passes [`distrust`] (a member of a shared domain's
+/// group may own it).
 pub fn trusted(fd: &impl AsFd, access: Access) -> bool {
     let Ok(st) = fstat(fd) else {
         return false;
     };
+    rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
+        && distrust(st.st_uid, st.st_gid, st.st_mode, access, true).is_none()
+}
+
+/// Why an entry owned by `uid`/`gid` with `mode` is not to be trusted
+/// (see `domain::nodefile::trust_dir`); `group_owner`: a member of the configured group
+/// may own it (files in a shared domain), else only this user or root.
+pub fn distrust(uid: u32, gid: u32, mode: u32, access: Access, group_owner: bool) -> Option<String> {
     let me = rustix::process::geteuid().as_raw();
-    let shared = access.group == Some(st.st_gid);
-    let mode = st.st_mode & 0o7777;
-    let regular = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile;
-    regular
-        && (st.st_uid == me || st.st_uid == 0 || shared)
-        && mode & 0o002 == 0
-        && (mode & 0o020 == 0 || shared)
+    let shared = access.group == Some(gid);
+    if uid != me && uid != 0 && !(group_owner && shared) {
+        return Some(format!(
+            "it belongs to uid {uid}, neither this user (uid {me}) nor root{}, who could swap \
+             its files; use a directory of your own (HAKO_ROOT), or have its owner share \
+             the domain with a group (the config's `group`)",
+            if group_owner {
+                ", nor a member of the domain's group"
+            } else {
+                ""
+            }
+        ));
+    }
+    let mode = mode & 0o7777;
+    if mode & 0o002 != 0 {
+        return Some(format!(
+            "every user may write to it (mode {mode:04o}) and could swap its files; \
+             remove that right (chmod o-w)"
+        ));
+    }
+    if mode & 0o020 != 0 && !shared {
+        return Some(format!(
+            "group {gid} may write to it (mode {mode:04o}) but the config shares the domain \
+             with {}; name that group in the config's `group`, or remove the right (chmod g-w)",
+            access
+                .group
+                .map_or_else(|| "no group".to_owned(), |g| format!("group {g}"))
+        ));
+    }
+    None
 }
 
 /// A shared mapping of part of a file. Unmapped on drop. Tracked by the
