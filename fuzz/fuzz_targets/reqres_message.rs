@@ -24,7 +24,9 @@ fuzz_target!(|data: &[u8]| {
     ];
     for env in shapes {
         for responses in [false, true] {
-            let Ok(m) = env.open(tag, len, responses) else { continue };
+            let Ok(m) = env.open(tag, len, responses) else {
+                continue;
+            };
             if m.end {
                 assert!(responses);
                 assert_eq!(m.elems, 0);

@@ -21,10 +21,15 @@ const CHUNKS: u32 = 8;
 fuzz_target!(|data: &[u8]| {
     let first = data.first().copied().unwrap_or(0);
     let tagged = first & 0x80 != 0;
-    let words_per_slot = if tagged { TAGGED_SLOT_WORDS } else { SLOT_WORDS };
+    let words_per_slot = if tagged {
+        TAGGED_SLOT_WORDS
+    } else {
+        SLOT_WORDS
+    };
     let slot_words = SLOTS * words_per_slot;
     let slots: Vec<AtomicU64> = (0..slot_words).map(|_| AtomicU64::new(0)).collect();
     let head = AtomicU64::new(0);
+    // One return word per delivery that can be outstanding: every chunk.
     let words: Vec<AtomicU64> = (0..CHUNKS).map(|_| AtomicU64::new(0)).collect();
     let capacity = 1 + u64::from(first & 0x7f) % SLOTS as u64;
     let sub = Submission::with_tags(&slots, &head, capacity, tagged);
@@ -49,17 +54,19 @@ fuzz_target!(|data: &[u8]| {
         match op % 8 {
             // Publisher: loan a chunk and send it, as deliver() does.
             0 => {
-                out.take_returned(
-                    |i, st| returns.returned(i, st),
-                    |i| {
-                        book.release(i);
-                    },
-                );
+                out.take_returned(&returns, |i| {
+                    book.release(i);
+                });
                 let Some(idx) = book.alloc() else { continue };
                 let stamp = producer.tail + 1;
-                match sub.try_push(&mut producer, idx, 1, book.top(), tag_of(idx, stamp)) {
+                // A chunk was free, so fewer than all are outstanding and a
+                // return slot is free too.
+                let ret = out.free_slot().expect("a free return slot");
+                match sub.try_push(&mut producer, idx, ret, 1, book.top(), tag_of(idx, stamp)) {
                     Ok(Push::Done) => {
-                        assert!(out.insert(idx, stamp));
+                        let before = out.count();
+                        out.insert(ret, idx, stamp);
+                        assert_eq!(out.count(), before + 1);
                         book.add_ref(idx);
                     }
                     Ok(Push::Full) | Err(_) => {}
@@ -70,6 +77,7 @@ fuzz_target!(|data: &[u8]| {
             1 => match sub.pop() {
                 Ok(Pop::Item {
                     index: idx,
+                    ret,
                     pos,
                     tag,
                     ..
@@ -82,33 +90,30 @@ fuzz_target!(|data: &[u8]| {
                         };
                         assert_eq!(tag, want);
                     }
-                    held.push((idx, pos.wrapping_add(1)))
+                    held.push((ret, pos.wrapping_add(1)))
                 }
                 Ok(_) | Err(_) => {}
             },
             // Subscriber: drop the oldest sample it holds.
             2 => {
                 if !held.is_empty() {
-                    let (idx, stamp) = held.remove(0);
-                    returns.release(idx, stamp);
+                    let (ret, stamp) = held.remove(0);
+                    returns.release(ret, stamp);
                 }
             }
             // Publisher under drop-oldest: take the oldest queued one back.
             3 => {
-                if let Ok(Some(old)) = sub.reclaim_oldest(&mut producer) {
-                    // Only chunks it has outstanding; anything else is garbage.
-                    if out.remove(old) {
+                if let Ok(Some((old, ret))) = sub.reclaim_oldest(&mut producer) {
+                    // Only deliveries it has outstanding; anything else is garbage.
+                    if out.remove(ret, old) {
                         book.release(old);
                     }
                 }
             }
             // Publisher: take back whatever came back.
-            4 => out.take_returned(
-                |i, st| returns.returned(i, st),
-                |i| {
-                    book.release(i);
-                },
-            ),
+            4 => out.take_returned(&returns, |i| {
+                book.release(i);
+            }),
             // Hostile peer: any slot, the head, any return word.
             5 => {
                 let i = bytes.next().unwrap_or(0) as usize % slot_words;
@@ -128,7 +133,7 @@ fuzz_target!(|data: &[u8]| {
         // operations), and a chunk is never both.
         assert_eq!(book.free_count() + out.count(), CHUNKS as usize);
         for i in 0..CHUNKS {
-            assert_eq!(book.refs(i) != 0, out.contains(i), "chunk {i}");
+            assert_eq!(book.refs(i) != 0, out.find(i).is_some(), "chunk {i}");
         }
     }
 });

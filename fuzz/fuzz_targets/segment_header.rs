@@ -44,7 +44,8 @@ fuzz_target!(|data: &[u8]| {
         assert!(p.tagged <= 1);
         assert_eq!(g.slot_words, if p.tagged == 1 { 4 } else { 2 });
         assert!(g.sub_offset + 8 * g.ring_words() <= g.returns_offset);
-        assert!(g.returns_offset + 8 * p.chunk_count <= g.conn_stride);
+        assert_eq!(g.return_slots, p.buffer + p.borrowed);
+        assert!(g.returns_offset + 8 * g.return_slots <= g.conn_stride);
         assert!(g.conns_offset + p.max_subscribers * g.conn_stride <= g.pool_offset);
         assert!(p.elem_size * p.max_len <= g.chunk_size);
         assert_eq!(g.chunk_size % 64, 0);

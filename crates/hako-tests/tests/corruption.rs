@@ -150,7 +150,8 @@ impl Segment {
         let base = self.conn_base(slot);
         let head = self.read(base + LINE);
         let mask = (1u64 << self.geo.sub_log2) - 1;
-        let stamp = (((head >> self.geo.sub_log2) + 1) & 0xffff_ffff) << 32;
+        // The lap stamp in the top ten bits (see hako's core::ring).
+        let stamp = ((head >> self.geo.sub_log2) + 1) << 54;
         (
             base + self.geo.sub_offset + 8 * self.geo.slot_words * (head & mask),
             stamp,
@@ -459,10 +460,10 @@ fn garbage_from_a_subscriber(test: &str, corrupt: impl FnOnce(&Segment, u64)) {
 
 #[test]
 fn garbage_in_the_return_words() {
-    // A subscriber that scribbles over its return words (one per chunk) can
-    // only fail to return its own chunks: the publisher takes back a chunk
-    // only if it is outstanding on that connection and its word holds the
-    // stamp of that delivery. Other subscribers see nothing of it, and
+    // A subscriber that scribbles over its return words (one per delivery
+    // its connection may have outstanding) can only fail to return its own
+    // chunks: the publisher takes back a delivery only if it is outstanding
+    // on that connection, through that word, and the word holds its stamp. Other subscribers see nothing of it, and
     // everything comes back once the scribbler leaves.
     let d = Domain::new("garbage-returns", HELPER);
     let name = "it/bad-returns";
@@ -477,9 +478,9 @@ fn garbage_in_the_return_words() {
         drop(b.receive().unwrap().unwrap());
         let seg = Segment::open(&d.root, name, publisher.id());
         let base = seg.conn_base(seg.slot_of(a.id())) + seg.geo.returns_offset;
-        let chunks = u64::from(publisher.pool_size());
+        let words = seg.geo.return_slots;
         let scribble = |round: u64| {
-            for i in 0..chunks {
+            for i in 0..words {
                 // Garbage, and plausible stamps of deliveries A never had.
                 let v = if i % 2 == 0 {
                     0xdead_beef_0000_0000 | i
@@ -515,9 +516,8 @@ fn garbage_in_the_return_words() {
 #[test]
 fn garbage_consumer_index() {
     garbage_from_a_subscriber("garbage-head", |seg, slot| {
-        // The subscriber's head far beyond anything the publisher sent (and
-        // not a multiple of 2^32 laps away, where lap stamps would alias and
-        // the connection would simply go on working).
+        // The subscriber's head far beyond anything the publisher sent: the
+        // publisher finds more queued than the ring holds.
         seg.write(seg.conn_base(slot) + LINE, 0x5a5a_5a5a_5a5a_5a5a);
     });
 }

@@ -1,7 +1,8 @@
-//! What a subscriber maps of a publisher's segment: its own connection
-//! block and the pool, not the blocks of every subscriber the service
-//! allows (issue 24: a service allowing thousands of subscribers made each
-//! of them map the whole segment, hundreds of MB each).
+//! Memory per publisher and per subscriber: linear in the subscribers a
+//! service allows (issue 24: a `u64` service allowing 4,096 subscribers
+//! had a 540 MB publisher segment, because every connection had a return
+//! word per chunk of a pool that grows with the subscribers, and every
+//! subscriber mapped all of it).
 
 mod common;
 use common::Root;
@@ -26,43 +27,90 @@ fn mapped(prefix: &str) -> Vec<u64> {
         .collect()
 }
 
+/// The mappings of `after` that are not in `before` (by size).
+fn added(before: &[u64], after: &[u64]) -> Vec<u64> {
+    let mut rest = before.to_vec();
+    let mut new = Vec::new();
+    for &m in after {
+        match rest.iter().position(|&b| b == m) {
+            Some(i) => {
+                rest.swap_remove(i);
+            }
+            None => new.push(m),
+        }
+    }
+    new
+}
+
+/// The size of the publisher segment under `root`.
+fn segment_size(root: &std::path::Path) -> u64 {
+    std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .find(|f| f.file_name().to_string_lossy().starts_with("pub_"))
+        .unwrap()
+        .metadata()
+        .unwrap()
+        .len()
+}
+
+/// For a `u64` service allowing `n` subscribers: the publisher's segment,
+/// and what one subscriber maps of it (all of its mappings, and the
+/// smallest, its connection block).
+fn footprint(guard: &Root, n: u32) -> (u64, u64, u64) {
+    let node = guard.node();
+    let svc = node
+        .service_builder(&format!("test/wide{n}").as_str().try_into().unwrap())
+        .publish_subscribe::<u64>()
+        .max_subscribers(n)
+        .open_or_create()
+        .unwrap();
+    let publisher = svc.publisher_builder().create().unwrap();
+    let before = mapped("pub_");
+    let subscriber = svc.subscriber_builder().create().unwrap();
+    publisher.send_copy(7).unwrap();
+    assert_eq!(*subscriber.receive().unwrap().unwrap(), 7);
+    let new = added(&before, &mapped("pub_"));
+    let file = segment_size(&guard.0);
+    // The publisher maps it all.
+    assert!(before.iter().sum::<u64>() >= file, "{before:?} {file}");
+    (
+        file,
+        new.iter().sum(),
+        new.iter().copied().min().unwrap_or(0),
+    )
+}
+
 #[test]
-fn a_subscriber_maps_its_own_connection_block_and_the_pool_only() {
-    let guard = Root::new("mapping");
-    let root = guard.0.clone();
-    {
-        let node = guard.node();
-        let svc = node
-            .service_builder(&"test/wide".try_into().unwrap())
-            .publish_subscribe::<u64>()
-            .max_subscribers(1024)
-            .open_or_create()
-            .unwrap();
-        let publisher = svc.publisher_builder().create().unwrap();
-        let before: u64 = mapped("pub_").iter().sum();
-        let subscriber = svc.subscriber_builder().create().unwrap();
-        publisher.send_copy(7).unwrap();
-        assert_eq!(*subscriber.receive().unwrap().unwrap(), 7);
-        let file = std::fs::read_dir(&root)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.path().is_dir())
-            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
-            .find(|f| f.file_name().to_string_lossy().starts_with("pub_"))
-            .unwrap()
-            .metadata()
-            .unwrap()
-            .len();
-        let subscriber_bytes: u64 = mapped("pub_").iter().sum::<u64>() - before;
-        println!("segment {file} B; the subscriber maps {subscriber_bytes} B of it");
-        // The publisher maps it all; the subscriber its block and the pool,
-        // a small part of a segment whose connection blocks dominate.
-        assert!(before >= file, "{before} {file}");
+fn memory_grows_linearly_with_the_subscribers_a_service_allows() {
+    let mut per_sub = Vec::new();
+    for n in [1, 64, 1024, 4096] {
+        let guard = Root::new(&format!("mapping{n}"));
+        let (file, sub, block) = footprint(&guard, n);
+        println!(
+            "{n} subscribers allowed: segment {file} B ({} B each); the subscriber maps {sub} B, its block {block} B",
+            file / u64::from(n)
+        );
+        // A subscriber maps the pages of its own connection block (one or
+        // two) and the pool, not the other subscribers' blocks.
+        assert!(block <= 2 * 4096, "{n}: the block mapping is {block} B");
+        per_sub.push((n, file / u64::from(n), sub / u64::from(n)));
+        std::fs::remove_dir_all(&guard.0).unwrap();
+    }
+    // Linear: the bytes per allowed subscriber do not grow with their
+    // number (a segment that grew with subscribers x chunks was 540 MB at
+    // 4,096, some 130 KB each, and ~40x that of 64).
+    let (_, seg64, sub64) = per_sub[1];
+    for &(n, seg, sub) in &per_sub[2..] {
         assert!(
-            subscriber_bytes * 10 < file,
-            "the subscriber maps {subscriber_bytes} B of a {file} B segment"
+            seg <= seg64 + seg64 / 4,
+            "{n}: {seg} B per subscriber, {seg64} at 64"
+        );
+        assert!(
+            sub <= sub64 + sub64 / 4,
+            "{n}: the subscriber maps {sub} B per subscriber, {sub64} at 64"
         );
     }
-    std::fs::remove_dir_all(&root).unwrap();
-    drop(guard);
 }

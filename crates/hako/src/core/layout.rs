@@ -22,7 +22,9 @@
 //!  +LINE             head: AtomicU64       (submission consumer position)
 //!  +2·LINE           submission slots      (1 << sub_log2 × 2 u64: descriptor, length;
 //!                                           tagged: × 4 u64, the tag after them)
-//!  +2·LINE + sub     return words          (chunk_count × u64, one per chunk)
+//!  +2·LINE + sub     return words          ((buffer + borrowed) × u64, one per
+//!                                           return slot: a block does not grow
+//!                                           with the pool)
 //!
 //!  chunk (chunk_size bytes, aligned to max(64, payload align))
 //!  +0                payload               (its length travels in the descriptor)
@@ -43,7 +45,7 @@
 use core::mem::{offset_of, size_of};
 use core::sync::atomic::AtomicU64;
 
-use super::ring::{SLOT_WORDS, TAGGED_SLOT_WORDS};
+use super::ring::{MAX_RETURN_SLOTS, SLOT_WORDS, TAGGED_SLOT_WORDS};
 
 /// Padding unit between fields written by different processes (x86-64
 /// prefetches cache lines in pairs, so 128 bytes avoids false sharing).
@@ -52,8 +54,10 @@ pub const LINE: u64 = 128;
 pub const PAGE: u64 = 4096;
 /// Layout version of every segment; bumped on any incompatible change
 /// (5: a wake block's fourth word says whether a sleeper was notified;
-/// 6: rings may be tagged, and the segment header says so).
-pub const LAYOUT_VERSION: u32 = 6;
+/// 6: rings may be tagged, and the segment header says so;
+/// 7: return words are indexed by a return slot the descriptor names, one
+/// per delivery a connection may have outstanding, instead of by chunk).
+pub const LAYOUT_VERSION: u32 = 7;
 /// Magic of a publisher data segment ("HAKOPUB1").
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
 /// Magic of a service dynamic segment ("HAKODYN1").
@@ -159,8 +163,11 @@ pub struct SegmentGeometry {
     pub slot_words: u64,
     /// Offset of the submission slots within a connection block.
     pub sub_offset: u64,
-    /// Offset of the return words (one per chunk) within a connection block.
+    /// Offset of the return words within a connection block.
     pub returns_offset: u64,
+    /// Return words per connection: the deliveries it may have outstanding
+    /// (its queue plus what the subscriber may borrow).
+    pub return_slots: u64,
     /// Offset of chunk 0 (page aligned).
     pub pool_offset: u64,
     /// Bytes per chunk (its payload starts at its first byte).
@@ -206,7 +213,11 @@ impl SegmentParams {
         } as u64;
         let sub_offset = 2 * LINE;
         let returns_offset = sub_offset + round_up(8 * slot_words * sub_slots, LINE);
-        let conn_stride = returns_offset + round_up(8 * p.chunk_count, LINE);
+        let return_slots = p.buffer + p.borrowed;
+        if return_slots >= MAX_RETURN_SLOTS {
+            return None;
+        }
+        let conn_stride = returns_offset + round_up(8 * return_slots, LINE);
         let conns_offset = COUNTERS_OFFSET + LINE;
         let pool_offset = round_up(conns_offset + p.max_subscribers * conn_stride, PAGE);
         // Cache-line aligned and headerless, so a payload of up to 64 bytes
@@ -224,6 +235,7 @@ impl SegmentParams {
             slot_words,
             sub_offset,
             returns_offset,
+            return_slots,
             pool_offset,
             chunk_size,
             total_size,
@@ -399,7 +411,9 @@ mod tests {
         assert!(g.chunk_size >= 100);
         assert_eq!(g.sub_log2, 2);
         assert!(g.returns_offset >= g.sub_offset + 16 * 4);
-        assert!(g.conn_stride >= g.returns_offset + 8 * 10);
+        // Return words: buffer + borrowed, not one per chunk.
+        assert_eq!(g.return_slots, 5);
+        assert_eq!(g.conn_stride, g.returns_offset + LINE);
         assert_eq!(g.conn_stride % LINE, 0);
         assert_eq!(g.total_size, g.pool_offset + 10 * g.chunk_size);
         let big = SegmentParams {

@@ -62,11 +62,14 @@ fn fifo_model(sole: bool) {
                 match ring.pop().unwrap() {
                     Pop::Item {
                         index: i,
+                        ret,
                         len,
                         next,
                         tag,
                         ..
                     } => {
+                        // The return slot travels in the descriptor.
+                        assert_eq!(ret, i + 3);
                         // SAFETY: loom's cell pointer is valid; loom reports a
                         // write racing with this read, which is what the model checks.
                         let v = d2[i as usize].with(|p| unsafe { *p });
@@ -90,7 +93,7 @@ fn fifo_model(sole: bool) {
             // write racing with this one, which is what the model checks.
             data[i as usize].with_mut(|ptr| unsafe { *ptr = i + 100 });
             while ring
-                .try_push(&mut p, i, u64::from(i) + 7, Some(i + 1), tag_of(i))
+                .try_push(&mut p, i, i + 3, u64::from(i) + 7, Some(i + 1), tag_of(i))
                 .unwrap()
                 == Push::Full
             {
@@ -110,8 +113,8 @@ fn reclaim_races_pop() {
         let s2 = s.clone();
         let ring = Submission::new(&s.0, &s.1, 2);
         let mut p = Producer::default();
-        ring.try_push(&mut p, 0, 1, None, NO_TAG).unwrap();
-        ring.try_push(&mut p, 1, 1, None, NO_TAG).unwrap();
+        ring.try_push(&mut p, 0, 0, 1, None, NO_TAG).unwrap();
+        ring.try_push(&mut p, 1, 1, 1, None, NO_TAG).unwrap();
         let consumer = thread::spawn(move || {
             let ring = Submission::new(&s2.0, &s2.1, 2);
             let mut got = Vec::new();
@@ -123,10 +126,11 @@ fn reclaim_races_pop() {
             got
         });
         let mut reclaimed = Vec::new();
-        if let Some(i) = ring.reclaim_oldest(&mut p).unwrap() {
+        if let Some((i, ret)) = ring.reclaim_oldest(&mut p).unwrap() {
+            assert_eq!(ret, i);
             reclaimed.push(i);
             assert_eq!(
-                ring.try_push(&mut p, 2, 1, None, NO_TAG).unwrap(),
+                ring.try_push(&mut p, 2, 2, 1, None, NO_TAG).unwrap(),
                 Push::Done
             );
         }
@@ -170,13 +174,15 @@ fn pool_reuse_is_exclusive() {
             let mut expect = 0;
             while expect < MSGS {
                 match sub.pop().unwrap() {
-                    Pop::Item { index: i, pos, .. } => {
+                    Pop::Item {
+                        index: i, ret, pos, ..
+                    } => {
                         // SAFETY: loom's cell pointer is valid; loom reports a
                         // write racing with this read, which is what the model checks.
                         let v = d2[i as usize].with(|p| unsafe { *p });
                         assert_eq!(v, expect);
                         expect += 1;
-                        returns.release(i, pos + 1);
+                        returns.release(ret, pos + 1);
                     }
                     Pop::Empty => thread::yield_now(),
                 }
@@ -189,12 +195,9 @@ fn pool_reuse_is_exclusive() {
         let mut p = Producer::default();
         for seq in 0..MSGS {
             let idx = loop {
-                out.take_returned(
-                    |i, st| returns.returned(i, st),
-                    |i| {
-                        book.release(i);
-                    },
-                );
+                out.take_returned(&returns, |i| {
+                    book.release(i);
+                });
                 match book.alloc() {
                     Some(i) => break i,
                     None => thread::yield_now(),
@@ -204,23 +207,23 @@ fn pool_reuse_is_exclusive() {
             // write racing with this one, which is what the model checks.
             data[idx as usize].with_mut(|ptr| unsafe { *ptr = seq });
             let stamp = p.tail + 1;
+            // As many return slots as chunks may be outstanding (the
+            // publisher keeps each delivery's slot until it came back).
+            let ret = out.free_slot().unwrap();
             loop {
-                match sub.try_push(&mut p, idx, 1, None, NO_TAG).unwrap() {
+                match sub.try_push(&mut p, idx, ret, 1, None, NO_TAG).unwrap() {
                     Push::Done => break,
                     Push::Full => thread::yield_now(),
                 }
             }
-            out.insert(idx, stamp);
+            out.insert(ret, idx, stamp);
             book.add_ref(idx);
             book.release(idx);
         }
         subscriber.join().unwrap();
-        out.take_returned(
-            |i, st| returns.returned(i, st),
-            |i| {
-                book.release(i);
-            },
-        );
+        out.take_returned(&returns, |i| {
+            book.release(i);
+        });
         assert_eq!(book.free_count(), CHUNKS as usize);
     });
 }

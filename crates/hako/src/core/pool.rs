@@ -7,12 +7,15 @@
 //! free list when its last reference goes.
 //!
 //! [`Outstanding`] records, per connection, which chunks the subscriber may
-//! hold and the return stamp of each delivery. The publisher takes back only
-//! chunks outstanding on that connection whose return word holds that stamp
-//! (see `returns::Returns`), so a subscriber that returns a chunk twice, or one
-//! it never had, cannot make the publisher reuse memory a reader still sees.
+//! hold: for each delivery, the return slot it went out with, its chunk and
+//! its return stamp. The publisher takes back only deliveries outstanding on
+//! that connection whose return word holds that stamp (see
+//! `returns::Returns`), so a subscriber that returns a chunk twice, or one it
+//! never had, cannot make the publisher reuse memory a reader still sees.
 //! When a subscriber goes away, all its outstanding chunks are released at
 //! once.
+
+use super::returns::Returns;
 
 /// Reference counts and free list of a pool of `n` chunks.
 ///
@@ -107,69 +110,139 @@ impl ChunkBook {
     }
 }
 
-/// Set of chunk indices outstanding on one connection, each with the return
-/// stamp of its delivery.
+/// The deliveries outstanding on one connection, by return slot (see
+/// `core::ring`): for each slot in use, the chunk delivered through it and
+/// the return stamp of that delivery. Its size is the connection's return
+/// slots (the most deliveries it may have outstanding), not the pool's.
 #[derive(Debug, Clone)]
 pub struct Outstanding {
+    /// Slots in use, one bit each; the bits of the last word beyond the
+    /// last slot are set too (never free), see `pad`.
     bits: Vec<u64>,
-    stamps: Vec<u64>,
-    count: usize,
+    /// Those bits beyond the last slot, in the last word.
+    pad: u64,
+    /// Per slot: the return stamp and the chunk of its delivery.
+    entries: Vec<(u64, u32)>,
+    /// Number of slots, and of those in use.
+    count: u32,
+    /// The word of `bits` where the last search for a free slot beyond
+    /// the first word ended (a connection has more than 64 slots only when
+    /// its queue or borrowing is that deep).
+    hint: std::cell::Cell<u32>,
 }
 
 impl Outstanding {
-    /// An empty set for a pool of `n` chunks.
-    pub fn new(n: u32) -> Self {
+    /// An empty set of `slots` return slots.
+    pub fn new(slots: u32) -> Self {
+        let words = (slots as usize).div_ceil(64).max(1);
+        let pad = match slots % 64 {
+            0 if slots > 0 => 0,
+            k => !0 << k,
+        };
+        let mut bits = vec![0; words];
+        bits[words - 1] = pad;
         Self {
-            bits: vec![0; (n as usize).div_ceil(64)],
-            stamps: vec![0; n as usize],
+            bits,
+            pad,
+            entries: vec![(0, 0); slots as usize],
+
             count: 0,
+            hint: std::cell::Cell::new(0),
         }
     }
 
-    /// Number of chunks outstanding.
+    /// Number of deliveries outstanding.
     #[inline]
     pub fn count(&self) -> usize {
-        self.count
+        self.count as usize
     }
 
-    /// The return stamp `idx` was delivered with, if it is outstanding.
+    /// The return slot the next [`insert`](Self::insert) will use (the
+    /// lowest free one in the word where one was last found, else the
+    /// first free one after it), if one is free.
     #[inline]
-    pub fn stamp(&self, idx: u32) -> Option<u64> {
-        if self.contains(idx) {
-            self.stamps.get(idx as usize).copied()
-        } else {
-            None
+    pub fn free_slot(&self) -> Option<u32> {
+        let w = self.hint.get() as usize;
+        // SAFETY: `hint` is 0 (and `bits` has at least one word) or a word
+        // index below `bits.len()` (see free_slot_elsewhere).
+        let free = !unsafe { *self.bits.get_unchecked(w) };
+        if free != 0 {
+            // A clear bit is a slot: those beyond the last are set.
+            return Some((w as u32) * 64 + free.trailing_zeros());
         }
+        self.free_slot_elsewhere()
     }
 
-    /// Whether `idx` is outstanding.
-    pub fn contains(&self, idx: u32) -> bool {
-        let (w, b) = ((idx / 64) as usize, idx % 64);
-        self.bits.get(w).is_some_and(|word| word & (1 << b) != 0)
+    /// [`free_slot`](Self::free_slot) when the hinted word has none: a lap
+    /// over the words, from the next one, finds one if any is free.
+    #[cold]
+    fn free_slot_elsewhere(&self) -> Option<u32> {
+        let n = self.bits.len();
+        let from = self.hint.get() as usize + 1;
+        (0..n).find_map(|k| {
+            let w = (from + k) % n;
+            let free = !self.bits[w];
+            (free != 0).then(|| {
+                self.hint.set(w as u32);
+                (w as u32) * 64 + free.trailing_zeros()
+            })
+        })
     }
 
-    /// Marks `idx` outstanding, delivered with return stamp `stamp`; false
-    /// if it already was or is out of range.
+    /// Records the delivery of chunk `idx` with return stamp `stamp`
+    /// through the slot [`free_slot`](Self::free_slot) names, if one is
+    /// free, and returns that slot.
     #[inline]
-    pub fn insert(&mut self, idx: u32, stamp: u64) -> bool {
-        let (w, b) = ((idx / 64) as usize, idx % 64);
-        match (self.bits.get_mut(w), self.stamps.get_mut(idx as usize)) {
-            (Some(word), Some(st)) if *word & (1 << b) == 0 => {
-                *word |= 1 << b;
-                *st = stamp;
+    pub fn insert_free(&mut self, idx: u32, stamp: u64) -> Option<u32> {
+        let ret = self.free_slot()?;
+        let r = ret as usize;
+        // SAFETY: free_slot names only clear bits of `bits`, which are
+        // slots below `slots` (the bits beyond are set), the length of
+        // `entries`.
+        unsafe {
+            *self.bits.get_unchecked_mut(r / 64) |= 1 << (r % 64);
+            *self.entries.get_unchecked_mut(r) = (stamp, idx);
+        }
+        self.count += 1;
+        Some(ret)
+    }
+
+    /// Records the delivery of chunk `idx` with return stamp `stamp`
+    /// through slot `ret`, which [`free_slot`](Self::free_slot) named.
+    /// Anything else (a slot in use or out of range) changes nothing.
+    #[inline]
+    pub fn insert(&mut self, ret: u32, idx: u32, stamp: u64) {
+        let r = ret as usize;
+        let bit = 1 << (r % 64);
+        if let (Some(word), Some(entry)) = (self.bits.get_mut(r / 64), self.entries.get_mut(r)) {
+            if *word & bit == 0 {
+                *word |= bit;
+                *entry = (stamp, idx);
                 self.count += 1;
-                true
             }
-            _ => false,
         }
     }
 
-    /// Clears `idx`; false if it was not outstanding (garbage from the peer).
-    pub fn remove(&mut self, idx: u32) -> bool {
-        let (w, b) = ((idx / 64) as usize, idx % 64);
-        match self.bits.get_mut(w) {
-            Some(word) if *word & (1 << b) != 0 => {
-                *word &= !(1 << b);
+    /// The return slot and stamp of an outstanding delivery of chunk `idx`
+    /// (of the latest one, as a chunk goes to a connection once at a time),
+    /// by a search: for the rare callers.
+    pub fn find(&self, idx: u32) -> Option<(u32, u64)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .find_map(|(r, &(stamp, c))| {
+                let used = self.bits[r / 64] & (1 << (r % 64)) != 0;
+                (used && c == idx).then_some((r as u32, stamp))
+            })
+    }
+
+    /// Clears slot `ret` if it holds a delivery of chunk `idx`; false if it
+    /// does not (garbage from the peer).
+    pub fn remove(&mut self, ret: u32, idx: u32) -> bool {
+        let r = ret as usize;
+        match (self.bits.get_mut(r / 64), self.entries.get(r)) {
+            (Some(word), Some(&(_, c))) if *word & (1 << (r % 64)) != 0 && c == idx => {
+                *word &= !(1 << (r % 64));
                 self.count -= 1;
                 true
             }
@@ -177,20 +250,29 @@ impl Outstanding {
         }
     }
 
-    /// Removes every index for which `returned(index, stamp)` holds and
-    /// calls `release` for it.
-    pub fn take_returned(
-        &mut self,
-        mut returned: impl FnMut(u32, u64) -> bool,
-        mut release: impl FnMut(u32),
-    ) {
+    /// Clears every slot whose delivery came back (its word in `returns`
+    /// holds the delivery's stamp) and calls `release` with the chunk it
+    /// held.
+    #[inline]
+    pub fn take_returned(&mut self, returns: &Returns<'_>, mut release: impl FnMut(u32)) {
+        // One check for the whole walk: every slot has its word.
+        if returns.len() < self.entries.len() {
+            return;
+        }
+        let last = self.bits.len() - 1;
         for (w, word) in self.bits.iter_mut().enumerate() {
-            let mut bits = *word;
+            let mut bits = if w == last { *word & !self.pad } else { *word };
             while bits != 0 {
                 let b = bits.trailing_zeros();
                 bits &= bits - 1;
-                let idx = w as u32 * 64 + b;
-                if returned(idx, self.stamps[idx as usize]) {
+                let r = w * 64 + b as usize;
+                // SAFETY: a set bit outside the padding is a slot below the
+                // length of `entries`, which `returns` is not shorter than.
+                let ((_, idx), back) = unsafe {
+                    let entry = *self.entries.get_unchecked(r);
+                    (entry, returns.returned_unchecked(r as u32, entry.0))
+                };
+                if back {
                     *word &= !(1 << b);
                     self.count -= 1;
                     release(idx);
@@ -199,18 +281,24 @@ impl Outstanding {
         }
     }
 
-    /// Empties the set, calling `f` for every index that was outstanding.
+    /// Empties the set, calling `f` for the chunk of every delivery that was
+    /// outstanding.
     pub fn drain(&mut self, mut f: impl FnMut(u32)) {
+        let last = self.bits.len() - 1;
         for (w, word) in self.bits.iter_mut().enumerate() {
-            let mut bits = *word;
+            let pad = if w == last { self.pad } else { 0 };
+            let mut bits = *word & !pad;
             while bits != 0 {
                 let b = bits.trailing_zeros();
-                f(w as u32 * 64 + b);
+                if let Some(&(_, idx)) = self.entries.get(w * 64 + b as usize) {
+                    f(idx);
+                }
                 bits &= bits - 1;
             }
-            *word = 0;
+            *word = pad;
         }
         self.count = 0;
+        self.hint.set(0);
     }
 }
 
@@ -272,43 +360,79 @@ mod tests {
         assert_eq!(rest, vec![0, 1, 2, 4]);
     }
 
+    /// Inserts a delivery of `idx` through the free slot, as the publisher
+    /// does; returns the slot.
+    fn add(o: &mut Outstanding, idx: u32, stamp: u64) -> u32 {
+        let ret = o.free_slot().unwrap();
+        o.insert(ret, idx, stamp);
+        ret
+    }
+
     #[test]
     fn outstanding_rejects_garbage() {
         let mut o = Outstanding::new(70);
-        assert!(o.insert(3, 1));
-        assert!(!o.insert(3, 2));
-        assert!(o.insert(69, 2));
-        assert!(!o.insert(70, 3));
-        assert!(!o.insert(70_000, 3));
-        assert!(!o.remove(4));
-        assert!(!o.remove(u32::MAX));
-        assert!(o.contains(69));
-        assert_eq!(
-            (o.stamp(69), o.stamp(3), o.stamp(4)),
-            (Some(2), Some(1), None)
-        );
-        assert_eq!(o.stamp(70_000), None);
-        assert_eq!(o.count(), 2);
+        assert_eq!(add(&mut o, 3, 1), 0);
+        assert_eq!(add(&mut o, 3, 2), 1);
+        assert_eq!(o.find(3), Some((0, 1)));
+        assert_eq!(o.find(4), None);
+        assert_eq!(add(&mut o, 69, 5), 2);
+        // A slot in use or out of range is not inserted again.
+        o.insert(2, 8, 8);
+        o.insert(70, 8, 8);
+        assert_eq!(o.count(), 3);
+        // Wrong chunk, slot not in use, out of range.
+        assert!(!o.remove(0, 4));
+        assert!(!o.remove(5, 3));
+        assert!(!o.remove(u32::MAX, 3));
+        assert!(o.remove(1, 3));
+        assert!(!o.remove(1, 3));
+        assert_eq!(o.find(69), Some((2, 5)));
+        // The lowest free slot is used next.
+        assert_eq!(o.free_slot(), Some(1));
         let mut seen = Vec::new();
         o.drain(|i| seen.push(i));
         assert_eq!(seen, vec![3, 69]);
-        assert_eq!(o.count(), 0);
-        assert!(!o.remove(3));
+        assert_eq!((o.count(), o.free_slot()), (0, Some(0)));
+        assert_eq!(o.find(69), None);
+    }
+
+    #[test]
+    fn every_slot_is_used_before_none_is_free() {
+        // Over more than one word of bits, freed in the middle of a full set.
+        let mut o = Outstanding::new(130);
+        for i in 0..130 {
+            assert_eq!(add(&mut o, 1000 + i, 1 + u64::from(i)), i);
+        }
+        assert_eq!((o.free_slot(), o.count()), (None, 130));
+        assert!(o.remove(5, 1005) && o.remove(129, 1129));
+        assert_eq!(add(&mut o, 7, 7), 129);
+        assert_eq!(add(&mut o, 8, 8), 5);
+        assert_eq!(o.free_slot(), None);
+        assert_eq!(o.find(8), Some((5, 8)));
     }
 
     #[test]
     fn only_returned_deliveries_come_back() {
+        use super::super::sync::AtomicU64;
+        let words: Vec<AtomicU64> = (0..10).map(|_| AtomicU64::new(0)).collect();
+        let returns = Returns::new(&words);
         let mut o = Outstanding::new(10);
-        o.insert(1, 7);
-        o.insert(4, 8);
-        o.insert(9, 9);
+        add(&mut o, 1, 7);
+        add(&mut o, 4, 8);
+        add(&mut o, 9, 9);
+        // Slot 1 came back with its stamp; slot 2 with a wrong one.
+        returns.release(1, 8);
+        returns.release(2, 1);
         let mut back = Vec::new();
-        o.take_returned(
-            |idx, stamp| idx == 4 && stamp == 8 || idx == 9 && stamp == 1,
-            |i| back.push(i),
-        );
+        o.take_returned(&returns, |i| back.push(i));
         assert_eq!(back, vec![4]);
         assert_eq!(o.count(), 2);
-        assert!(o.contains(1) && o.contains(9) && !o.contains(4));
+        assert_eq!(o.free_slot(), Some(1));
+        assert!(!o.remove(1, 4));
+        // Return words fewer than the slots: nothing is taken back.
+        returns.release(0, 7);
+        o.take_returned(&Returns::new(&words[..5]), |i| back.push(i));
+        assert_eq!(back, vec![4]);
+        assert!(o.remove(0, 1) && o.remove(2, 9));
     }
 }

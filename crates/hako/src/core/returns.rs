@@ -5,24 +5,29 @@
 
 use super::sync::{prefetch_write, AtomicU64, Ordering};
 
-/// The return words of one connection: word `i` belongs to chunk `i`.
+/// The return words of one connection: word `i` is return slot `i`, which
+/// the publisher names in each descriptor (a free one per delivery
+/// outstanding; see `core::ring`).
 #[derive(Clone, Copy)]
 pub struct Returns<'a> {
     words: &'a [AtomicU64],
 }
 
 impl<'a> Returns<'a> {
-    /// One word per chunk of the pool.
+    /// One word per return slot.
     pub fn new(words: &'a [AtomicU64]) -> Self {
         Self { words }
     }
 
-    /// Subscriber (any thread): releases chunk `index`, delivered with
-    /// `stamp` ([`Pop::Item`]'s position + 1). An index out of range is
-    /// ignored (the caller validated it when the chunk was received).
+    /// Subscriber (any thread): releases the delivery made through return
+    /// slot `ret` with `stamp` ([`Pop::Item`]'s position + 1). A slot out of
+    /// range (the publisher wrote garbage) is ignored: only its own chunk is
+    /// lost.
+    ///
+    /// [`Pop::Item`]: super::ring::Pop::Item
     #[inline]
-    pub fn release(&self, index: u32, stamp: u64) {
-        if let Some(w) = self.words.get(index as usize) {
+    pub fn release(&self, ret: u32, stamp: u64) {
+        if let Some(w) = self.words.get(ret as usize) {
             // ORDERING: Release; pairs with the Acquire load in returned():
             // our reads of the chunk happen before the publisher reuses it.
             w.store(stamp, Ordering::Release);
@@ -30,33 +35,57 @@ impl<'a> Returns<'a> {
     }
 
     /// Subscriber: starts taking ownership of the line that
-    /// [`release`](Self::release) of chunk `index` will write, so that
+    /// [`release`](Self::release) through slot `ret` will write, so that
     /// store does not wait for the publisher's CPU to give the line up
     /// (it reads it in every take-back). A hint only.
     #[inline]
-    pub fn prepare_release(&self, index: u32) {
-        if let Some(w) = self.words.get(index as usize) {
+    pub fn prepare_release(&self, ret: u32) {
+        if let Some(w) = self.words.get(ret as usize) {
             prefetch_write(std::ptr::from_ref(w).cast());
         }
     }
 
-    /// The address of chunk `index`'s word (of the first word if `index` is
+    /// The address of slot `ret`'s word (of the first word if `ret` is
     /// out of range; 0 if there are none), for prefetching.
     #[inline]
-    pub fn word_addr(&self, index: u32) -> usize {
+    pub fn word_addr(&self, ret: u32) -> usize {
         self.words
-            .get(index as usize)
+            .get(ret as usize)
             .or(self.words.first())
             .map_or(0, |w| std::ptr::from_ref(w) as usize)
     }
 
-    /// Publisher: whether chunk `index`, delivered with `stamp`, came back.
+    /// Publisher: whether the delivery made through slot `ret` with
+    /// `stamp` came back.
     #[inline]
-    pub fn returned(&self, index: u32, stamp: u64) -> bool {
+    pub fn returned(&self, ret: u32, stamp: u64) -> bool {
         self.words
-            .get(index as usize)
+            .get(ret as usize)
             // ORDERING: Acquire; pairs with the Release store in release().
             .is_some_and(|w| w.load(Ordering::Acquire) == stamp)
+    }
+
+    /// Number of return slots.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// [`returned`](Self::returned) without the range check.
+    ///
+    /// # Safety
+    /// `ret` is below [`len`](Self::len).
+    #[inline]
+    pub unsafe fn returned_unchecked(&self, ret: u32, stamp: u64) -> bool {
+        // SAFETY: the caller's promise.
+        let w = unsafe { self.words.get_unchecked(ret as usize) };
+        // ORDERING: Acquire; pairs with the Release store in release().
+        w.load(Ordering::Acquire) == stamp
     }
 
     /// Publisher, before a subscriber connects: clears every word.
@@ -132,7 +161,7 @@ mod tests {
     }
 
     #[test]
-    fn return_words_to_prefetch_stay_inside_the_pool() {
+    fn return_words_to_prefetch_stay_inside_the_connection() {
         let w = words(4);
         let r = Returns::new(&w);
         assert_eq!(r.word_addr(2), std::ptr::from_ref(&w[2]) as usize);
@@ -152,8 +181,8 @@ mod tests {
         assert!(!r.returned(2, 5));
         r.release(2, 5);
         assert!(r.returned(2, 5));
-        // An earlier delivery of the same chunk, another chunk, or garbage
-        // beyond the pool never match.
+        // An earlier delivery through the same slot, another slot, or
+        // garbage beyond the slots never match.
         assert!(!r.returned(2, 9));
         assert!(!r.returned(1, 5));
         r.release(99, 5);

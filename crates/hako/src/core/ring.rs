@@ -31,35 +31,49 @@
 //! ```text
 //!  slot (two u64, one cache line holds four slots; tagged: four u64, two
 //!  slots per line)
-//!  word 0:  63            32 31             0
-//!          +----------------+----------------+
-//!          |  lap stamp     |  chunk index   |
-//!          +----------------+----------------+
+//!  word 0:  63      54 53            32 31             0
+//!          +----------+----------------+----------------+
+//!          | lap stamp| return slot    |  chunk index   |
+//!          +----------+----------------+----------------+
 //!  word 1:  63          47 46                0
 //!          +-------------+--------------------+
 //!          | next + 1    |  length            |
 //!          +-------------+--------------------+
-//!  lap stamp of position p = (p / capacity) + 1, truncated to 32 bits;
+//!  lap stamp of position p = (p / capacity) + 1, truncated to 10 bits;
 //!  a zeroed slot (stamp 0) is empty for every position of lap 0.
+//!  return slot: the connection's return word the subscriber releases
+//!  this delivery through (see core::returns).
 //!  next + 1: the chunk the publisher expects to loan next, plus one (0: none).
 //!  word 2, word 3 (tagged rings only): the tag.
 //!  Words 1-3 are written first and published by the Release store of word 0.
 //! ```
+//!
+//! Ten bits of lap stamp are enough because a consumer only ever compares
+//! a slot with the stamps of two neighbouring laps, and the producer cannot
+//! write a slot's next lap before the consumer's position (`head`) has
+//! passed it: with a sole consumer, only the consumer moves `head`; with
+//! drop-oldest, a consumer acts on what it read only if its compare-and-
+//! swap of `head` from that very position succeeds.
 //!
 //! * [`Submission`] (publisher → subscriber) has one producer and one consumer.
 //!   Its consumer position `head` lives in shared memory so that a publisher
 //!   with the drop-oldest policy can take the oldest entry back; both sides
 //!   advance `head` with compare-and-swap, so exactly one of them owns each
 //!   entry. The producer position is private to the publisher.
-//! * [`Returns`](super::returns::Returns) (subscriber → publisher) hands released chunks back: one
-//!   word per chunk of the pool, into which the subscriber stores the
-//!   *return stamp* of the delivery it releases (its submission position + 1).
-//!   Samples may be dropped on any thread of the subscriber's process, in any
-//!   order, each with one plain store and nothing to reserve. The publisher
-//!   looks only at the chunks it has outstanding on the connection and takes
-//!   one back when its word holds the stamp of that very delivery, so a
-//!   subscriber cannot hand back what it was never given, and a stale word
-//!   from an earlier delivery of the same chunk never matches.
+//! * [`Returns`](super::returns::Returns) (subscriber → publisher) hands
+//!   released chunks back: a few words per connection (as many as it can
+//!   have deliveries outstanding: its queue plus what the subscriber may
+//!   borrow), into which the subscriber stores the *return stamp* of the
+//!   delivery it releases (its submission position + 1), at the return slot
+//!   the descriptor named. The publisher picks a free return slot for each
+//!   delivery, so the words of a connection do not grow with the pool (which
+//!   grows with the subscribers). Samples may be dropped on any thread of the
+//!   subscriber's process, in any order, each with one plain store and
+//!   nothing to reserve. The publisher looks only at the return slots it has
+//!   outstanding on the connection and takes a delivery back when its word
+//!   holds the stamp of that very delivery, so a subscriber cannot hand back
+//!   what it was never given, and a stale word from an earlier delivery
+//!   through the same slot never matches.
 //!
 //! Everything read from a slot is hostile input: the callers validate chunk
 //! indices, and a stamp that cannot occur is reported as [`Corrupted`].
@@ -71,20 +85,37 @@ use super::sync::{AtomicU64, Ordering};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Corrupted;
 
+/// Where the return slot sits in a descriptor, and its width.
+const RET_SHIFT: u32 = 32;
+const RET_BITS: u32 = 22;
+/// Where the lap stamp sits (the bits above the return slot).
+const STAMP_SHIFT: u32 = RET_SHIFT + RET_BITS;
+
+/// Return slots a connection may have: one more than the highest a
+/// descriptor can name.
+pub const MAX_RETURN_SLOTS: u64 = 1 << RET_BITS;
+
 #[inline]
 fn stamp(pos: u64, log2: u32) -> u64 {
-    // Truncation to 32 bits is intended: only neighbouring laps are compared.
-    (((pos >> log2) + 1) & 0xffff_ffff) << 32
+    // Truncation to 10 bits is intended: only neighbouring laps are
+    // compared (see the module's docs).
+    ((pos >> log2) + 1) << STAMP_SHIFT
 }
 
 #[inline]
-fn encode(pos: u64, log2: u32, index: u32) -> u64 {
-    stamp(pos, log2) | u64::from(index)
+fn encode(pos: u64, log2: u32, index: u32, ret: u32) -> u64 {
+    debug_assert!(u64::from(ret) < MAX_RETURN_SLOTS);
+    stamp(pos, log2) | (u64::from(ret) << RET_SHIFT) | u64::from(index)
 }
 
 #[inline]
 fn stamp_of(value: u64) -> u64 {
-    value & 0xffff_ffff_0000_0000
+    value & (u64::MAX << STAMP_SHIFT)
+}
+
+#[inline]
+fn ret_of(value: u64) -> u32 {
+    ((value >> RET_SHIFT) as u32) & ((1 << RET_BITS) - 1)
 }
 
 #[inline]
@@ -144,6 +175,8 @@ pub enum Pop {
     Item {
         /// The chunk's index in the publisher's pool.
         index: u32,
+        /// The return slot to release it through.
+        ret: u32,
         /// Where it was queued (its return stamp is `pos + 1`).
         pos: u64,
         /// The payload's length.
@@ -285,13 +318,16 @@ impl<'a> Submission<'a> {
         self.pair(pos).0
     }
 
-    /// Producer: appends `index` (a payload of `len` elements, announcing
+    /// Producer: appends `index`, to be returned through return slot `ret`
+    /// (below [`MAX_RETURN_SLOTS`]; a payload of `len` elements, announcing
     /// `next` as the chunk of the next loan, with `tag` in a tagged ring)
     /// unless the ring is full.
+    #[allow(clippy::too_many_arguments)]
     pub fn try_push(
         &self,
         p: &mut Producer,
         index: u32,
+        ret: u32,
         len: u64,
         next: Option<u32>,
         tag: Tag,
@@ -309,7 +345,7 @@ impl<'a> Submission<'a> {
                 return Ok(Push::Full);
             }
         }
-        self.write(p, index, len, next, tag);
+        self.write(p, index, ret, len, next, tag);
         Ok(Push::Done)
     }
 
@@ -333,7 +369,8 @@ impl<'a> Submission<'a> {
     }
 
     #[inline]
-    fn write(&self, p: &mut Producer, index: u32, len: u64, next: Option<u32>, tag: Tag) {
+    #[allow(clippy::too_many_arguments)]
+    fn write(&self, p: &mut Producer, index: u32, ret: u32, len: u64, next: Option<u32>, tag: Tag) {
         let (desc, len_word) = self.pair(p.tail);
         // Relaxed (all): published by the Release store of the descriptor
         // below.
@@ -345,7 +382,7 @@ impl<'a> Submission<'a> {
         }
         // ORDERING: Release; pairs with the Acquire load in pop(): publishes the
         // length above and the chunk's contents, written before, to the consumer.
-        desc.store(encode(p.tail, self.log2, index), Ordering::Release);
+        desc.store(encode(p.tail, self.log2, index, ret), Ordering::Release);
         p.tail += 1;
     }
 
@@ -354,20 +391,23 @@ impl<'a> Submission<'a> {
     /// (for instance because fewer chunks than that are outstanding on the
     /// connection at all); this saves reading the consumer's cache line.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub fn push_known_room(
         &self,
         p: &mut Producer,
         index: u32,
+        ret: u32,
         len: u64,
         next: Option<u32>,
         tag: Tag,
     ) {
-        self.write(p, index, len, next, tag);
+        self.write(p, index, ret, len, next, tag);
     }
 
-    /// Producer: takes the oldest unconsumed entry back (drop-oldest overflow).
-    /// Returns `None` when the consumer emptied the ring meanwhile.
-    pub fn reclaim_oldest(&self, p: &mut Producer) -> Result<Option<u32>, Corrupted> {
+    /// Producer: takes the oldest unconsumed entry back (drop-oldest
+    /// overflow): its chunk index and return slot. Returns `None` when the
+    /// consumer emptied the ring meanwhile.
+    pub fn reclaim_oldest(&self, p: &mut Producer) -> Result<Option<(u32, u32)>, Corrupted> {
         // An honest consumer moves head at most `capacity` times before the
         // ring is empty; more lost races mean it is rewinding head.
         for _ in 0..=self.capacity {
@@ -399,7 +439,7 @@ impl<'a> Submission<'a> {
                 .is_ok()
             {
                 p.cached_head = head.wrapping_add(1);
-                return Ok(Some(value as u32));
+                return Ok(Some((value as u32, ret_of(value))));
             }
         }
         Err(Corrupted)
@@ -440,6 +480,7 @@ impl<'a> Submission<'a> {
         self.head.store(head.wrapping_add(1), Ordering::Release);
         Ok(Pop::Item {
             index: value as u32,
+            ret: ret_of(value),
             pos: head,
             len: word & LEN_MASK,
             next: ((word >> LEN_BITS) as u32).checked_sub(1),
@@ -468,6 +509,7 @@ impl<'a> Submission<'a> {
                 let word = len_word.load(Ordering::Relaxed);
                 let item = Pop::Item {
                     index: value as u32,
+                    ret: ret_of(value),
                     pos: head,
                     len: word & LEN_MASK,
                     next: ((word >> LEN_BITS) as u32).checked_sub(1),

@@ -6,6 +6,7 @@ use super::*;
 fn item(index: u32, pos: u64, len: u64) -> Pop {
     Pop::Item {
         index,
+        ret: 0,
         pos,
         len,
         next: None,
@@ -28,10 +29,10 @@ fn submission_fifo_and_full() {
     assert_eq!(ring.pop(), Ok(Pop::Empty));
     for i in 0..3 {
         assert!(ring.has_room(&mut p));
-        assert_eq!(ring.try_push(&mut p, i, 1, None, NO_TAG), Ok(Push::Done));
+        assert_eq!(ring.try_push(&mut p, i, 0, 1, None, NO_TAG), Ok(Push::Done));
     }
     assert!(!ring.has_room(&mut p));
-    assert_eq!(ring.try_push(&mut p, 9, 1, None, NO_TAG), Ok(Push::Full));
+    assert_eq!(ring.try_push(&mut p, 9, 0, 1, None, NO_TAG), Ok(Push::Full));
     assert!(ring.has_item());
     for i in 0..3 {
         assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
@@ -42,11 +43,11 @@ fn submission_fifo_and_full() {
     assert!(!ring.has_item());
     // A consumer position that cannot be counts as room: the push says why.
     for i in 0..3 {
-        assert_eq!(ring.try_push(&mut p, i, 1, None, NO_TAG), Ok(Push::Done));
+        assert_eq!(ring.try_push(&mut p, i, 0, 1, None, NO_TAG), Ok(Push::Done));
     }
     head.store(0, std::sync::atomic::Ordering::Relaxed);
     assert!(ring.has_room(&mut p));
-    assert_eq!(ring.try_push(&mut p, 9, 1, None, NO_TAG), Err(Corrupted));
+    assert_eq!(ring.try_push(&mut p, 9, 0, 1, None, NO_TAG), Err(Corrupted));
 }
 
 #[test]
@@ -56,7 +57,7 @@ fn submission_wraps_many_laps() {
     let ring = Submission::new(&s, &head, 2);
     let mut p = Producer::default();
     for i in 0..10_000u32 {
-        assert_eq!(ring.try_push(&mut p, i, 1, None, NO_TAG), Ok(Push::Done));
+        assert_eq!(ring.try_push(&mut p, i, 0, 1, None, NO_TAG), Ok(Push::Done));
         if i % 2 == 1 {
             assert_eq!(ring.pop(), Ok(item(i - 1, u64::from(i - 1), 1)));
             assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
@@ -75,7 +76,7 @@ fn sole_consumer_pops_in_order() {
     for round in 0..10u32 {
         for i in 0..4 {
             assert_eq!(
-                ring.try_push(&mut p, round * 4 + i, 1, None, NO_TAG),
+                ring.try_push(&mut p, round * 4 + i, 0, 1, None, NO_TAG),
                 Ok(Push::Done)
             );
         }
@@ -96,11 +97,11 @@ fn reclaim_oldest_keeps_order() {
     let ring = Submission::new(&s, &head, 4);
     let mut p = Producer::default();
     for i in 0..4 {
-        ring.try_push(&mut p, i, 1, None, NO_TAG).unwrap();
+        ring.try_push(&mut p, i, 0, 1, None, NO_TAG).unwrap();
     }
-    assert_eq!(ring.try_push(&mut p, 4, 1, None, NO_TAG), Ok(Push::Full));
-    assert_eq!(ring.reclaim_oldest(&mut p), Ok(Some(0)));
-    assert_eq!(ring.try_push(&mut p, 4, 1, None, NO_TAG), Ok(Push::Done));
+    assert_eq!(ring.try_push(&mut p, 4, 0, 1, None, NO_TAG), Ok(Push::Full));
+    assert_eq!(ring.reclaim_oldest(&mut p), Ok(Some((0, 0))));
+    assert_eq!(ring.try_push(&mut p, 4, 0, 1, None, NO_TAG), Ok(Push::Done));
     for i in 1..5 {
         assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
     }
@@ -122,7 +123,10 @@ fn garbage_is_reported() {
         tail: 4,
         cached_head: 0,
     };
-    assert_eq!(ring2.try_push(&mut p, 1, 1, None, NO_TAG), Err(Corrupted));
+    assert_eq!(
+        ring2.try_push(&mut p, 1, 0, 1, None, NO_TAG),
+        Err(Corrupted)
+    );
 }
 
 #[test]
@@ -132,7 +136,7 @@ fn positions_at_the_end_of_the_range_wrap() {
     let s = slots(4);
     let head = AtomicU64::new(u64::MAX);
     let ring = Submission::new(&s, &head, 4);
-    s[3 * SLOT_WORDS].store(encode(u64::MAX, 2, 1), Ordering::Relaxed);
+    s[3 * SLOT_WORDS].store(encode(u64::MAX, 2, 1, 0), Ordering::Relaxed);
     assert_eq!(ring.pop(), Ok(item(1, u64::MAX, 0)));
     assert_eq!(head.load(Ordering::Relaxed), 0);
     head.store(u64::MAX, Ordering::Relaxed);
@@ -156,9 +160,10 @@ fn the_next_chunk_travels_with_the_length() {
         (12, Some(MAX_ANNOUNCED)),
         (5, None),
     ] {
-        ring.try_push(&mut p, 3, len, next, NO_TAG).unwrap();
+        ring.try_push(&mut p, 3, 0, len, next, NO_TAG).unwrap();
         let want = Pop::Item {
             index: 3,
+            ret: 0,
             pos: p.tail - 1,
             len,
             next,
@@ -167,9 +172,9 @@ fn the_next_chunk_travels_with_the_length() {
         assert_eq!(ring.pop(), Ok(want));
     }
     // Beyond what fits, the announcement is left out, never garbled.
-    ring.push_known_room(&mut p, 3, 9, Some(MAX_ANNOUNCED + 1), NO_TAG);
+    ring.push_known_room(&mut p, 3, 0, 9, Some(MAX_ANNOUNCED + 1), NO_TAG);
     assert_eq!(ring.pop(), Ok(item(3, p.tail - 1, 9)));
-    ring.push_known_room(&mut p, 3, 9, Some(u32::MAX), NO_TAG);
+    ring.push_known_room(&mut p, 3, 0, 9, Some(u32::MAX), NO_TAG);
     assert_eq!(ring.pop(), Ok(item(3, p.tail - 1, 9)));
 }
 
@@ -184,9 +189,10 @@ fn a_tagged_ring_carries_each_entrys_tag_in_its_slot() {
     let mut p = Producer::default();
     for i in 0..21u32 {
         let tag = [u64::from(i) << 32 | 7, u64::from(i) * 3];
-        ring.try_push(&mut p, i % 4, 8, Some(1), tag).unwrap();
+        ring.try_push(&mut p, i % 4, 0, 8, Some(1), tag).unwrap();
         let want = Pop::Item {
             index: i % 4,
+            ret: 0,
             pos: u64::from(i),
             len: 8,
             next: Some(1),
@@ -201,4 +207,32 @@ fn a_tagged_ring_carries_each_entrys_tag_in_its_slot() {
     assert_eq!(s[3].load(Ordering::Relaxed), 60);
     assert_eq!(s[4].load(Ordering::Relaxed) as u32, 17 % 4);
     assert_eq!(ring.pop(), Ok(Pop::Empty));
+}
+
+#[test]
+fn return_slots_travel_and_laps_wrap_the_short_stamp() {
+    // A ring of two slots driven through more than 1,024 laps, so the
+    // ten-bit lap stamp wraps (to 0, the stamp of zeroed memory) several
+    // times; the return slot, up to its widest, comes through untouched.
+    let (words, head) = (slots(2), AtomicU64::new(0));
+    let ring = Submission::new(&words, &head, 2);
+    let mut p = Producer::default();
+    let top = (MAX_RETURN_SLOTS - 1) as u32;
+    for i in 0..5000u32 {
+        let ret = if i % 2 == 0 { top } else { i % 7 };
+        ring.try_push(&mut p, i ^ 0xdead_beef, ret, 1, None, NO_TAG)
+            .unwrap();
+        match ring.pop() {
+            Ok(Pop::Item {
+                index: got_index,
+                ret: got_ret,
+                ..
+            }) => assert_eq!((got_index, got_ret), (i ^ 0xdead_beef, ret), "{i}"),
+            other => panic!("{i}: {other:?}"),
+        }
+        assert_eq!(ring.pop(), Ok(Pop::Empty), "{i}");
+    }
+    // Taking back gives the slot too.
+    ring.try_push(&mut p, 5, top, 1, None, NO_TAG).unwrap();
+    assert_eq!(ring.reclaim_oldest(&mut p), Ok(Some((5, top))));
 }

@@ -157,7 +157,7 @@ impl SubConn {
             (
                 rw.atomics_detached(base + geo.sub_offset, geo.ring_words()),
                 rw.atomic_detached(base + LINE),
-                rw.atomics_detached(base + geo.returns_offset, u64::from(h.chunk_count)),
+                rw.atomics_detached(base + geo.returns_offset, geo.return_slots),
                 rw.atomic_detached(base),
             )
         };
@@ -215,25 +215,29 @@ impl SubConn {
     }
 
     /// What to prefetch while waiting for the message after one of `len`
-    /// elements (validated) in chunk `idx` (validated), which announced
-    /// `next` (unvalidated): the first and last byte of `next`'s payload,
-    /// guessing the same length, and `next`'s return word; or, if `next` is
-    /// missing or out of range, `idx`'s payload, which is in our cache
-    /// already, and its return word.
+    /// elements (validated) in chunk `idx` (validated), returned through
+    /// slot `ret` (unvalidated), which announced `next` (unvalidated): the
+    /// first and last byte of `next`'s payload, guessing the same length,
+    /// or, if `next` is missing or out of range, `idx`'s payload, which is
+    /// in our cache already; and the line of `ret`'s return word, where the
+    /// next delivery's slot most likely sits too (a connection has a few
+    /// return words, a line holds sixteen, and the publisher reuses the
+    /// slot freed last).
     #[inline]
-    pub(super) fn ahead(&self, idx: u32, len: u64, next: Option<u32>) -> [usize; 3] {
+    pub(super) fn ahead(&self, idx: u32, ret: u32, len: u64, next: Option<u32>) -> [usize; 3] {
+        let word = self.returns.word_addr(ret);
         match next {
             Some(n) if n < self.chunk_count => {
                 let first = self.payload_addr(n);
                 [
                     first,
                     first + (len * self.elem_size).saturating_sub(1) as usize,
-                    self.returns.word_addr(n),
+                    word,
                 ]
             }
             _ => {
                 let first = self.payload_addr(idx);
-                [first, first, self.returns.word_addr(idx)]
+                [first, first, word]
             }
         }
     }

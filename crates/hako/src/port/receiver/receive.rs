@@ -163,16 +163,14 @@ impl Receiver {
         match conn.sub.pop() {
             Ok(Pop::Item {
                 index,
+                ret,
                 pos,
                 len,
                 next,
                 tag,
             }) => {
-                // When the announcement was wrong, the line the sample's
-                // drop will write has not been asked for yet.
-                conn.returns.prepare_release(index);
-                match self.accept(conn, index, pos.wrapping_add(1), len) {
-                    Ok(sample) => Taken::Sample(sample, conn.ahead(index, len, next), tag),
+                match self.accept(conn, index, ret, pos.wrapping_add(1), len) {
+                    Ok(sample) => Taken::Sample(sample, conn.ahead(index, ret, len, next), tag),
                     Err(e) => Taken::Broken(e),
                 }
             }
@@ -189,6 +187,7 @@ impl Receiver {
         &self,
         conn: &ConnHandle,
         idx: u32,
+        ret: u32,
         stamp: u64,
         len: u64,
     ) -> Result<RawSample, ReceiveError> {
@@ -203,7 +202,7 @@ impl Receiver {
         // payload's lines can be fetched without reading the chunk first.
         if len > conn.max_len || (!conn.slice && len != 1) {
             // Give the chunk back so the publisher does not lose it.
-            conn.returns.release(idx, stamp);
+            conn.returns.release(ret, stamp);
             return Err(bad("payload length out of range"));
         }
         conn.count.received_one();
@@ -214,7 +213,7 @@ impl Receiver {
         Ok(RawSample {
             conn: conn.0,
             payload: conn.payload_addr(idx) as *const u8,
-            idx,
+            ret,
             stamp,
             len: len as usize,
         })

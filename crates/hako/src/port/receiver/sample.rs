@@ -13,8 +13,8 @@ pub(crate) struct RawSample {
     /// The payload, in the connection's pool mapping (computed once, at
     /// receive, from the validated chunk index).
     pub(super) payload: *const u8,
-    pub(super) idx: u32,
-    /// Return stamp of this delivery.
+    /// The return slot of this delivery, and its return stamp.
+    pub(super) ret: u32,
     pub(super) stamp: u64,
     pub(super) len: usize,
 }
@@ -79,7 +79,7 @@ impl Drop for RawSample {
     #[inline]
     fn drop(&mut self) {
         let conn = self.conn();
-        conn.returns.release(self.idx, self.stamp);
+        conn.returns.release(self.ret, self.stamp);
         if conn.count.sample_dropped() {
             // SAFETY: the receiver let go and we were the last sample.
             unsafe { free_conn(self.conn) };

@@ -70,7 +70,7 @@ impl SenderState {
     /// deeper queue it is not; either way two prefetched lines are nothing
     /// beside megabytes of payload. A wrong guess costs a subscriber a
     /// wasted prefetch.
-    #[inline]
+    #[inline(always)]
     pub(super) fn upcoming(&self, p: &SenderParams, j: usize) -> Option<u32> {
         let takes_back = self.conns[j].outstanding.count() as u64 + 2 >= p.buffer;
         if p.history_size == 0 {
@@ -96,7 +96,7 @@ impl SenderState {
 
     /// Queues chunk `idx` for subscriber `j`, announcing `next`, with `tag`
     /// (for a tagged ring); false if it did not get it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn push_to(
         &mut self,
         p: &SenderParams,
@@ -117,7 +117,7 @@ impl SenderState {
     /// Queues chunk `idx` for subscriber `j` if fewer chunks are outstanding
     /// on the connection than its queue holds, so the queue has room: no
     /// need to look at the subscriber's position (a cache line it writes).
-    #[inline]
+    #[inline(always)]
     pub(super) fn push_if_room(
         &mut self,
         p: &SenderParams,
@@ -131,10 +131,14 @@ impl SenderState {
         if conn.outstanding.count() as u64 >= p.buffer {
             return false;
         }
+        // Fewer outstanding than the queue holds, so a return slot is free
+        // (there are as many as the queue holds plus what may be borrowed).
         let stamp = conn.producer.tail + 1;
+        let Some(ret) = conn.outstanding.insert_free(idx, stamp) else {
+            return false;
+        };
         conn.sub
-            .push_known_room(&mut conn.producer, idx, len, next, tag);
-        conn.outstanding.insert(idx, stamp);
+            .push_known_room(&mut conn.producer, idx, ret, len, next, tag);
         self.book.add_ref(idx);
         true
     }
@@ -216,11 +220,12 @@ impl SenderState {
                     return false;
                 }
             }
-            if self.conns[j].outstanding.count() < p.per_conn_limit {
+            let free = self.conns[j].outstanding.free_slot();
+            if let (true, Some(ret)) = (self.conns[j].outstanding.count() < p.per_conn_limit, free) {
                 let stamp = self.conns[j].producer.tail + 1;
-                match sub.try_push(&mut self.conns[j].producer, idx, len, next, tag) {
+                match sub.try_push(&mut self.conns[j].producer, idx, ret, len, next, tag) {
                     Ok(Push::Done) => {
-                        self.conns[j].outstanding.insert(idx, stamp);
+                        self.conns[j].outstanding.insert(ret, idx, stamp);
                         self.book.add_ref(idx);
                         return true;
                     }
@@ -239,8 +244,8 @@ impl SenderState {
             match p.overflow {
                 OverflowPolicy::DropOldest => match sub.reclaim_oldest(&mut self.conns[j].producer)
                 {
-                    Ok(Some(old)) => {
-                        if self.conns[j].outstanding.remove(old) {
+                    Ok(Some((old, ret))) => {
+                        if self.conns[j].outstanding.remove(ret, old) {
                             self.book.release(old);
                             self.count_drop(j);
                         } else {

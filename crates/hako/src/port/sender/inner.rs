@@ -119,7 +119,7 @@ impl SenderInner {
                     (
                         map.atomics_detached(base + geo.sub_offset, geo.ring_words()),
                         map.atomic_detached(base + LINE),
-                        map.atomics_detached(base + geo.returns_offset, chunk_count),
+                        map.atomics_detached(base + geo.returns_offset, geo.return_slots),
                         map.atomic_detached(base),
                         &*std::ptr::from_ref(svc.wake_block(s.peers, j)),
                         map.atomic_detached(base + DROPPED_OFFSET),
@@ -134,7 +134,7 @@ impl SenderInner {
                     dropped: 0,
                     sub_port: 0,
                     producer: Producer::default(),
-                    outstanding: Outstanding::new(n),
+                    outstanding: Outstanding::new(geo.return_slots as u32),
                     broken: false,
                     delivered: false,
                     fifo: None,

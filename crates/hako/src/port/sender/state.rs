@@ -59,13 +59,10 @@ impl SenderState {
         let returns = conn.returns;
         let book = &mut self.book;
         let before = book.free_count();
-        conn.outstanding.take_returned(
-            |idx, stamp| returns.returned(idx, stamp),
-            |idx| {
-                book.release(idx);
-            },
-        );
-        // The chunks come back in index order; the one sent last among them
+        conn.outstanding.take_returned(&returns, |idx| {
+            book.release(idx);
+        });
+        // The chunks come back in return-slot order; the one sent last among them
         // goes on top, as upcoming() announced (and as its lines are the
         // likeliest to be in cache).
         if let Some(prev) = self.last_sent {
@@ -164,8 +161,12 @@ impl SenderState {
         let skip = self.history.len().saturating_sub(p.buffer as usize);
         for &(idx, len) in self.history.iter().skip(skip) {
             let stamp = conn.producer.tail + 1;
-            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, len, None, NO_TAG) {
-                conn.outstanding.insert(idx, stamp);
+            // At most a queue's worth: a return slot is free for each.
+            let Some(ret) = conn.outstanding.free_slot() else {
+                break;
+            };
+            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, ret, len, None, NO_TAG) {
+                conn.outstanding.insert(ret, idx, stamp);
                 self.book.add_ref(idx);
             }
         }
@@ -191,11 +192,11 @@ impl SenderState {
         self.refresh_active();
         for k in 0..self.active.len() {
             let conn = &mut self.conns[self.active[k]];
-            let Some(stamp) = conn.outstanding.stamp(prev) else {
+            let Some((ret, stamp)) = conn.outstanding.find(prev) else {
                 continue;
             };
-            if !conn.broken && conn.returns.returned(prev, stamp) {
-                conn.outstanding.remove(prev);
+            if !conn.broken && conn.returns.returned(ret, stamp) {
+                conn.outstanding.remove(ret, prev);
                 self.book.release(prev);
             }
         }
