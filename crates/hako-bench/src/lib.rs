@@ -7,8 +7,9 @@
 //! [`transport::PayloadMode`]), through hako, the floors, the kernel's
 //! pipes, FIFOs, sockets and message queues ([`kernel`]) and, with the
 //! `peers` feature, iceoryx2 and shmipc (`peers`), next to a memory figure
-//! ([`memory`]). The rest of this page describes the ping-pong machinery
-//! and `hako-pingpong`, the lower-level tool that shares it.
+//! ([`memory`]) and the bytes each port maps ([`footprint`]). The rest of
+//! this page describes the ping-pong machinery and `hako-pingpong`, the
+//! lower-level tool that shares it.
 //!
 //! Every number of a ping-pong row is a *round trip* between two processes,
 //! each pinned to its own CPU (or both to one CPU, `--same-cpu`): a *leader*
@@ -71,6 +72,9 @@
 //! * [`suite`] — the whole comparison: every pattern, mode, size and
 //!   transport in one session; one-way rows fitted to a time budget.
 //! * [`memory`] — writing and reading a payload once in one process.
+//! * [`footprint`] — bytes of shared memory one publisher and one
+//!   subscriber map, by the subscribers their service allows (hako, and
+//!   iceoryx2 with `peers`).
 //! * [`cpu`] — CPU pinning and CPU time (the process CPU clock, and
 //!   `getrusage` for sleeps and the user/system split); [`shm`] — a shared
 //!   mapping for the floors;
@@ -91,6 +95,7 @@ pub mod cli;
 pub mod cpu;
 pub mod floor;
 pub mod follower;
+pub mod footprint;
 pub mod futex_floor;
 pub mod hako_c;
 pub mod hako_pubsub;
