@@ -3,6 +3,9 @@
 //!
 //! Order of a run:
 //!
+//! 0. the memory footprint ([`crate::footprint`]), in the leader: bytes
+//!    mapped per publisher and per subscriber by the subscribers a service
+//!    allows (some tens of milliseconds);
 //! 1. the memory figures at each size ([`crate::memory`]), in the leader
 //!    (one CPU, and two threads on the leader's and the followers' CPUs),
 //!    just before and after each full-mode ping-pong row (or first of all
@@ -41,6 +44,7 @@ use std::time::Duration;
 
 use crate::blocks::{self, Plan, Row};
 use crate::cpu;
+use crate::footprint::{self, FootprintReport};
 use crate::harness::{OneWayResult, RunRow, Session, SessionConfig, Stats};
 use crate::memory;
 use crate::select::{Kind, Transports};
@@ -120,6 +124,8 @@ pub struct SuiteConfig {
     pub async_depths: Vec<u32>,
     /// Message sizes of the async rate rows.
     pub async_in_flight_sizes: Vec<usize>,
+    /// Subscriber counts of the memory footprint (none: not measured).
+    pub footprint: Vec<u32>,
 }
 
 /// One ping-pong row: all transports at one size and payload mode.
@@ -211,6 +217,8 @@ pub struct SuiteResult {
     pub left_out: Vec<&'static str>,
     /// The memory figure per size.
     pub memory: Vec<MemoryFigure>,
+    /// Bytes mapped per publisher and per subscriber ([`footprint`]).
+    pub footprint: FootprintReport,
     /// Ping-pong rows.
     pub ping_pong: Vec<PingPongRow>,
     /// Throughput and fan-out rows.
@@ -370,6 +378,10 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
         ..SuiteResult::default()
     };
     let mut steps = Steps::new(cfg.steps(), progress);
+    if !cfg.footprint.is_empty() {
+        steps.show("memory footprint".into());
+        result.footprint = footprint::measure(&cfg.root, &cfg.footprint);
+    }
 
     let ping_pong = cfg.patterns.contains(&Pattern::PingPong);
     if cfg.payloads.contains(&PayloadMode::Full) && !ping_pong {

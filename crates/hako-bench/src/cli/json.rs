@@ -180,6 +180,7 @@ pub fn json(result: &SuiteResult, info: &RunInfo) -> Value {
         "left_out": result.left_out,
         "wall_time_s": info.wall.as_secs_f64(),
         "memory": memory,
+        "footprint": super::footprint::json(&result.footprint),
         "ping_pong": ping_pong,
         "one_way": one_way,
         "request_response": super::reqres::json(result),

@@ -12,6 +12,7 @@
 //! outright (SIGKILL) are removed by the next run.
 
 pub mod asynch;
+pub mod footprint;
 pub mod json;
 pub mod output;
 pub mod plot;
@@ -124,6 +125,15 @@ pub struct BenchArgs {
     /// Message sizes of the async rate rows.
     #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "64")]
     pub async_in_flight_sizes: Vec<usize>,
+    /// Counts of allowed subscribers of the memory-footprint table: for a
+    /// u64 service allowing that many subscribers (and one publisher), the
+    /// bytes one publisher and one subscriber map, hako's and iceoryx2's.
+    #[arg(long, value_delimiter = ',', default_value = "1,64,4096",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub footprint: Vec<u32>,
+    /// Leave out the memory-footprint table.
+    #[arg(long)]
+    pub no_footprint: bool,
     /// Payload modes: touch (first and last byte written and checked), full
     /// (every byte written, every byte read into a checksum).
     #[arg(long, value_delimiter = ',', value_parser = PayloadMode::parse,
@@ -354,6 +364,11 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
             async_sizes,
             async_depths,
             async_in_flight_sizes,
+            footprint: if args.no_footprint {
+                Vec::new()
+            } else {
+                dedup_copy(&args.footprint)
+            },
         },
         args.pinning,
     ))

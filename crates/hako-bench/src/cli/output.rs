@@ -255,6 +255,9 @@ fn tables(result: &SuiteResult) -> Vec<Table> {
     if !result.memory.is_empty() {
         t.push(memory_table(result));
     }
+    if !result.footprint.rows.is_empty() {
+        t.push(super::footprint::table(&result.footprint));
+    }
     t
 }
 

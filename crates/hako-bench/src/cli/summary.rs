@@ -264,6 +264,8 @@ pub fn summary(result: &SuiteResult) -> Vec<String> {
             full.join(", ")
         ));
     }
+    // Memory per port against the subscribers a service allows.
+    lines.extend(super::footprint::summary(&result.footprint));
     lines
 }
 
@@ -401,6 +403,7 @@ pub fn goals(result: &SuiteResult) -> Vec<String> {
         &full,
         1.2,
     );
+    lines.extend(super::footprint::goals(&result.footprint));
     lines
 }
 
