@@ -6,57 +6,14 @@
 //! or killed run leaves no process and no files behind. Asserts behaviour,
 //! never speed.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The suite's program, as `hako bench` runs it.
-fn hako() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hako-bench"))
-}
-
-/// A private directory for one test, standing in for /dev/shm.
-fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hako-bench-cli-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn text(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Every transport this build knows, from the error of an unknown name.
-fn all_transports() -> Vec<String> {
-    let out = hako()
-        .args(["--transports", "no-such-transport"])
-        .output()
-        .unwrap();
-    let (_, err) = text(&out);
-    let known = err
-        .split("known: ")
-        .nth(1)
-        .and_then(|rest| rest.lines().next())
-        .expect(&err)
-        .trim();
-    known.split(", ").map(str::to_owned).collect()
-}
-
-/// Names of the files left in `dir`, sorted.
-fn left_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    names
-}
+mod common;
+use common::{all_transports, hako, left_in, scratch, text};
 
 #[test]
 fn every_transport_pattern_and_mode_reports_in_every_format() {
@@ -97,6 +54,7 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
         "Async (tokio): one request at a time",
         "Async (tokio): requests in flight",
         "Memory",
+        "Memory footprint",
         "Summary",
     ] {
         assert!(stdout.contains(heading), "{heading}: {stdout}");
