@@ -180,9 +180,9 @@ impl ToPy for hako::ReqResReceiveError {
     fn to_py(self) -> PyErr {
         let text = self.to_string();
         match self {
-            hako::ReqResReceiveError::ServerGone | hako::ReqResReceiveError::ServersGone(_) => {
-                PeersGoneError::new_err(text)
-            }
+            hako::ReqResReceiveError::ServerGone
+            | hako::ReqResReceiveError::ServersGone(_)
+            | hako::ReqResReceiveError::Aborted => PeersGoneError::new_err(text),
             hako::ReqResReceiveError::Corrupted { .. } => CorruptedError::new_err(text),
             hako::ReqResReceiveError::TerminationRequest => TerminationRequest::new_err(text),
             _ => ReceiveError::new_err(text),

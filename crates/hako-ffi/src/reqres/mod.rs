@@ -199,7 +199,7 @@ impl ToFailure for hako::ReqResReceiveError {
     fn status(&self) -> hako_status {
         use hako::ReqResReceiveError as E;
         match self {
-            E::ServerGone | E::ServersGone(_) => hako_status::HAKO_ERROR_PEER_GONE,
+            E::ServerGone | E::ServersGone(_) | E::Aborted => hako_status::HAKO_ERROR_PEER_GONE,
             E::ExceedsMaxBorrowed(_) => HAKO_ERROR_MISUSE,
             E::TerminationRequest => hako_status::HAKO_ERROR_TERMINATED,
             _ => hako_status::HAKO_ERROR_CORRUPTED,

@@ -233,7 +233,12 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsyncClient<Req, Resp> {
         });
         let over = matches!(
             &got,
-            Poll::Ready(Ok(None) | Err(AsyncError::Port(ReqResReceiveError::ServerGone)))
+            Poll::Ready(
+                Ok(None)
+                    | Err(AsyncError::Port(
+                        ReqResReceiveError::ServerGone | ReqResReceiveError::Aborted
+                    ))
+            )
         );
         if over {
             inbox.release(ticket.slot);

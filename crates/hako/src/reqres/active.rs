@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use super::envelope::{Envelope, END, LAST};
+use super::envelope::{Envelope, ABORTED, END, LAST};
 use super::errors::ResponseSendError;
 use super::message::{Destination, MessageMut, MessageMutUninit, Sealed};
 use super::settings::Types;
@@ -115,7 +115,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for ActiveRequest<'_, R
         if self.no_response || self.ended {
             return;
         }
-        self.end_stream();
+        self.end_stream(END);
     }
 }
 
@@ -125,7 +125,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
     /// backpressure strategy that gives up (retry, discard) it still waits
     /// for room in the client's queue, or for the client to go; a client
     /// that left gets nothing.
-    fn end_stream(&self) {
+    fn end_stream(&self, flags: u64) {
         let tx = &self.server.tx;
         let mut tries = 0u32;
         loop {
@@ -136,7 +136,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
                     return;
                 }
             };
-            if raw.send_to(self.conn, self.client, [self.id, END]) {
+            if raw.send_to(self.conn, self.client, [self.id, flags]) {
                 return;
             }
             // The client went, or its queue stayed full.
@@ -211,6 +211,40 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
     /// Whether the client asked for no response (fire and forget).
     pub fn expects_response(&self) -> bool {
         !self.no_response
+    }
+
+    /// Gives up on the request: ends the response stream so that the
+    /// client's next receive, after the responses sent before, reports
+    /// [`ReqResReceiveError::Aborted`](crate::ReqResReceiveError::Aborted)
+    /// instead of a plain end. For a server that relays requests (a bridge
+    /// to other hosts) and learns that no answer will come.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-abort", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Abort".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let client = service.client_builder().create()?;
+    /// let pending = client.send_copy(1)?;
+    /// let request = server.receive()?.ok_or("no request")?;
+    /// request.send_copy(10)?;
+    /// request.abort();
+    /// assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(10));
+    /// assert_eq!(pending.blocking_receive().unwrap_err(), hako::ReqResReceiveError::Aborted);
+    /// assert!(pending.is_finished());
+    /// # Ok(()) }
+    /// ```
+    pub fn abort(mut self) {
+        if !self.no_response && !self.ended {
+            self.end_stream(END | ABORTED);
+        }
+        self.ended = true;
     }
 
     /// Sends `response`, loaned from this request, as the last of the

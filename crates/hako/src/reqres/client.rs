@@ -217,6 +217,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
                         server: 0,
                         conn: 0,
                         ended: false,
+                        aborted: false,
                         listed_at: u64::MAX,
                         queue: VecDeque::with_capacity(per),
                     })
@@ -465,6 +466,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
             s.server = sent.port;
             s.conn = sent.conn;
             s.ended = false;
+            s.aborted = false;
             s.listed_at = u64::MAX;
         }
         Ok((slot, generation))

@@ -34,6 +34,9 @@ pub const NO_RESPONSE: u64 = 2;
 /// A response that carries a payload and ends its stream: one message
 /// where a response and an END would be two.
 pub const LAST: u64 = 4;
+/// With END: the server gave up on the request (a bridge whose remote
+/// server never answered); the client's next receive reports it.
+pub const ABORTED: u64 = 8;
 
 /// How one side's messages are laid out in its chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +136,8 @@ pub struct Opened {
     pub generation: u32,
     /// A response that ends its stream (no payload).
     pub end: bool,
+    /// An end that says the server gave up on the request.
+    pub aborted: bool,
     /// A response with a payload that also ends its stream.
     pub last: bool,
     /// A request that expects no response.
@@ -156,6 +161,7 @@ impl Envelope {
             slot,
             generation,
             end,
+            aborted: end && flags & ABORTED != 0,
             last: responses && !end && flags & LAST != 0,
             no_response: !responses && flags & NO_RESPONSE != 0,
             elems,

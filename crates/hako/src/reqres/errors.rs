@@ -85,6 +85,13 @@ pub enum ReqResReceiveError {
     /// stream; responses it sent before are still delivered.
     #[error("the server of this request is gone; the response stream ended without its end")]
     ServerGone,
+    /// The server gave up on the request before the stream's end (see
+    /// [`ActiveRequest::abort`](crate::ActiveRequest::abort)): a bridge
+    /// whose remote servers did not answer in time (the host vanished, or
+    /// nobody serves there). Responses sent before are delivered first;
+    /// the stream is over.
+    #[error("the server gave up on this request (a remote host that vanished or did not answer); the response stream is over")]
+    Aborted,
     /// Every server seen during a blocking receive is gone and nothing
     /// waits; waiting on could only hang.
     #[error("every server of service {0:?} is gone and nothing is queued")]

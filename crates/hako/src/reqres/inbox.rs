@@ -24,6 +24,8 @@ pub(crate) struct Slot {
     pub(super) conn: usize,
     /// The server ended the stream.
     pub(super) ended: bool,
+    /// It ended it giving up on the request (reported by the next receive).
+    pub(super) aborted: bool,
     /// The service's table generation at which the server was last found
     /// listed (`u64::MAX`: not since the request was sent).
     pub(super) listed_at: u64,
@@ -82,6 +84,7 @@ impl Inbox {
             if s.active && s.generation == m.generation && s.server == raw.sender_id() {
                 if m.end {
                     s.ended = true;
+                    s.aborted = m.aborted;
                 } else if !s.ended {
                     // A last response ends the stream as it arrives.
                     s.ended = m.last;
@@ -120,6 +123,9 @@ impl Inbox {
                     return Ok(Some(r));
                 }
                 if s.ended {
+                    if std::mem::take(&mut s.aborted) {
+                        return Err(ReqResReceiveError::Aborted);
+                    }
                     return Ok(None);
                 }
             }
