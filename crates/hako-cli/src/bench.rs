@@ -7,11 +7,10 @@
 //! cargo builds and installs both), else on `PATH`.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::companion::Companion;
 use crate::CliError;
 
 /// Environment variable naming the `hako-bench` program to run.
@@ -25,19 +24,13 @@ pub struct BenchArgs {
     args: Vec<OsString>,
 }
 
-/// The `hako-bench` program to run.
-fn program() -> PathBuf {
-    if let Some(p) = std::env::var_os(BENCH_ENV).filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join("hako-bench")));
-    match beside {
-        Some(p) if p.is_file() => p,
-        _ => PathBuf::from("hako-bench"),
-    }
-}
+/// The suite's program.
+const SUITE: Companion = Companion {
+    name: "hako-bench",
+    env: BENCH_ENV,
+    build: "`cargo build --release -p hako-bench --features peers` (or ./scripts/bench)",
+    what: "the benchmark suite",
+};
 
 /// The parsed form of [`forward`] (reached only through `hako --json bench`
 /// or similar, where `bench` is not the first argument).
@@ -48,12 +41,5 @@ pub fn run(a: BenchArgs) -> Result<(), CliError> {
 /// Replaces this process with `hako-bench ARGS` (its exit code is the
 /// command's); returns only if it cannot be started.
 pub fn forward(args: &[OsString]) -> Result<(), CliError> {
-    let program = program();
-    let e = std::process::Command::new(&program).args(args).exec();
-    Err(CliError::failure(format!(
-        "cannot run the benchmark suite {} ({e}): it is the program hako-bench, built \
-         with `cargo build --release -p hako-bench --features peers` (or run \
-         ./scripts/bench); put it beside hako, on PATH, or name it in {BENCH_ENV}",
-        program.display()
-    )))
+    SUITE.exec(args)
 }

@@ -100,6 +100,26 @@ fn dead(s: &inspect::ServiceInfo) -> usize {
         .count()
 }
 
+/// Ids of the domain's bridge nodes (`hako-bridge`, see
+/// `inspect::BRIDGE_NODE_NAME`), alive or not.
+fn bridge_nodes(cfg: &hako::Config) -> Vec<u64> {
+    inspect::nodes(cfg)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| n.name == inspect::BRIDGE_NODE_NAME)
+        .map(|n| n.id)
+        .collect()
+}
+
+/// Whether a live port of the service belongs to a bridge: the service is
+/// carried to and from other hosts (or made here for another host's).
+fn bridged(s: &inspect::ServiceInfo, bridges: &[u64]) -> bool {
+    s.publishers
+        .iter()
+        .chain(&s.subscribers)
+        .any(|p| p.node_alive && bridges.contains(&p.node))
+}
+
 /// One service's line of `hako monitor`.
 struct Rates {
     service: String,
@@ -119,6 +139,7 @@ struct Rates {
 pub fn list(a: ListArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
     let all = inspect::services(&cfg).map_err(|e| CliError::io(&cfg.root, e))?;
+    let bridges = bridge_nodes(&cfg);
     if a.domain.json() {
         let rows: Vec<_> = all
             .iter()
@@ -131,6 +152,7 @@ pub fn list(a: ListArgs) -> Result<(), CliError> {
                     port_names(s).1: live(&s.subscribers),
                     "dead_ports": dead(s),
                     "nodes": s.nodes.len(),
+                    "bridged": bridged(s, &bridges),
                 }),
                 Err(e) => json!({ "error": e.to_string() }),
             })
@@ -154,13 +176,14 @@ pub fn list(a: ListArgs) -> Result<(), CliError> {
                 live(&s.subscribers).to_string(),
                 dead(s).to_string(),
                 s.nodes.len().to_string(),
+                if bridged(s, &bridges) { "yes" } else { "" }.to_string(),
             ]),
             Err(e) => unreadable.push(format!("(unreadable) {e}")),
         }
     }
     crate::table::print(
         &[
-            "SERVICE", "PATTERN", "PAYLOAD", "PUBS", "SUBS", "DEAD", "NODES",
+            "SERVICE", "PATTERN", "PAYLOAD", "PUBS", "SUBS", "DEAD", "NODES", "BRIDGED",
         ],
         &rows,
     );
@@ -168,7 +191,8 @@ pub fn list(a: ListArgs) -> Result<(), CliError> {
         println!("{line}");
     }
     println!("(events: PUBS = notifiers, SUBS = listeners; request/response: PUBS = clients, SUBS = servers;");
-    println!(" DEAD: ports of dead processes, not yet reclaimed: `hako clean`)");
+    println!(" DEAD: ports of dead processes, not yet reclaimed: `hako clean`;");
+    println!(" BRIDGED: carried to and from other hosts by `hako bridge`)");
     Ok(())
 }
 

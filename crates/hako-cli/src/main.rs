@@ -9,6 +9,9 @@
 //!   as a table, JSON, Markdown and an SVG plot. It is the program
 //!   `hako-bench` (crate `hako-bench`), which this one runs ([`bench`]), so
 //!   that the administration commands link none of the libraries measured.
+//! * `hako bridge` — carries the domain's services to and from other hosts
+//!   over Zenoh: the program `hako-bridge` (crate `hako-zenoh`), which this
+//!   one runs ([`bridge`]), so that the other commands do not link Zenoh.
 //! * `hako list`, `hako nodes`, `hako inspect SERVICE`, `hako clean`,
 //!   `hako monitor` — what a domain holds, seen from outside ([`domain`]).
 //! * `hako pub`, `hako sub`, `hako notify`, `hako listen` — talking to a
@@ -31,6 +34,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod bench;
+pub mod bridge;
+pub mod companion;
 pub mod config;
 pub mod domain;
 pub mod reqres;
@@ -142,6 +147,11 @@ enum Command {
     /// the hako-bench program; `hako bench --help` lists its options).
     #[command(disable_help_flag = true)]
     Bench(bench::BenchArgs),
+    /// Carry the domain's services to and from other hosts over Zenoh
+    /// (runs the hako-bridge program; `hako bridge --help` lists its
+    /// options).
+    #[command(disable_help_flag = true)]
+    Bridge(bridge::BridgeArgs),
     /// List the services of a domain: pattern, payload type, port counts.
     List(domain::ListArgs),
     /// List the nodes of a domain: id, pid, name, alive or dead.
@@ -182,6 +192,9 @@ fn main() -> ExitCode {
     if args.get(1).is_some_and(|a| a == "bench") {
         return report(bench::forward(&args[2..]), false);
     }
+    if args.get(1).is_some_and(|a| a == "bridge") {
+        return report(bridge::forward(&args[2..]), false);
+    }
     // In JSON mode usage errors are JSON too (help and version stay text).
     let json = args
         .iter()
@@ -208,6 +221,7 @@ fn main() -> ExitCode {
              `hako bench --json FILE`",
         )),
         Command::Bench(a) => bench::run(a),
+        Command::Bridge(a) => bridge::run(a),
         Command::List(a) => domain::list(a),
         Command::Nodes(a) => domain::nodes(a),
         Command::Inspect(a) => domain::inspect(a),

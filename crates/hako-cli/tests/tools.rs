@@ -14,6 +14,9 @@ mod typed;
 #[path = "tools/bench.rs"]
 mod bench;
 
+#[path = "tools/bridge.rs"]
+mod bridge;
+
 #[path = "tools/json.rs"]
 mod json;
 

@@ -31,6 +31,12 @@ fn hex_ids<S: serde::Serializer>(ids: &[u64], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(ids.iter().map(|id| format!("{id:016x}")))
 }
 
+/// The node name of hako's bridge to other hosts (the `hako-bridge`
+/// program of the crate `hako-zenoh`): a service with ports of a node of
+/// this name is carried to and from other hosts, and `hako list` marks it
+/// as bridged.
+pub const BRIDGE_NODE_NAME: &str = "hako-bridge";
+
 /// A node of the domain.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NodeInfo {
