@@ -1,0 +1,66 @@
+//! What every bridged service (a *link*) shares: the local node, the Zenoh
+//! session, the key expressions and this domain's id; and why a link could
+//! not start.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hako::Node;
+use zenoh::bytes::ZBytes;
+
+use crate::keys::{DomainId, Keys};
+use crate::open::OpenError;
+
+/// How long a link's thread waits for local traffic before it looks
+/// whether it should stop.
+pub(crate) const POLL: Duration = Duration::from_millis(100);
+
+/// What links are made with.
+#[derive(Clone)]
+pub(crate) struct Ctx {
+    pub node: Arc<Node>,
+    pub session: zenoh::Session,
+    pub keys: Keys,
+    pub domain: DomainId,
+    /// How long a request forwarded to another host may wait for its
+    /// responses.
+    pub query_timeout: Duration,
+}
+
+/// Why a service could not be bridged (the bridge tries again later).
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// The service could not be opened or differs across hosts.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// A local port could not be made.
+    #[error("cannot make a local port: {0}")]
+    Port(String),
+    /// Zenoh refused a declaration.
+    #[error("zenoh: {0}")]
+    Zenoh(String),
+    /// A thread could not be started.
+    #[error("cannot start a thread: {0}")]
+    Thread(String),
+    /// The service cannot be bridged at all.
+    #[error("not bridged: {0}")]
+    Unsupported(&'static str),
+}
+
+impl LinkError {
+    pub(crate) fn port(e: impl std::fmt::Display) -> Self {
+        Self::Port(e.to_string())
+    }
+
+    pub(crate) fn zenoh(e: impl std::fmt::Display) -> Self {
+        Self::Zenoh(e.to_string())
+    }
+}
+
+/// Whether a message's attachment says it was put by a bridge of domain
+/// `me` (a message without one comes from a plain Zenoh program).
+pub(crate) fn from_domain(attachment: Option<&ZBytes>, me: DomainId) -> bool {
+    attachment
+        .and_then(|a| DomainId::from_attachment(&a.to_bytes()))
+        .is_some_and(|d| d == me)
+}

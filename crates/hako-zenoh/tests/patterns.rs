@@ -1,0 +1,162 @@
+//! Events and request/response across hosts (two hako domains on this
+//! machine, joined by `hako-bridge` processes over loopback).
+
+mod common;
+use std::time::{Duration, Instant};
+
+use common::*;
+use hako::EventId;
+
+/// Totals per event id a listener counts until `until` holds of them.
+fn count_events(
+    listener: &hako::Listener,
+    totals: &mut std::collections::BTreeMap<u64, u64>,
+    until: impl Fn(&std::collections::BTreeMap<u64, u64>) -> bool,
+) {
+    let start = Instant::now();
+    while !until(totals) {
+        assert!(start.elapsed() < WATCHDOG, "watchdog: events {totals:?}");
+        for (EventId(id), n) in listener.timed_wait(Duration::from_millis(20)).unwrap() {
+            *totals.entry(id).or_default() += n;
+        }
+    }
+}
+
+#[test]
+fn events_cross_with_their_ids_and_counts_and_never_come_back() {
+    let p = prefix("ev");
+    let (a, b) = (Domain::new("ev", "a"), Domain::new("ev", "b"));
+    let (pa, pb) = (free_port(), free_port());
+    let _ba = bridge(&a, &p, pa, &[], &[]);
+    let _bb = bridge(&b, &p, pb, &[pa], &[]);
+    let name: hako::ServiceName = "t/ev".try_into().unwrap();
+    let ea = a
+        .node
+        .service_builder(&name)
+        .event()
+        .event_id_max(15)
+        .open_or_create()
+        .unwrap();
+    let notifier = ea.notifier_builder().create().unwrap();
+    let listener_a = ea.listener_builder().create().unwrap();
+    b.wait_for_service("t/ev");
+    let eb = b.node.service_builder(&name).event().open().unwrap();
+    assert_eq!(eb.description().pattern, ea.description().pattern);
+    let listener_b = eb.listener_builder().create().unwrap();
+    // Until the link stands, id 0 now and then.
+    let mut seen = std::collections::BTreeMap::<u64, u64>::new();
+    let mut warm = 0u64;
+    let start = Instant::now();
+    while seen.is_empty() {
+        assert!(start.elapsed() < WATCHDOG, "watchdog: no event crossed");
+        notifier.notify_with_id(EventId(0)).unwrap();
+        warm += 1;
+        for (EventId(id), n) in listener_b.timed_wait(Duration::from_millis(20)).unwrap() {
+            *seen.entry(id).or_default() += n;
+        }
+    }
+    let mut totals = std::collections::BTreeMap::new();
+    for _ in 0..5 {
+        notifier.notify_with_id(EventId(3)).unwrap();
+    }
+    for _ in 0..2 {
+        notifier.notify_with_id(EventId(15)).unwrap();
+    }
+    count_events(&listener_b, &mut totals, |t| {
+        t.get(&3) == Some(&5) && t.get(&15) == Some(&2)
+    });
+    // A's own listener counted each event once: none came back.
+    let mut local = std::collections::BTreeMap::new();
+    count_events(&listener_a, &mut local, |t| {
+        t.get(&3) == Some(&5) && t.get(&15) == Some(&2) && t.get(&0) == Some(&warm)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let more = listener_a.try_wait();
+    assert!(more.is_empty(), "events came back: {more:?}");
+    let more: Vec<_> = listener_b
+        .try_wait()
+        .into_iter()
+        .filter(|(id, _)| id.0 != 0)
+        .collect();
+    assert!(more.is_empty(), "events doubled: {more:?}");
+    // And B to A.
+    let notifier_b = eb.notifier_builder().create().unwrap();
+    notifier_b.notify_with_id(EventId(7)).unwrap();
+    let mut back = std::collections::BTreeMap::new();
+    count_events(&listener_a, &mut back, |t| t.get(&7) == Some(&1));
+}
+
+/// A server that answers each request `x` with the stream `x, x+1, x+2`,
+/// until `stop`.
+fn serve(server: hako::Server<u64, u64>, stop: &std::sync::atomic::AtomicBool) {
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        if let Some(r) = server.receive_timeout(Duration::from_millis(20)).unwrap() {
+            let x = *r;
+            for k in 0..3 {
+                r.send_copy(x + k).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn requests_cross_and_response_streams_come_back_whole() {
+    let p = prefix("rr");
+    let (a, b) = (Domain::new("rr", "a"), Domain::new("rr", "b"));
+    let (pa, pb) = (free_port(), free_port());
+    let _ba = bridge(&a, &p, pa, &[], &[]);
+    let _bb = bridge(&b, &p, pb, &[pa], &[]);
+    let name: hako::ServiceName = "t/rr".try_into().unwrap();
+    let ra = a
+        .node
+        .service_builder(&name)
+        .request_response::<u64, u64>()
+        .open_or_create()
+        .unwrap();
+    let server = ra.server_builder().create().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| serve(server, &stop));
+        b.wait_for_server("t/rr");
+        let rb = b
+            .node
+            .service_builder(&name)
+            .request_response::<u64, u64>()
+            .open()
+            .unwrap();
+        let client = rb.client_builder().create().unwrap();
+        // Until the link forwards (a request sent before it stands finds
+        // no server here and fails, or is given up on).
+        let start = Instant::now();
+        let first = loop {
+            assert!(start.elapsed() < WATCHDOG, "watchdog: no request crossed");
+            let Ok(pending) = client.send_copy(100) else {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            };
+            let mut got = Vec::new();
+            let ok = loop {
+                match pending.receive_timeout(Duration::from_secs(5)) {
+                    Ok(Some(r)) => got.push(*r),
+                    Ok(None) if pending.is_finished() => break true,
+                    Ok(None) => {}
+                    Err(_) => break false,
+                }
+            };
+            if ok {
+                break got;
+            }
+        };
+        assert_eq!(first, vec![100, 101, 102]);
+        for x in [7u64, 1000, u64::MAX - 2] {
+            let pending = client.send_copy(x).unwrap();
+            let mut got = Vec::new();
+            while let Some(r) = pending.blocking_receive().unwrap() {
+                got.push(*r);
+            }
+            assert_eq!(got, vec![x, x + 1, x + 2]);
+            assert!(pending.is_finished());
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+}
