@@ -7,9 +7,10 @@
 //! [`transport::PayloadMode`]), through hako, the floors, the kernel's
 //! pipes, FIFOs, sockets and message queues ([`kernel`]) and, with the
 //! `peers` feature, iceoryx2 and shmipc (`peers`), next to a memory figure
-//! ([`memory`]) and the bytes each port maps ([`footprint`]). The rest of
-//! this page describes the ping-pong machinery and `hako-pingpong`, the
-//! lower-level tool that shares it.
+//! ([`memory`]) and the bytes each port maps ([`footprint`]); with the
+//! `bridge` feature, hako through two `hako-bridge` processes against
+//! plain Zenoh (`bridge`). The rest of this page describes the ping-pong
+//! machinery and `hako-pingpong`, the lower-level tool that shares it.
 //!
 //! Every number of a ping-pong row is a *round trip* between two processes,
 //! each pinned to its own CPU (or both to one CPU, `--same-cpu`): a *leader*
@@ -55,6 +56,8 @@
 //!   current-thread or a multi-threaded runtime.
 //! * [`kernel`] — pipes, a unix socket and POSIX message queues, the payload
 //!   copied through the kernel.
+//! * `bridge` (feature `bridge`) — a round trip through two `hako-bridge`
+//!   processes over Zenoh, and the same with plain Zenoh.
 //! * [`reference`](mod@reference) — hako's data path (chunk pool, stamped submission and
 //!   completion rings) hand-written with nothing else: what the zero-copy
 //!   design costs before any library overhead.
@@ -91,6 +94,8 @@
 
 pub mod aio;
 pub mod blocks;
+#[cfg(feature = "bridge")]
+pub mod bridge;
 pub mod cli;
 pub mod cpu;
 pub mod floor;

@@ -24,17 +24,21 @@
 //! | `iceoryx2`       | iceoryx2 pub/sub, polled (feature `peers`)             | busy-poll   |
 //! | `iceoryx2-reqres`| iceoryx2 request/response, polled (feature `peers`)    | busy-poll   |
 //! | `shmipc`         | shmipc streams (feature `peers`)                       | blocking    |
+//! | `zenoh`          | plain Zenoh over TCP loopback (feature `bridge`, [`crate::bridge::plain`]) | blocking |
+//! | `hako-bridge`    | hako through two `hako-bridge` processes (feature `bridge`, [`crate::bridge::bridged`]) | blocking |
 //!
 //! The async transports come twice: on a current-thread runtime (the name
 //! above) and on a multi-threaded one (the name with `-mt`).
 //!
-//! The peers exist only in a build with the `peers` feature; without it
-//! their names are known but refused with a message that says how to get
-//! them.
+//! The peers exist only in a build with the `peers` feature, `zenoh` and
+//! `hako-bridge` only in one with the `bridge` feature; without it their
+//! names are known but refused with a message that says how to get them.
 
 use hako::WaitStrategy;
 
 use crate::aio::{AsyncTransport, AsyncWait, Flavor, HakoAsync, Socket, TokioStream};
+#[cfg(feature = "bridge")]
+use crate::bridge::{bridged::HakoBridge, plain::PlainZenoh};
 use crate::floor::{Floor, TwoLineFloor};
 use crate::follower::DynTransport;
 use crate::futex_floor::FutexFloor;
@@ -97,10 +101,19 @@ pub enum Kind {
     /// `shmipc`.
     #[cfg(feature = "peers")]
     Shmipc,
+    /// `zenoh`.
+    #[cfg(feature = "bridge")]
+    Zenoh,
+    /// `hako-bridge`.
+    #[cfg(feature = "bridge")]
+    HakoBridge,
 }
 
 /// Names of the peer transports, known in every build.
 pub const PEER_NAMES: [&str; 3] = ["iceoryx2", "iceoryx2-reqres", "shmipc"];
+
+/// Names of the transports of the `bridge` feature, known in every build.
+pub const BRIDGE_NAMES: [&str; 2] = ["zenoh", "hako-bridge"];
 
 impl Kind {
     /// Every transport of this build.
@@ -138,6 +151,10 @@ impl Kind {
         Kind::Iceoryx2ReqRes,
         #[cfg(feature = "peers")]
         Kind::Shmipc,
+        #[cfg(feature = "bridge")]
+        Kind::Zenoh,
+        #[cfg(feature = "bridge")]
+        Kind::HakoBridge,
     ];
 
     /// What `hako-pingpong` measures unless told otherwise.
@@ -219,6 +236,16 @@ impl Kind {
         Kind::Shmipc,
     ];
 
+    /// What the bridge rows of `hako bench` compare unless told otherwise:
+    /// plain Zenoh, and hako through two bridges (none in a build without
+    /// the `bridge` feature).
+    pub const BRIDGE: &'static [Kind] = &[
+        #[cfg(feature = "bridge")]
+        Kind::Zenoh,
+        #[cfg(feature = "bridge")]
+        Kind::HakoBridge,
+    ];
+
     /// The name (the transport's [`Transport::name`](crate::transport::Transport::name)).
     pub fn name(self) -> &'static str {
         match self {
@@ -249,6 +276,10 @@ impl Kind {
             Kind::Iceoryx2ReqRes => "iceoryx2-reqres",
             #[cfg(feature = "peers")]
             Kind::Shmipc => "shmipc",
+            #[cfg(feature = "bridge")]
+            Kind::Zenoh => "zenoh",
+            #[cfg(feature = "bridge")]
+            Kind::HakoBridge => "hako-bridge",
         }
     }
 
@@ -268,6 +299,12 @@ impl Kind {
             return Err(format!(
                 "transport {name:?} is a peer library this build leaves out: build with \
                  `--features peers` (./scripts/bench does)"
+            ));
+        }
+        if BRIDGE_NAMES.contains(&name) {
+            return Err(format!(
+                "transport {name:?} needs Zenoh, which this build leaves out: build with \
+                 `--features bridge` (./scripts/bench does)"
             ));
         }
         Err(format!(
@@ -413,6 +450,16 @@ macro_rules! each {
                 let $t = &$self.shmipc;
                 $body
             }
+            #[cfg(feature = "bridge")]
+            Kind::Zenoh => {
+                let $t = &$self.zenoh;
+                $body
+            }
+            #[cfg(feature = "bridge")]
+            Kind::HakoBridge => {
+                let $t = &$self.hako_bridge;
+                $body
+            }
         }
     };
 }
@@ -445,6 +492,10 @@ pub struct Transports {
     iceoryx2_reqres: Iceoryx2ReqRes,
     #[cfg(feature = "peers")]
     shmipc: Shmipc,
+    #[cfg(feature = "bridge")]
+    zenoh: PlainZenoh,
+    #[cfg(feature = "bridge")]
+    hako_bridge: HakoBridge,
 }
 
 impl Transports {
@@ -491,6 +542,10 @@ impl Transports {
             iceoryx2_reqres: Iceoryx2ReqRes,
             #[cfg(feature = "peers")]
             shmipc: Shmipc,
+            #[cfg(feature = "bridge")]
+            zenoh: PlainZenoh,
+            #[cfg(feature = "bridge")]
+            hako_bridge: HakoBridge,
         }
     }
 
@@ -513,43 +568,5 @@ impl Transports {
 impl Default for Transports {
     fn default() -> Self {
         Self::new(HakoPubSub::default())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_match_the_transports() {
-        let t = Transports::default();
-        for &k in Kind::ALL {
-            assert_eq!(t.get(k).row_name(), k.name());
-            assert_eq!(Kind::parse(k.name()), Ok(k));
-        }
-        let follower: Vec<&str> = t.for_follower().iter().map(|t| t.dyn_name()).collect();
-        let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
-        assert_eq!(follower, names);
-        for &k in Kind::SUITE.iter().chain(Kind::REQRES).chain(Kind::ASYNC) {
-            assert!(Kind::ALL.contains(&k));
-        }
-    }
-
-    #[test]
-    fn lists_parse_and_bad_names_are_refused() {
-        assert_eq!(
-            Kind::parse_list("hako, futex,hako"),
-            Ok(vec![Kind::Hako, Kind::Futex])
-        );
-        let e = Kind::parse_list("hako,carrier-pigeon").unwrap_err();
-        assert!(e.contains("unknown transport \"carrier-pigeon\""), "{e}");
-        assert!(e.contains("hako-park"), "{e}");
-        assert!(Kind::parse_list("").is_err());
-        assert_eq!(Kind::parse_list(Kind::DEFAULT_LIST).unwrap(), Kind::DEFAULT);
-        #[cfg(not(feature = "peers"))]
-        {
-            let e = Kind::parse("iceoryx2").unwrap_err();
-            assert!(e.contains("--features peers"), "{e}");
-        }
     }
 }

@@ -5,6 +5,8 @@
 //! benchmark, and keeps requests in flight through the request/response
 //! transports. With the `peers` feature this covers iceoryx2 and shmipc too. Sequence tags at both ends of
 //! every message make a lost, reordered or truncated message fail the row.
+//! The transports of the `bridge` feature, which start Zenoh sessions and
+//! `hako-bridge` processes, have a test of their own (tests/bridge.rs).
 //! Asserts behaviour only, never speed; a watchdog turns a hang into a
 //! failure.
 
@@ -17,7 +19,7 @@ use hako_bench::cpu;
 use hako_bench::harness::{OneWay, Session, SessionConfig};
 use hako_bench::kernel::msgsize_max;
 use hako_bench::rundir::RunDir;
-use hako_bench::select::{Kind, Transports};
+use hako_bench::select::{Kind, Transports, BRIDGE_NAMES};
 use hako_bench::transport::{Pattern, PayloadMode};
 
 /// Aborts the test process if the test that made it is still running after
@@ -99,6 +101,16 @@ fn in_session(tag: &str, one_cpu: bool, body: impl FnOnce(&mut Session)) {
     }
 }
 
+/// Every transport of this build but those of the bridge rows (see the
+/// module's documentation).
+fn all_but_bridge() -> Vec<Kind> {
+    Kind::ALL
+        .iter()
+        .copied()
+        .filter(|k| !BRIDGE_NAMES.contains(&k.name()))
+        .collect()
+}
+
 /// Sessions running now in this process.
 static ACTIVE: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
 
@@ -163,7 +175,7 @@ fn every_transport_round_trips_across_cpus() {
     let _watchdog = watchdog("every_transport_round_trips_across_cpus");
     // Two CPUs if there are two; otherwise both on one (still correct).
     in_session("cross", false, |s| {
-        round_trips(s, Kind::ALL, &[1, 64, 4096, 1 << 20]);
+        round_trips(s, &all_but_bridge(), &[1, 64, 4096, 1 << 20]);
     });
 }
 
@@ -171,7 +183,7 @@ fn every_transport_round_trips_across_cpus() {
 fn every_transport_streams_and_fans_out() {
     let _watchdog = watchdog("every_transport_streams_and_fans_out");
     in_session("oneway", false, |s| {
-        one_way(s, Kind::ALL, &[1, 4096, 1 << 20]);
+        one_way(s, &all_but_bridge(), &[1, 4096, 1 << 20]);
     });
     // The floors measure ping-pong only, and say so.
     let all = Transports::default();
@@ -224,7 +236,7 @@ fn request_response_transports_keep_requests_in_flight() {
     let all = Transports::default();
     let mut ran = Vec::new();
     in_session("reqres", false, |s| {
-        for &kind in Kind::ALL {
+        for kind in all_but_bridge() {
             let t = all.get(kind);
             for size in [1, 64, 1024, 64 << 10] {
                 for depth in [1, 16, 64] {
@@ -307,7 +319,7 @@ fn mq_skips_sizes_above_the_kernel_limit() {
         }
         None => assert!(mq.row_skip_reason(1 << 20, Pattern::PingPong).is_none()),
     }
-    for &k in Kind::ALL.iter().filter(|&&k| k != Kind::Mq) {
+    for k in all_but_bridge().into_iter().filter(|&k| k != Kind::Mq) {
         assert!(
             all.get(k)
                 .row_skip_reason(4 << 20, Pattern::PingPong)
