@@ -73,7 +73,8 @@
 //! * [`stream`] — one-way and request/response rate rows, measured in
 //!   rounds and compared run by run.
 //! * [`suite`] — the whole comparison: every pattern, mode, size and
-//!   transport in one session; one-way rows fitted to a time budget.
+//!   transport in one session; one-way rows fitted to a time budget;
+//!   [`progress`] — its steps, for the progress bar.
 //! * [`memory`] — writing and reading a payload once in one process.
 //! * [`footprint`] — bytes of shared memory one publisher and one
 //!   subscriber map, by the subscribers their service allows (hako, and
@@ -110,6 +111,7 @@ pub mod kernel;
 pub mod memory;
 #[cfg(feature = "peers")]
 pub mod peers;
+pub mod progress;
 pub mod reference;
 pub mod report;
 pub mod rundir;

@@ -9,7 +9,7 @@
 //! 1. the memory figures at each size ([`crate::memory`]), in the leader
 //!    (one CPU, and two threads on the leader's and the followers' CPUs),
 //!    just before and after each full-mode ping-pong row (or first of all
-//!    when no ping-pong is measured);
+//!    when no ping-pong is measured, unless only the bridge rows are);
 //! 2. **ping-pong**, per payload mode and size: all transports together in
 //!    blocks between floor probes ([`blocks::measure_row`]), so their ratios
 //!    to the floor and to each other come from the same stretches of time;
@@ -32,6 +32,11 @@
 //!    at [`SuiteConfig::async_sizes`], then with each of
 //!    [`SuiteConfig::async_depths`] in flight at
 //!    [`SuiteConfig::async_in_flight_sizes`].
+//! 6. **bridge**, round trips only, as request/response's, through
+//!    [`SuiteConfig::bridge`] (plain Zenoh, and hako through two
+//!    `hako-bridge` processes) at [`SuiteConfig::bridge_sizes`], in blocks
+//!    of [`SuiteConfig::bridge_plan`]; in a build without the `bridge`
+//!    feature the group is a note ([`SuiteResult::bridge_note`]).
 //!
 //! Transports that cannot carry a size (POSIX message queues above
 //! `msgsize_max`) or a pattern (the floors are ping-pong only) are listed
@@ -47,6 +52,8 @@ use crate::cpu;
 use crate::footprint::{self, FootprintReport};
 use crate::harness::{OneWayResult, RunRow, Session, SessionConfig, Stats};
 use crate::memory;
+pub use crate::progress::Progress;
+pub(crate) use crate::progress::Steps;
 use crate::select::{Kind, Transports};
 use crate::stream::measure_one_way;
 use crate::transport::{Pattern, PayloadMode, Waiting};
@@ -126,7 +133,19 @@ pub struct SuiteConfig {
     pub async_in_flight_sizes: Vec<usize>,
     /// Subscriber counts of the memory footprint (none: not measured).
     pub footprint: Vec<u32>,
+    /// Transports of the bridge rows, in table order.
+    pub bridge: Vec<Kind>,
+    /// Message sizes of the bridge rows.
+    pub bridge_sizes: Vec<usize>,
+    /// Blocks of the bridge rows: longer than ping-pong's, whose round
+    /// trips are a thousand times shorter.
+    pub bridge_plan: Plan,
 }
+
+/// Why the bridge rows are not measured by a build without the `bridge`
+/// feature.
+pub const BRIDGE_LEFT_OUT: &str = "this hako-bench was built without the `bridge` feature (no \
+     Zenoh): build it with `--features bridge` (./scripts/bench does)";
 
 /// One ping-pong row: all transports at one size and payload mode.
 #[derive(Debug, Clone, PartialEq)]
@@ -232,6 +251,10 @@ pub struct SuiteResult {
     /// Async request/response rates, with [`SuiteConfig::async_depths`]
     /// in flight.
     pub async_in_flight: Vec<OneWayRow>,
+    /// Round trips through two bridges and through plain Zenoh.
+    pub bridge: Vec<PingPongRow>,
+    /// Why the bridge rows asked for were not measured, if they were not.
+    pub bridge_note: Option<String>,
 }
 
 /// Whether a floor probe of `median_ns` shows the VM's low or high level.
@@ -242,56 +265,6 @@ pub fn floor_level(median_ns: u64) -> &'static str {
         "low"
     } else {
         "high"
-    }
-}
-
-/// A step of the run, for a progress bar.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Progress {
-    /// Steps done.
-    pub done: u64,
-    /// Steps in all.
-    pub total: u64,
-    /// What runs now.
-    pub what: String,
-}
-
-/// The run's progress: steps finished out of all, and what runs now.
-/// Reports go to a callback (the `hako bench` progress bar); the count
-/// only grows and never passes the total.
-pub(crate) struct Steps<'a> {
-    done: u64,
-    total: u64,
-    progress: &'a mut dyn FnMut(Progress),
-}
-
-impl<'a> Steps<'a> {
-    fn new(total: u64, progress: &'a mut dyn FnMut(Progress)) -> Self {
-        Self {
-            done: 0,
-            total,
-            progress,
-        }
-    }
-
-    /// Reports that `what` runs now.
-    pub(crate) fn show(&mut self, what: String) {
-        (self.progress)(Progress {
-            done: self.done,
-            total: self.total,
-            what,
-        });
-    }
-
-    /// Counts `n` more steps as finished.
-    pub(crate) fn finish(&mut self, n: u64) {
-        self.done = (self.done + n).min(self.total);
-    }
-
-    /// Reports the end of the run.
-    fn done(&mut self) {
-        self.done = self.total;
-        self.show("done".into());
     }
 }
 
@@ -325,11 +298,14 @@ impl SuiteConfig {
         let async_rates = (self.async_in_flight_sizes.len()
             * self.async_depths.len()
             * self.payloads.len()) as u64;
+        let (bridge, _) = self.split(&self.bridge);
+        let bridge_groups = (self.bridge_sizes.len() * self.payloads.len()) as u64;
         groups
             * (n(Pattern::PingPong)
                 + kinds.len() as u64 * (n(Pattern::Throughput) + n(Pattern::FanOut)))
             + n(Pattern::RequestResponse) * (groups + rates * reqres.len() as u64)
             + n(Pattern::Async) * (async_groups + async_rates * asynch.len() as u64)
+            + n(Pattern::Bridge) * u64::from(!bridge.is_empty()) * bridge_groups
     }
 }
 
@@ -338,14 +314,20 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
     let (kinds, mut left_out) = cfg.split(&cfg.transports);
     let (reqres_kinds, reqres_left_out) = cfg.split(&cfg.reqres);
     let (async_kinds, async_left_out) = cfg.split(&cfg.asynch);
-    for name in reqres_left_out.into_iter().chain(async_left_out) {
+    let (bridge_kinds, bridge_left_out) = cfg.split(&cfg.bridge);
+    for name in reqres_left_out
+        .into_iter()
+        .chain(async_left_out)
+        .chain(bridge_left_out)
+    {
         if !left_out.contains(&name) {
             left_out.push(name);
         }
     }
     let reqres = cfg.patterns.contains(&Pattern::RequestResponse) && !reqres_kinds.is_empty();
     let asynch = cfg.patterns.contains(&Pattern::Async) && !async_kinds.is_empty();
-    if kinds.is_empty() && !reqres && !asynch {
+    let bridge = cfg.patterns.contains(&Pattern::Bridge) && !bridge_kinds.is_empty();
+    if kinds.is_empty() && !reqres && !asynch && !bridge {
         return Err(
             "nothing to measure: every transport given busy-polls, and both processes \
                     are on one CPU"
@@ -375,6 +357,8 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
         clock_ns: crate::harness::clock_cost_ns(),
         probe: probe.row_name(),
         left_out,
+        bridge_note: (cfg.patterns.contains(&Pattern::Bridge) && Kind::BRIDGE.is_empty())
+            .then(|| BRIDGE_LEFT_OUT.to_owned()),
         ..SuiteResult::default()
     };
     let mut steps = Steps::new(cfg.steps(), progress);
@@ -384,7 +368,9 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
     }
 
     let ping_pong = cfg.patterns.contains(&Pattern::PingPong);
-    if cfg.payloads.contains(&PayloadMode::Full) && !ping_pong {
+    // The bridge rows alone have no use for it.
+    let not_only_bridge = cfg.patterns.iter().any(|&p| p != Pattern::Bridge);
+    if cfg.payloads.contains(&PayloadMode::Full) && !ping_pong && not_only_bridge {
         for &size in &cfg.sizes {
             result.memory.push(memory_figure(cfg, size)?);
         }
@@ -453,6 +439,7 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
             sizes: &cfg.sizes,
             rate_sizes: &cfg.in_flight_sizes,
             depths: &cfg.depths,
+            plan: &cfg.plan,
         };
         (result.request_response, result.in_flight) =
             measure_reqres(cfg, &mut session, probe, &rows, &group, &mut steps)?;
@@ -464,9 +451,21 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
             sizes: &cfg.async_sizes,
             rate_sizes: &cfg.async_in_flight_sizes,
             depths: &cfg.async_depths,
+            plan: &cfg.plan,
         };
         (result.async_round_trip, result.async_in_flight) =
             measure_reqres(cfg, &mut session, probe, &rows, &group, &mut steps)?;
+    }
+    if bridge {
+        let rows: Vec<&dyn RunRow> = bridge_kinds.iter().map(|&k| cfg.all.get(k)).collect();
+        let group = ReqResGroup {
+            what: "bridge",
+            sizes: &cfg.bridge_sizes,
+            rate_sizes: &[],
+            depths: &[],
+            plan: &cfg.bridge_plan,
+        };
+        (result.bridge, _) = measure_reqres(cfg, &mut session, probe, &rows, &group, &mut steps)?;
     }
     steps.done();
     session.finish()?;
@@ -474,12 +473,14 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
 }
 
 /// A group of request/response rows: its name in the progress bar, the
-/// sizes of its round trips, and the sizes and depths of its rates.
+/// sizes of its round trips, the sizes and depths of its rates, and the
+/// blocks of its round trips.
 struct ReqResGroup<'a> {
     what: &'static str,
     sizes: &'a [usize],
     rate_sizes: &'a [usize],
     depths: &'a [u32],
+    plan: &'a Plan,
 }
 
 /// A group's request/response rows: round trips of one request at a time
@@ -501,7 +502,7 @@ fn measure_reqres(
                 payload.name(),
                 crate::report::format_size(size)
             ));
-            let row = blocks::measure_row(session, probe, rows, size, payload, &cfg.plan)?;
+            let row = blocks::measure_row(session, probe, rows, size, payload, group.plan)?;
             round_trips.push(PingPongRow { payload, row });
             steps.finish(1);
         }
@@ -567,24 +568,5 @@ mod tests {
         assert_eq!(plan.messages_for(1 << 20, 4_000_000), 250);
         assert_eq!(floor_level(130), "low");
         assert_eq!(floor_level(420), "high");
-    }
-
-    #[test]
-    fn progress_counts_finished_steps_and_never_passes_the_total() {
-        let mut seen = Vec::new();
-        let mut hear = |p: Progress| seen.push((p.done, p.total, p.what));
-        let mut steps = Steps::new(3, &mut hear);
-        steps.show("a".into());
-        steps.finish(1);
-        steps.show("b".into());
-        steps.show("b, round 2".into());
-        steps.finish(5);
-        steps.show("c".into());
-        steps.done();
-        let want = [(0, "a"), (1, "b"), (1, "b, round 2"), (3, "c"), (3, "done")];
-        assert_eq!(seen.len(), want.len());
-        for ((done, total, what), (d, w)) in seen.iter().zip(want) {
-            assert_eq!((*done, *total, what.as_str()), (d, 3, w));
-        }
     }
 }

@@ -65,19 +65,24 @@ pub enum Pattern {
     /// their blocking counterparts: a group of the suite, whose rows run
     /// as [`Pattern::RequestResponse`].
     Async,
+    /// hako through two `hako-bridge` processes against plain Zenoh (the
+    /// `bridge` feature): a group of the suite, whose rows run as
+    /// [`Pattern::PingPong`].
+    Bridge,
 }
 
 impl Pattern {
     /// Every pattern.
-    pub const ALL: [Pattern; 5] = [
+    pub const ALL: [Pattern; 6] = [
         Pattern::PingPong,
         Pattern::Throughput,
         Pattern::FanOut,
         Pattern::RequestResponse,
         Pattern::Async,
+        Pattern::Bridge,
     ];
 
-    /// `pingpong`, `throughput`, `fanout`, `reqres`, `async`.
+    /// `pingpong`, `throughput`, `fanout`, `reqres`, `async`, `bridge`.
     pub fn name(self) -> &'static str {
         match self {
             Pattern::PingPong => "pingpong",
@@ -85,6 +90,7 @@ impl Pattern {
             Pattern::FanOut => "fanout",
             Pattern::RequestResponse => "reqres",
             Pattern::Async => "async",
+            Pattern::Bridge => "bridge",
         }
     }
 
@@ -96,7 +102,8 @@ impl Pattern {
             .find(|p| p.name() == name)
             .ok_or_else(|| {
                 format!(
-                    "unknown pattern {name:?}; known: pingpong, throughput, fanout, reqres, async"
+                    "unknown pattern {name:?}; known: pingpong, throughput, fanout, reqres, async, \
+                     bridge"
                 )
             })
     }

@@ -106,11 +106,9 @@ pub(super) fn one_way_json(result: &SuiteResult) -> Vec<Value> {
         .collect()
 }
 
-/// Every figure, the settings and the machine.
-pub fn json(result: &SuiteResult, info: &RunInfo) -> Value {
-    let ping_pong: Vec<Value> = result
-        .ping_pong
-        .iter()
+/// Round-trip rows as the JSON's `ping_pong` array holds them.
+pub(super) fn round_trip_rows(rows: &[PingPongRow]) -> Vec<Value> {
+    rows.iter()
         .map(|PingPongRow { payload, row }| {
             let transports: Vec<Value> = row
                 .transports
@@ -144,7 +142,12 @@ pub fn json(result: &SuiteResult, info: &RunInfo) -> Value {
                 "skipped": skipped,
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Every figure, the settings and the machine.
+pub fn json(result: &SuiteResult, info: &RunInfo) -> Value {
+    let ping_pong = round_trip_rows(&result.ping_pong);
     let one_way = one_way_json(result);
     let memory: Vec<Value> = result
         .memory
@@ -174,6 +177,8 @@ pub fn json(result: &SuiteResult, info: &RunInfo) -> Value {
             "one_way_block_ms": info.stream.budget.as_millis() as u64,
             "min_messages": info.stream.min_messages,
             "fanout": info.fanout,
+            "bridge_blocks": info.bridge_plan.blocks,
+            "bridge_block_ms": info.bridge_plan.budget.as_millis() as u64,
         },
         "clock_read_ns": result.clock_ns,
         "probe_transport": result.probe,
@@ -185,6 +190,7 @@ pub fn json(result: &SuiteResult, info: &RunInfo) -> Value {
         "one_way": one_way,
         "request_response": super::reqres::json(result),
         "async": super::asynch::json(result),
+        "bridge": super::bridge::json(result),
         "summary": super::output::all_lines(result).into_iter().filter(|l| !l.starts_with("goal: ")).collect::<Vec<_>>(),
         "goals": super::output::all_lines(result).into_iter().filter(|l| l.starts_with("goal: ")).collect::<Vec<_>>(),
     })

@@ -12,6 +12,7 @@
 //! outright (SIGKILL) are removed by the next run.
 
 pub mod asynch;
+pub mod bridge;
 pub mod footprint;
 pub mod json;
 pub mod output;
@@ -77,9 +78,9 @@ cannot carry a size given is an error. See the README for what each column means
 pub struct BenchArgs {
     /// Transports, in table order: hako, hako-spin-park, hako-park,
     /// hako-spin, iceoryx2, shmipc, floor, futex, pipe, fifo, unix, tcp, mq,
-    /// reference (and the request/response and async ones) [default: all
-    /// but hako-park, hako-spin and those of the request/response
-    /// and async rows].
+    /// reference (and the request/response, async and bridge ones)
+    /// [default: all but hako-park, hako-spin and those of the
+    /// request/response, async and bridge rows].
     #[arg(long, value_delimiter = ',', value_parser = Kind::parse)]
     pub transports: Option<Vec<Kind>>,
     /// Message sizes (e.g. 64,1K,4KiB,1M) [default: 64,1K,4K,64K,1M,4M;
@@ -91,9 +92,11 @@ pub struct BenchArgs {
     /// round trips, and requests per second with --in-flight requests in
     /// flight), async (request/response under tokio, with --async-in-flight
     /// requests in flight, against tokio's sockets and hako's blocking
-    /// calls).
+    /// calls), bridge (a round trip through two hako-bridge processes over
+    /// Zenoh against plain Zenoh; needs a build with the `bridge` feature
+    /// and the hako-bridge program).
     #[arg(long, value_delimiter = ',', value_parser = Pattern::parse,
-          default_value = "pingpong,throughput,fanout,reqres,async")]
+          default_value = "pingpong,throughput,fanout,reqres,async,bridge")]
     pub patterns: Vec<Pattern>,
     /// Transports of the request/response rows, in table order [default:
     /// hako-reqres, hako (pub/sub ping-pong, the reference),
@@ -125,6 +128,13 @@ pub struct BenchArgs {
     /// Message sizes of the async rate rows.
     #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "64")]
     pub async_in_flight_sizes: Vec<usize>,
+    /// Transports of the bridge rows, in table order [default: zenoh,
+    /// hako-bridge].
+    #[arg(long, value_delimiter = ',', value_parser = Kind::parse)]
+    pub bridge_transports: Option<Vec<Kind>>,
+    /// Message sizes of the bridge rows.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "64,1M")]
+    pub bridge_sizes: Vec<usize>,
     /// Counts of allowed subscribers of the memory-footprint table: for a
     /// u64 service allowing that many subscribers (and one publisher), the
     /// bytes one publisher and one subscriber map, hako's and iceoryx2's.
@@ -151,12 +161,13 @@ pub struct BenchArgs {
     #[arg(long)]
     pub warmup: Option<u64>,
     /// Blocks per row: ping-pong blocks between floor probes [default: 4;
-    /// --quick: 2], and one-way rounds, each running every transport once
-    /// (at most 3).
+    /// --quick: 2; bridge rows: 4], and one-way rounds, each running every
+    /// transport once (at most 3).
     #[arg(long)]
     pub blocks: Option<u32>,
     /// Time per block and transport that the round trips or messages are
-    /// fitted to, in ms [default: 12; --quick: 3].
+    /// fitted to, in ms [default: 12; --quick: 3; bridge rows: 50 times
+    /// it].
     #[arg(long)]
     pub block_ms: Option<u64>,
     /// Fewest messages per one-way run at sizes up to 1 MiB (fewer above,
@@ -204,6 +215,8 @@ pub struct RunInfo {
     pub follower_cpu: Option<usize>,
     /// The suite's settings.
     pub plan: Plan,
+    /// The bridge rows' blocks.
+    pub bridge_plan: Plan,
     /// One-way settings.
     pub stream: StreamPlan,
     /// Fan-out receivers.
@@ -263,11 +276,14 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
     );
     let async_in_flight_sizes = dedup(args.async_in_flight_sizes.clone());
     let async_depths = dedup_copy(&args.async_in_flight);
+    let bridge = dedup_copy(args.bridge_transports.as_deref().unwrap_or(Kind::BRIDGE));
+    let bridge_sizes = dedup(args.bridge_sizes.clone());
     if let Some(&big) = sizes
         .iter()
         .chain(&in_flight_sizes)
         .chain(&async_sizes)
         .chain(&async_in_flight_sizes)
+        .chain(&bridge_sizes)
         .find(|&&s| s > MAX_SIZE)
     {
         return Err(format!(
@@ -291,6 +307,12 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
                 .iter()
                 .flatten()
                 .map(|k| (k, &async_sizes)),
+        )
+        .chain(
+            args.bridge_transports
+                .iter()
+                .flatten()
+                .map(|k| (k, &bridge_sizes)),
         );
     for (&k, sizes) in named {
         for &size in sizes {
@@ -320,6 +342,17 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
         budget,
         probe,
         probe_warmup: probe / 5,
+    };
+    // A round trip through Zenoh takes a hundred µs to milliseconds, a
+    // thousand times a busy-polled one, and a hako-bridge block spends half
+    // a second starting its bridges anyway: blocks of 50 times the time,
+    // so that each holds enough round trips for a median, and at least 4
+    // of them unless told (two blocks of these rows gave ratios that moved
+    // by 0.2x from run to run).
+    let bridge_plan = Plan {
+        budget: budget * 50,
+        blocks: args.blocks.unwrap_or(4).max(1),
+        ..plan
     };
     let stream = StreamPlan {
         // One-way runs are long and steadier than single round trips.
@@ -369,6 +402,9 @@ fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
             } else {
                 dedup_copy(&args.footprint)
             },
+            bridge,
+            bridge_sizes,
+            bridge_plan,
         },
         args.pinning,
     ))
@@ -447,6 +483,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         leader_cpu: cfg.leader_cpu,
         follower_cpu: cfg.follower_cpu,
         plan: cfg.plan,
+        bridge_plan: cfg.bridge_plan,
         stream: cfg.stream,
         fanout: cfg.fanout,
         wall: start.elapsed(),

@@ -205,6 +205,14 @@ fn header(result: &SuiteResult, info: &RunInfo) -> String {
         info.plan.budget.as_millis(),
         result.clock_ns
     );
+    if !result.bridge.is_empty() {
+        let _ = writeln!(
+            s,
+            "bridge rows: {} blocks of about {} ms each per transport",
+            info.bridge_plan.blocks,
+            info.bridge_plan.budget.as_millis()
+        );
+    }
     if !result.left_out.is_empty() {
         let _ = writeln!(
             s,
@@ -234,9 +242,11 @@ pub fn all_lines(result: &SuiteResult) -> Vec<String> {
     let mut lines = summary(result);
     lines.extend(reqres::summary(result));
     lines.extend(super::asynch::summary(result));
+    lines.extend(super::bridge::summary(result));
     lines.extend(goals(result));
     lines.extend(reqres::goals(result));
     lines.extend(super::asynch::goals(result));
+    lines.extend(super::bridge::goals(result));
     lines
 }
 
@@ -252,6 +262,7 @@ fn tables(result: &SuiteResult) -> Vec<Table> {
     }
     t.extend(reqres::tables(result));
     t.extend(super::asynch::tables(result));
+    t.extend(super::bridge::tables(result));
     if !result.memory.is_empty() {
         t.push(memory_table(result));
     }

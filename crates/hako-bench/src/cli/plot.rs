@@ -1,7 +1,7 @@
 //! `--plot FILE.svg`: round-trip latency against payload size, log–log.
 //!
 //! One panel per pattern (ping-pong, request/response one request at a
-//! time, and the same under tokio) and payload mode (touch, full) that ran, patterns in rows and
+//! time, the same under tokio, and through the Zenoh bridge) and payload mode (touch, full) that ran, patterns in rows and
 //! modes in columns, one line per transport: the median round trip at each
 //! size. Drawn with plotters'
 //! SVG backend only, so no font or image library of the system is needed:
@@ -47,6 +47,7 @@ pub fn latency_svg(result: &SuiteResult, path: &Path) -> Result<()> {
         ("ping-pong", result.ping_pong.as_slice()),
         ("request/response", result.request_response.as_slice()),
         ("async (tokio)", result.async_round_trip.as_slice()),
+        ("bridge (Zenoh)", result.bridge.as_slice()),
     ]
     .into_iter()
     .filter(|(_, rows)| !rows.is_empty())
@@ -60,7 +61,7 @@ pub fn latency_svg(result: &SuiteResult, path: &Path) -> Result<()> {
         })
         .collect();
     if modes.is_empty() {
-        return Err("--plot needs the pingpong, reqres or async pattern".into());
+        return Err("--plot needs the pingpong, reqres, async or bridge pattern".into());
     }
     let width = 720 * modes.len() as u32;
     let height = 540 * patterns.len() as u32;
