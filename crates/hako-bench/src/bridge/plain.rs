@@ -24,6 +24,13 @@
 //!   where it lies, in the pieces it arrived in ([`check_zbytes`]): Zenoh
 //!   copies a message into its batches and out of them, nothing more.
 //!
+//! Answering inside the subscriber's callback, on Zenoh's own thread, as
+//! Zenoh's `z_pong` example does, instead of on the follower's thread,
+//! changed nothing measurable here (three alternating pairs of runs: 117-143
+//! µs at 64 B and 1 267-1 316 µs at 1 MiB either way), so the follower
+//! keeps the shape of every other transport's: a loop that takes a message
+//! and answers it.
+//!
 //! Zenoh's session configuration is its default otherwise (as the bridges
 //! run it): the comparison is of the bridge against what it is built on.
 
