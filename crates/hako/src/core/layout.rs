@@ -340,6 +340,10 @@ pub const PORT_SLOT_SIZE: u64 = 64;
 /// [`PortSlot::flags`]: the publisher is gone; its segment stays until every
 /// subscriber with queued samples has mapped it.
 pub const PORT_RETIRED: u64 = 1;
+/// [`PortSlot::flags`] of a subscriber: it takes no samples from publishers
+/// of its own node, and they queue none for it (a relay's, see
+/// `SubscriberBuilder::skip_own_node`).
+pub const PORT_SKIP_OWN_NODE: u64 = 2;
 #[cfg(not(loom))]
 const _: () = {
     assert!(offset_of!(PortSlot, port_id) == 0);

@@ -60,6 +60,7 @@ pub struct SubscriberBuilder<T: Payload + ?Sized> {
     settings: Arc<PubSubSettings>,
     strategy: WaitStrategy,
     end_when_gone: bool,
+    skip_own_node: bool,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
@@ -78,6 +79,7 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             settings,
             strategy: WaitStrategy::default(),
             end_when_gone: false,
+            skip_own_node: false,
             _t: PhantomData,
         }
     }
@@ -164,6 +166,39 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
         self
     }
 
+    /// Whether the subscriber leaves out the publishers of its own node
+    /// (default: false, it takes every publisher's samples). They do not
+    /// queue samples for it, so it is not woken for them nor holds their
+    /// chunks. For a relay that republishes what it receives elsewhere and
+    /// publishes here what came from elsewhere, as the bridge to other
+    /// hosts does: its subscriber then never sees its own publisher's
+    /// samples.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-skip-own", std::process::id())));
+    /// # let cfg = hako::Config::default().with_root(&root.0);
+    /// let relay = hako::NodeBuilder::new().config(&cfg).create()?;
+    /// let program = hako::NodeBuilder::new().config(&cfg).create()?;
+    /// let name = "Doc/Relay".try_into()?;
+    /// let here = relay.service_builder(&name).publish_subscribe::<u64>().open_or_create()?;
+    /// let outgoing = here.subscriber_builder().skip_own_node(true).create()?;
+    /// let incoming = here.publisher_builder().create()?;
+    /// let theirs = program.service_builder(&name).publish_subscribe::<u64>().open()?;
+    /// let publisher = theirs.publisher_builder().create()?;
+    /// incoming.send_copy(1)?; // from elsewhere: not for `outgoing`
+    /// publisher.send_copy(2)?;
+    /// assert_eq!(outgoing.receive()?.map(|s| *s), Some(2));
+    /// assert!(outgoing.receive()?.is_none());
+    /// # Ok(()) }
+    /// ```
+    pub fn skip_own_node(mut self, skip: bool) -> Self {
+        self.skip_own_node = skip;
+        self
+    }
+
     /// Creates the subscriber and registers it with the service. Publishers
     /// connect it on their next send (and hand it their history then).
     pub fn create(self) -> Result<Subscriber<T>, SubscriberCreateError> {
@@ -180,6 +215,7 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             tagged: false,
             strategy: self.strategy,
             end_when_gone: self.end_when_gone,
+            skip_own_node: self.skip_own_node,
             own: PortKind::Subscriber,
             peers: PortKind::Publisher,
             shared: None,

@@ -269,6 +269,7 @@ fn response_queue(
         strategy: wait,
         // Their patterns judge peers gone themselves.
         end_when_gone: false,
+        skip_own_node: false,
         own: PortKind::Publisher,
         peers: PortKind::Subscriber,
         shared: None,

@@ -158,6 +158,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             strategy: self.wait,
             // Their patterns judge peers gone themselves.
             end_when_gone: false,
+            skip_own_node: false,
             own: PortKind::Subscriber,
             peers: PortKind::Publisher,
             shared: None,

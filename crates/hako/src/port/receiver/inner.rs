@@ -13,6 +13,7 @@ use super::conn::Registration;
 use super::sample::RawSample;
 use super::settings::{ReceiveError, ReceiverSettings};
 use super::state::{PublisherChanges, SubState};
+use crate::core::layout::PORT_SKIP_OWN_NODE;
 use crate::domain::nodefile::{new_id, node_is_alive};
 use crate::domain::service::error::{io_err, ServiceError};
 use crate::domain::service::inner::{NewPort, ServiceInner};
@@ -71,7 +72,15 @@ impl Receiver {
                     chunk_count: 0,
                     limit: settings.max_receivers as usize,
                 };
-                match svc.register(entry, |_| {}, |_| {}) {
+                let mark = |i: usize| {
+                    if settings.skip_own_node {
+                        // Relaxed: published by the Release store of port_id.
+                        svc.port_slot(settings.own, i)
+                            .flags
+                            .store(PORT_SKIP_OWN_NODE, Ordering::Relaxed);
+                    }
+                };
+                match svc.register(entry, |_| {}, mark) {
                     Ok(Some(i)) => i,
                     other => {
                         let _ = std::fs::remove_file(&fifo_path);

@@ -92,6 +92,9 @@ pub(crate) struct ReceiverSettings {
     /// A wait ends with [`ReceiveError::PublishersGone`] once every sender
     /// it saw is gone (else it waits on for new ones).
     pub end_when_gone: bool,
+    /// Takes nothing from senders of its own node (and marks its entry so
+    /// that they send it nothing).
+    pub skip_own_node: bool,
     /// The table of the receiver's own entry, and the table whose entries
     /// send to it (subscribers: the second, publishers: the first).
     pub own: PortKind,

@@ -145,6 +145,12 @@ impl SubState {
             if pid == 0 {
                 continue;
             }
+            // Relaxed: node_id is published by the Acquire load of port_id.
+            if reg.settings.skip_own_node
+                && svc.port_slot(peers, i).node_id.load(Ordering::Relaxed) == svc.node.id
+            {
+                continue;
+            }
             present.push(pid);
             // Once per publisher: a connection to it, draining or not, is
             // never opened twice (its ring has one reader).

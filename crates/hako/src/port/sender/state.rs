@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use super::conn::{ConnState, FillClock};
 use super::params::SenderParams;
 use super::settings::LoanError;
-use crate::core::layout::PubCounters;
+use crate::core::layout::{PubCounters, PORT_SKIP_OWN_NODE};
 use crate::core::park::full_barrier;
 use crate::core::pool::ChunkBook;
 use crate::core::ring::{Push, Tag, NO_TAG};
@@ -128,11 +128,18 @@ impl SenderState {
         let gen = svc.generation();
         self.seen_generation = gen;
         for j in 0..self.conns.len() {
+            let slot = svc.port_slot(p.peers, j);
             // ORDERING: Acquire; pairs with the Release store in register().
-            let pid = svc
-                .port_slot(p.peers, j)
-                .port_id
-                .load(Ordering::Acquire);
+            let mut pid = slot.port_id.load(Ordering::Acquire);
+            // A receiver of this node that leaves out its own node's
+            // senders is served as no receiver at all. Relaxed (both):
+            // published by the Acquire load of port_id.
+            if pid != 0
+                && slot.flags.load(Ordering::Relaxed) == PORT_SKIP_OWN_NODE
+                && slot.node_id.load(Ordering::Relaxed) == svc.node.id
+            {
+                pid = 0;
+            }
             if pid == self.conns[j].sub_port {
                 continue;
             }
