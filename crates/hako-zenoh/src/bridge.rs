@@ -3,19 +3,19 @@
 //! scan interval for services that came or went here or elsewhere, and
 //! keeps a link for each.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hako::{Node, NodeBuilder, Pattern, ServiceName};
+use hako::{Node, NodeBuilder, Pattern, ServiceName, StaticDescription};
 use zenoh::Wait;
 
 use crate::discovery::{self, Discovery, LocalService, Selection};
 use crate::events::EventLink;
 use crate::keys::{DomainId, Keys, Roles};
-use crate::link::{Ctx, LinkError};
+use crate::link::{Ctx, LinkError, Refused};
 use crate::open::check_same;
 use crate::options::BridgeOptions;
 use crate::pubsub::PubSubLink;
@@ -36,6 +36,16 @@ enum Link {
     PubSub(#[allow(dead_code)] PubSubLink),
     Event(#[allow(dead_code)] EventLink),
     ReqRes(#[allow(dead_code)] ReqResLink),
+}
+
+/// A link, with the description it was made from and the domains whose
+/// copy of the service was checked against it (those that differ are
+/// refused: what they send is dropped).
+struct Linked {
+    link: Link,
+    desc: StaticDescription,
+    checked: BTreeSet<DomainId>,
+    refused: Refused,
 }
 
 /// Why a bridge could not run.
@@ -123,7 +133,7 @@ impl Bridge {
             &self.selection,
         )
         .map_err(BridgeError::Zenoh)?;
-        let mut links: HashMap<String, Link> = HashMap::new();
+        let mut links: HashMap<String, Linked> = HashMap::new();
         let mut failed: HashMap<String, (Instant, String)> = HashMap::new();
         while !stop.load(Ordering::Relaxed) {
             self.scan(&ctx, &mut discovery, &mut links, &mut failed);
@@ -170,20 +180,20 @@ impl Bridge {
         &self,
         ctx: &Ctx,
         discovery: &mut Discovery,
-        links: &mut HashMap<String, Link>,
+        links: &mut HashMap<String, Linked>,
         failed: &mut HashMap<String, (Instant, String)>,
     ) {
         let local = discovery::local_services(&self.options.hako, self.node.id(), &self.selection);
         discovery.announce(&ctx.session, &ctx.keys, self.domain, &local);
         let remote = discovery.remote_services();
         let wanted: Vec<&String> = local.keys().chain(remote.keys()).collect();
-        links.retain(|name, link| {
+        links.retain(|name, link: &mut Linked| {
             if !wanted.contains(&name) {
                 tracing::info!(service = %name, "no longer bridged: gone here and elsewhere");
                 return false;
             }
             // A request/response link follows where the servers are.
-            if let Link::ReqRes(l) = link {
+            if let Link::ReqRes(l) = &link.link {
                 let mode = reqres_mode(local.get(name), remote.get(name));
                 if l.mode != mode {
                     tracing::info!(service = %name, ?mode, "servers moved: bridging anew");
@@ -213,6 +223,40 @@ impl Bridge {
                 }
             }
         }
+        self.check_domains(ctx, links, &remote);
+    }
+
+    /// Checks every domain that has a linked service and was not checked
+    /// yet against the link's description; one that differs is refused.
+    fn check_domains(
+        &self,
+        ctx: &Ctx,
+        links: &mut HashMap<String, Linked>,
+        remote: &HashMap<String, BTreeMap<DomainId, Roles>>,
+    ) {
+        for (name, linked) in links.iter_mut() {
+            let Some(domains) = remote.get(name) else {
+                continue;
+            };
+            for &d in domains.keys() {
+                if linked.checked.contains(&d) {
+                    continue;
+                }
+                let timeout = self.options.query_timeout.min(Duration::from_secs(2));
+                match discovery::fetch_description(&ctx.session, &ctx.keys, d, name, timeout) {
+                    Ok(theirs) => {
+                        if let Err(e) = check_same(&linked.desc, &theirs, &d.to_string()) {
+                            tracing::warn!(service = %name, "not bridged with domain {d}: {e}");
+                            if let Ok(mut r) = linked.refused.write() {
+                                r.insert(d);
+                            }
+                        }
+                        linked.checked.insert(d);
+                    }
+                    Err(e) => tracing::debug!(service = %name, "cannot check domain {d} yet: {e}"),
+                }
+            }
+        }
     }
 
     /// Makes the link of service `name`: from its local description if it
@@ -224,7 +268,7 @@ impl Bridge {
         name: &str,
         local: Option<&LocalService>,
         domains: Option<&BTreeMap<DomainId, Roles>>,
-    ) -> Result<Link, LinkError> {
+    ) -> Result<Linked, LinkError> {
         let service = ServiceName::try_from(name)
             .map_err(|_| LinkError::Unsupported("not a valid service name"))?;
         let here = local
@@ -244,20 +288,28 @@ impl Bridge {
             )),
             None => None,
         };
+        let mut checked = BTreeSet::new();
         let (desc, create) = match (here, there) {
             (Some(h), Some((d, t))) => {
                 check_same(&h, &t, &d.to_string())?;
+                checked.insert(d);
                 (h, false)
             }
             (Some(h), None) => (h, false),
-            (None, Some((_, t))) => (t, true),
+            (None, Some((d, t))) => {
+                checked.insert(d);
+                (t, true)
+            }
             (None, None) => return Err(LinkError::Unsupported("the service is gone")),
         };
-        Ok(match &desc.pattern {
-            Pattern::PublishSubscribe { payload, qos } => {
-                Link::PubSub(PubSubLink::start(ctx, &service, payload, qos, create)?)
+        let refused = Refused::default();
+        let link = match &desc.pattern {
+            Pattern::PublishSubscribe { payload, qos } => Link::PubSub(PubSubLink::start(
+                ctx, &service, payload, qos, create, &refused,
+            )?),
+            Pattern::Event { qos } => {
+                Link::Event(EventLink::start(ctx, &service, qos, create, &refused)?)
             }
-            Pattern::Event { qos } => Link::Event(EventLink::start(ctx, &service, qos, create)?),
             Pattern::RequestResponse {
                 request,
                 response,
@@ -269,12 +321,19 @@ impl Bridge {
                 qos,
                 create,
                 reqres_mode(local, domains),
+                &refused,
             )?),
             _ => {
                 return Err(LinkError::Unsupported(
                     "a pattern this bridge does not know",
                 ))
             }
+        };
+        Ok(Linked {
+            link,
+            desc,
+            checked,
+            refused,
         })
     }
 }

@@ -20,7 +20,7 @@ use zenoh::sample::Locality;
 use zenoh::Wait;
 
 use crate::keys::{decode_event, encode_event};
-use crate::link::{Ctx, LinkError, POLL};
+use crate::link::{Ctx, LinkError, Refused, POLL};
 use crate::open;
 
 /// Most notifications one incoming message may ask for (a count beyond is
@@ -55,6 +55,7 @@ impl EventLink {
         name: &ServiceName,
         qos: &EventQos,
         create: bool,
+        refused: &Refused,
     ) -> Result<Self, LinkError> {
         let service = open::event(&ctx.node, name, qos, create)?;
         let notifier = service
@@ -80,11 +81,14 @@ impl EventLink {
             let own = own.clone();
             let notifier = Mutex::new(notifier);
             let name = name.as_str().to_owned();
+            let refused = refused.clone();
             ctx.session
                 .declare_subscriber(key)
                 .allowed_origin(Locality::Remote)
                 .callback(move |sample| {
-                    if crate::link::from_domain(sample.attachment(), me) {
+                    if crate::link::from_domain(sample.attachment(), me)
+                        || crate::link::refused(sample.attachment(), &refused)
+                    {
                         return;
                     }
                     let Some((id, count)) = decode_event(&sample.payload().to_bytes()) else {

@@ -2,7 +2,8 @@
 //! session, the key expressions and this domain's id; and why a link could
 //! not start.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use hako::Node;
@@ -14,6 +15,19 @@ use crate::open::OpenError;
 /// How long a link's thread waits for local traffic before it looks
 /// whether it should stop.
 pub(crate) const POLL: Duration = Duration::from_millis(100);
+
+/// Domains whose copy of a service differs from this one's (another payload
+/// type, say): what they send is dropped. Filled as the bridge checks each
+/// domain that has the service.
+pub(crate) type Refused = Arc<RwLock<HashSet<DomainId>>>;
+
+/// Whether a message's attachment names a refused domain.
+pub(crate) fn refused(attachment: Option<&ZBytes>, refused: &Refused) -> bool {
+    let Some(d) = attachment.and_then(|a| DomainId::from_attachment(&a.to_bytes())) else {
+        return false;
+    };
+    refused.read().is_ok_and(|r| r.contains(&d))
+}
 
 /// What links are made with.
 #[derive(Clone)]

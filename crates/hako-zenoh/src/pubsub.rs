@@ -2,35 +2,48 @@
 //! samples in to local subscribers.
 //!
 //! * Out: a local subscriber of the bridge's takes every sample and puts
-//!   its bytes on the service's key expression; a thread of its own waits
-//!   for samples. Samples of the bridge's own publisher (those that came
-//!   in) are not sent back out.
+//!   its bytes on the service's key expression, straight from shared
+//!   memory (Zenoh reads the sample, which goes back to its publisher when
+//!   Zenoh lets go of it); a thread of its own waits for samples. The
+//!   subscriber leaves out the bridge's own publisher
+//!   (`SubscriberBuilder::skip_own_node`): what came in is neither sent
+//!   back out nor wakes it.
 //! * In: a Zenoh subscriber (remote origins only) publishes each sample
-//!   locally through a publisher of the bridge's. A sample that does not fit
-//!   the payload type is dropped (and logged); a slice longer than the
-//!   publisher holds makes a publisher with room for it.
+//!   locally through a publisher of the bridge's, copying Zenoh's pieces of
+//!   it straight into the loan. A sample that does not fit the payload type
+//!   is dropped (and logged); a slice longer than the publisher holds makes
+//!   a publisher with room for it.
 //!
-//! Neither side waits for the other: the Zenoh publisher drops what a
-//! congested network cannot take, and the local publisher, under a
-//! backpressure policy, discards a sample a full subscriber cannot take
-//! (counted in its overflow, which `hako monitor` shows).
+//! A slow network never blocks local programs, and what it costs is
+//! counted where `hako monitor` shows it:
+//!
+//! * Out, on a drop-oldest service, the Zenoh publisher waits for the
+//!   network (congestion control `Block`); meanwhile the bridge's local
+//!   subscriber falls behind and the service's publishers drop its oldest
+//!   samples, counted as their overflow. On a backpressure service that
+//!   wait would hold the local publishers back, so there the Zenoh
+//!   publisher drops what a congested network cannot take (`Drop`).
+//! * In, the bridge's local publisher discards a sample a full local
+//!   subscriber cannot take under a backpressure policy (counted in its
+//!   overflow) rather than wait; under drop-oldest the subscriber loses its
+//!   oldest, counted likewise.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hako::{
-    BackpressureStrategy, PayloadDescription, PubSubQos, PubSubService, Publisher, ServiceName,
-    Subscriber,
+    BackpressureStrategy, OverflowPolicy, PayloadDescription, PubSubQos, PubSubService, Publisher,
+    ServiceName, Subscriber,
 };
 use zenoh::qos::CongestionControl;
 use zenoh::sample::Locality;
 use zenoh::Wait;
 
-use crate::link::{Ctx, LinkError, POLL};
+use crate::link::{Ctx, LinkError, Refused, POLL};
 use crate::open;
-use crate::payload::{copy_in, copy_out, Shape};
+use crate::payload::{copy_in, Shape};
 
 /// Bytes of room a slice publisher of the bridge starts with.
 const FIRST_SLICE_BYTES: usize = 4096;
@@ -57,8 +70,6 @@ struct Inbound {
     service: PubSubService<[u8]>,
     publisher: Publisher<[u8]>,
     shape: Shape,
-    /// The publisher's id, read by the outgoing side to skip its samples.
-    own: Arc<AtomicU64>,
     name: String,
 }
 
@@ -78,22 +89,19 @@ impl Inbound {
             })
     }
 
-    /// Publishes `bytes` locally.
-    fn send(&mut self, bytes: &[u8]) {
-        let Some(elements) = self.shape.elements(bytes.len()) else {
+    /// Publishes the `n` bytes of `pieces` locally as one sample.
+    fn send<'a>(&mut self, n: usize, pieces: impl Iterator<Item = &'a [u8]>) {
+        let Some(elements) = self.shape.elements(n) else {
             tracing::warn!(
                 service = %self.name,
-                bytes = bytes.len(),
+                bytes = n,
                 "dropped an incoming sample that does not fit the payload type"
             );
             return;
         };
         if elements > self.publisher.max_slice_len() {
             match Self::publisher(&self.service, self.shape, elements.next_power_of_two()) {
-                Ok(p) => {
-                    self.own.store(p.id(), Ordering::Relaxed);
-                    self.publisher = p;
-                }
+                Ok(p) => self.publisher = p,
                 Err(e) => {
                     tracing::warn!(service = %self.name, "cannot make a larger publisher: {e}");
                     return;
@@ -102,16 +110,45 @@ impl Inbound {
         }
         match self.publisher.loan_slice_uninit(elements) {
             Ok(mut loan) => {
-                // SAFETY: the loan holds `elements` elements of the
-                // service's element size, `bytes.len()` bytes (checked by
-                // `elements` above); `bytes` is Zenoh's buffer, not shared
-                // memory of this loan.
-                unsafe { copy_in(loan.as_mut_ptr(), bytes) };
+                let dst = loan.as_mut_ptr();
+                let mut at = 0;
+                for piece in pieces {
+                    if at + piece.len() > n {
+                        break;
+                    }
+                    // SAFETY: the loan holds `elements` elements of the
+                    // service's element size, `n` bytes (checked by
+                    // `elements` above), and the pieces, Zenoh's buffers,
+                    // hold `n` bytes in all; `at + piece.len() <= n`.
+                    unsafe { copy_in(dst.add(at), piece) };
+                    at += piece.len();
+                }
+                if at != n {
+                    tracing::warn!(service = %self.name, "dropped an incoming sample shorter than it said");
+                    return;
+                }
                 // SAFETY: every byte of every element was written above.
                 unsafe { loan.assume_init() }.send();
             }
             Err(e) => tracing::warn!(service = %self.name, "dropped an incoming sample: {e}"),
         }
+    }
+}
+
+/// A received sample as the bytes Zenoh sends, read in place: Zenoh holds
+/// it (and the sample its chunk) until it has written them out.
+struct Outgoing {
+    sample: hako::Sample<[u8]>,
+    bytes: usize,
+}
+
+impl AsRef<[u8]> for Outgoing {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: a received sample holds `len` elements of the service's
+        // element size at `as_ptr` (the library checked the length against
+        // the publisher's chunk), `bytes` of them, readable and unwritten
+        // while the sample lives, which is as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.sample.as_ptr(), self.bytes) }
     }
 }
 
@@ -124,6 +161,7 @@ impl PubSubLink {
         payload: &PayloadDescription,
         qos: &PubSubQos,
         create: bool,
+        refused: &Refused,
     ) -> Result<Self, LinkError> {
         let service = open::pubsub(&ctx.node, name, payload, qos, create)?;
         let shape = Shape::of(payload).ok_or(LinkError::Unsupported("payload too large"))?;
@@ -133,9 +171,9 @@ impl PubSubLink {
             1
         };
         let publisher = Inbound::publisher(&service, shape, first).map_err(LinkError::port)?;
-        let own = Arc::new(AtomicU64::new(publisher.id()));
         let subscriber = service
             .subscriber_builder()
+            .skip_own_node(true)
             .create()
             .map_err(LinkError::port)?;
         let key = ctx.keys.pubsub(name.as_str());
@@ -143,28 +181,33 @@ impl PubSubLink {
             .session
             .declare_publisher(key.clone())
             .allowed_destination(Locality::Remote)
-            .congestion_control(CongestionControl::Drop)
+            .congestion_control(match qos.overflow {
+                OverflowPolicy::Backpressure => CongestionControl::Drop,
+                _ => CongestionControl::Block,
+            })
             .wait()
             .map_err(LinkError::zenoh)?;
         let inbound = Mutex::new(Inbound {
             service,
             publisher,
             shape,
-            own: own.clone(),
             name: name.as_str().to_owned(),
         });
         let me = ctx.domain;
+        let refused = refused.clone();
         let zsub = ctx
             .session
             .declare_subscriber(key)
             .allowed_origin(Locality::Remote)
             .callback(move |sample| {
-                if crate::link::from_domain(sample.attachment(), me) {
+                if crate::link::from_domain(sample.attachment(), me)
+                    || crate::link::refused(sample.attachment(), &refused)
+                {
                     return;
                 }
-                let bytes = sample.payload().to_bytes();
+                let payload = sample.payload();
                 if let Ok(mut inbound) = inbound.lock() {
-                    inbound.send(&bytes);
+                    inbound.send(payload.len(), payload.slices());
                 }
             })
             .wait()
@@ -176,7 +219,7 @@ impl PubSubLink {
             let name = name.as_str().to_owned();
             std::thread::Builder::new()
                 .name(format!("out {name}"))
-                .spawn(move || out_loop(&subscriber, &zpub, shape, &own, &stop, attachment, &name))
+                .spawn(move || out_loop(&subscriber, &zpub, shape, &stop, attachment, &name))
                 .map_err(|e| LinkError::Thread(e.to_string()))?
         };
         Ok(Self {
@@ -192,7 +235,6 @@ fn out_loop(
     sub: &Subscriber<[u8]>,
     zpub: &zenoh::pubsub::Publisher<'static>,
     shape: Shape,
-    own: &AtomicU64,
     stop: &AtomicBool,
     attachment: [u8; 8],
     name: &str,
@@ -200,19 +242,18 @@ fn out_loop(
     while !stop.load(Ordering::Relaxed) {
         match sub.receive_timeout(POLL) {
             Ok(Some(sample)) => {
-                if sample.publisher_id() == own.load(Ordering::Relaxed) {
-                    continue;
-                }
-                // SAFETY: a received sample holds `len` elements of the
-                // service's element size at `as_ptr` (the library checked
-                // the length against the publisher's chunk) while it lives.
-                let bytes = unsafe { copy_out(sample.as_ptr(), sample.len(), shape) };
-                drop(sample);
-                if let Err(e) = zpub.put(bytes).attachment(attachment.to_vec()).wait() {
+                let bytes = sample.len() * shape.size;
+                let out = bytes::Bytes::from_owner(Outgoing { sample, bytes });
+                if let Err(e) = zpub.put(out).attachment(attachment.to_vec()).wait() {
                     tracing::warn!(service = name, "cannot put a sample on Zenoh: {e}");
                 }
             }
             Ok(None) => {}
+            // Zenoh still holds as many samples as the bridge may: they go
+            // back as it writes them out.
+            Err(hako::ReceiveError::ExceedsMaxBorrowed(_)) => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             Err(e) => {
                 tracing::warn!(service = name, "local receive failed: {e}");
                 std::thread::sleep(Duration::from_millis(100));

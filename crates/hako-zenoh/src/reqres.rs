@@ -27,7 +27,7 @@ use zenoh::sample::Locality;
 use zenoh::Wait;
 
 use crate::keys::is_end;
-use crate::link::{from_domain, Ctx, LinkError, POLL};
+use crate::link::{from_domain, Ctx, LinkError, Refused, POLL};
 use crate::open;
 use crate::payload::{copy_in, copy_out, Shape};
 
@@ -90,6 +90,7 @@ impl ReqResLink {
         qos: &ReqResQos,
         create: bool,
         mode: Mode,
+        refused: &Refused,
     ) -> Result<Self, LinkError> {
         let service = open::reqres(&ctx.node, name, types, qos, create)?;
         tracing::debug!(service = %name, ?mode, create, "request/response link");
@@ -118,12 +119,19 @@ impl ReqResLink {
                     .map_err(LinkError::port)?;
                 let (tx, rx) = mpsc::channel::<Query>();
                 let me = ctx.domain;
+                let refused = refused.clone();
                 let queryable = ctx
                     .session
                     .declare_queryable(key.clone())
                     .allowed_origin(Locality::Remote)
                     .callback(move |query| {
-                        if !from_domain(query.attachment(), me) {
+                        if crate::link::refused(query.attachment(), &refused) {
+                            let _ = query
+                                .reply_err(
+                                    "this host's service differs from yours (see its bridge's log)",
+                                )
+                                .wait();
+                        } else if !from_domain(query.attachment(), me) {
                             let _ = tx.send(query);
                         }
                     })
@@ -139,10 +147,17 @@ impl ReqResLink {
             Mode::Forward => {
                 let server = service.server_builder().create().map_err(LinkError::port)?;
                 let session = ctx.session.clone();
+                let refused = refused.clone();
                 let (stop, att, timeout) =
                     (stop.clone(), ctx.domain.attachment(), ctx.query_timeout);
                 let t = spawn(Box::new(move || {
-                    forward_loop(&server, &session, &key, shapes, &stop, att, timeout, &label)
+                    let f = Forward {
+                        server: &server,
+                        session: &session,
+                        key: &key,
+                        refused: &refused,
+                    };
+                    forward_loop(&f, shapes, &stop, att, timeout, &label)
                 }))?;
                 (Some(t), None)
             }
@@ -240,18 +255,24 @@ fn serve_one(
     }
 }
 
+/// What a forwarding thread works with.
+struct Forward<'a> {
+    server: &'a Server<[u8], [u8]>,
+    session: &'a zenoh::Session,
+    key: &'a str,
+    refused: &'a Refused,
+}
+
 /// Forward: takes local requests and sends each to the remote servers.
-#[allow(clippy::too_many_arguments)]
 fn forward_loop(
-    server: &Server<[u8], [u8]>,
-    session: &zenoh::Session,
-    key: &str,
+    f: &Forward<'_>,
     shapes: Shapes,
     stop: &AtomicBool,
     att: [u8; 8],
     timeout: Duration,
     name: &str,
 ) {
+    let (server, session, key) = (f.server, f.session, f.key);
     while !stop.load(Ordering::Relaxed) {
         let request = match server.receive_timeout(POLL) {
             Ok(Some(r)) => r,
@@ -294,6 +315,7 @@ fn forward_loop(
         let mut ended = false;
         while let Ok(reply) = replies.recv() {
             match reply.result() {
+                Ok(sample) if crate::link::refused(sample.attachment(), f.refused) => {}
                 Ok(sample) if sample.attachment().is_some_and(|a| is_end(&a.to_bytes())) => {
                     ended = true;
                 }

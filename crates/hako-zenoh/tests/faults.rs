@@ -175,3 +175,49 @@ fn a_plain_zenoh_program_subscribes_and_publishes() {
     }
     session.close().wait().unwrap();
 }
+
+#[test]
+fn a_full_local_subscriber_loses_bridged_samples_counted_without_stalling_the_bridge() {
+    let p = prefix("full");
+    let (a, b) = (Domain::new("full", "a"), Domain::new("full", "b"));
+    let (pa, pb) = (free_port(), free_port());
+    let _ba = bridge(&a, &p, pa, &[], &[]);
+    let _bb = bridge(&b, &p, pb, &[pa], &[]);
+    let name: hako::ServiceName = "t/full".try_into().unwrap();
+    let open = |dom: &Domain| {
+        dom.node
+            .service_builder(&name)
+            .publish_subscribe::<u64>()
+            .subscriber_max_buffer_size(16)
+            .overflow_policy(hako::OverflowPolicy::Backpressure)
+            .open_or_create()
+            .unwrap()
+    };
+    let publisher = open(&a).publisher_builder().create().unwrap();
+    b.wait_for_service("t/full");
+    let sb = open(&b);
+    // One subscriber in B never reads; another reads everything (its queue
+    // of 16 is deep enough for it to keep up; a full one would lose
+    // samples too, as the stuck one does).
+    let _stuck = sb.subscriber_builder().create().unwrap();
+    let reader = sb.subscriber_builder().create().unwrap();
+    let got = stream(&publisher, &reader, 200);
+    exactly_once(&got);
+    // The bridge's publisher in B discarded what the stuck subscriber
+    // could not take, and says so (as `hako monitor` and `hako inspect`
+    // show it).
+    let cfg = hako::Config::default().with_root(&b.root);
+    let info = hako::inspect::service(&cfg, &name).unwrap();
+    let dropped: u64 = info
+        .publishers
+        .iter()
+        .map(|port| match port.counters {
+            hako::inspect::PortCounters::Publisher { dropped, .. } => dropped,
+            _ => 0,
+        })
+        .sum();
+    assert!(
+        dropped >= 100,
+        "the bridge publisher counted {dropped} dropped"
+    );
+}

@@ -160,3 +160,56 @@ fn requests_cross_and_response_streams_come_back_whole() {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
     });
 }
+
+#[test]
+fn a_service_whose_type_differs_across_hosts_is_not_bridged_and_the_bridge_says_why() {
+    use std::io::BufRead;
+    let p = prefix("mismatch");
+    let (a, b) = (Domain::new("mismatch", "a"), Domain::new("mismatch", "b"));
+    let (pa, pb) = (free_port(), free_port());
+    let name: hako::ServiceName = "t/mismatch".try_into().unwrap();
+    let sa = a
+        .node
+        .service_builder(&name)
+        .publish_subscribe::<u64>()
+        .open_or_create()
+        .unwrap();
+    let publisher = sa.publisher_builder().create().unwrap();
+    // The same name in B, another type.
+    let sb = b
+        .node
+        .service_builder(&name)
+        .publish_subscribe::<u32>()
+        .open_or_create()
+        .unwrap();
+    let sub = sb.subscriber_builder().create().unwrap();
+    // Both exist before the bridges start (else a bridge could make one
+    // host's copy first, and the other type would not open at all).
+    let _ba = bridge(&a, &p, pa, &[], &[]);
+    let mut bb = bridge_with(&b, &p, pb, &[pa], &[], std::process::Stdio::piped());
+    let log = std::io::BufReader::new(bb.child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in log.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let start = Instant::now();
+    let said = loop {
+        assert!(
+            start.elapsed() < WATCHDOG,
+            "watchdog: the bridge never said why"
+        );
+        publisher.send_copy(1).unwrap();
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(50)) {
+            if line.contains("t/mismatch") && line.contains("differs") {
+                break line;
+            }
+        }
+    };
+    assert!(said.contains("u64") && said.contains("u32"), "{said}");
+    // Nothing crossed into the u32 service.
+    assert!(sub.receive().unwrap().is_none());
+}

@@ -102,6 +102,18 @@ pub fn bridge(
     connect: &[u16],
     extra: &[&str],
 ) -> BridgeProc {
+    bridge_with(domain, prefix, port, connect, extra, Stdio::inherit())
+}
+
+/// As [`bridge`], its log (warnings and up) going to `stderr`.
+pub fn bridge_with(
+    domain: &Domain,
+    prefix: &str,
+    port: u16,
+    connect: &[u16],
+    extra: &[&str],
+    stderr: Stdio,
+) -> BridgeProc {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hako-bridge"));
     cmd.arg("--root")
         .arg(&domain.root)
@@ -119,7 +131,8 @@ pub fn bridge(
             "HAKO_LOG",
             std::env::var("HAKO_LOG").unwrap_or_else(|_| "warn".into()),
         )
-        .stdin(Stdio::null());
+        .stdin(Stdio::null())
+        .stderr(stderr);
     for p in connect {
         cmd.args(["--connect", &endpoint(*p)]);
     }
