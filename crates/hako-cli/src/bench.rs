@@ -28,7 +28,7 @@ pub struct BenchArgs {
 const SUITE: Companion = Companion {
     name: "hako-bench",
     env: BENCH_ENV,
-    build: "`cargo build --release -p hako-bench --features peers` (or ./scripts/bench)",
+    build: "`cargo build --release -p hako-bench --features peers,bridge` (or ./scripts/bench)",
     what: "the benchmark suite",
 };
 
