@@ -16,7 +16,7 @@ fn samples_cross_both_ways_once_each() {
         .node
         .service_builder(&name)
         .publish_subscribe::<u64>()
-        .subscriber_max_buffer_size(64)
+        .subscriber_max_buffer_size(512)
         .open_or_create()
         .unwrap();
     let pub_a = sa.publisher_builder().create().unwrap();
@@ -122,7 +122,7 @@ fn a_ring_of_three_domains_delivers_each_sample_once() {
         dom.node
             .service_builder(&name)
             .publish_subscribe::<u64>()
-            .subscriber_max_buffer_size(64)
+            .subscriber_max_buffer_size(512)
             .open_or_create()
             .unwrap()
     };

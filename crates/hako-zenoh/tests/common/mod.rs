@@ -199,7 +199,9 @@ pub fn prefix(test: &str) -> String {
 
 /// Publishes increasing numbers from `publisher` until `subscriber` gets
 /// one (links take a moment to form), then `n` more; returns every number
-/// `subscriber` got from the first on, after a quiet moment.
+/// `subscriber` got from the first on, after a quiet moment. (The tests'
+/// queues hold more than a stream, so a reader slowed by a loaded machine
+/// loses nothing.)
 pub fn stream(
     publisher: &hako::Publisher<u64>,
     subscriber: &hako::Subscriber<u64>,
