@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hako::{EventId, EventQos, Listener, Notifier, ServiceName};
@@ -20,7 +19,7 @@ use zenoh::sample::Locality;
 use zenoh::Wait;
 
 use crate::keys::{decode_event, encode_event};
-use crate::link::{Ctx, LinkError, Refused, POLL};
+use crate::link::{Ctx, LinkError, Refused, Worker, POLL};
 use crate::open;
 
 /// Most notifications one incoming message may ask for (a count beyond is
@@ -29,18 +28,8 @@ const MAX_COUNT: u64 = 1 << 16;
 
 /// An event service carried both ways.
 pub(crate) struct EventLink {
-    stop: Arc<AtomicBool>,
-    out: Option<JoinHandle<()>>,
+    _out: Worker,
     _inbound: zenoh::pubsub::Subscriber<()>,
-}
-
-impl Drop for EventLink {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.out.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// Events the bridge's notifier raised that its listener has not yet
@@ -104,21 +93,15 @@ impl EventLink {
                 .wait()
                 .map_err(LinkError::zenoh)?
         };
-        let stop = Arc::new(AtomicBool::new(false));
-        let out = {
-            let stop = stop.clone();
-            let attachment = me.attachment();
-            let name = name.as_str().to_owned();
-            std::thread::Builder::new()
-                .name(format!("out {name}"))
-                .spawn(move || out_loop(&listener, &zpub, &own, &stop, attachment, &name))
-                .map_err(|e| LinkError::Thread(e.to_string()))?
-        };
+        let attachment = me.attachment();
+        let label = name.as_str().to_owned();
+        let out = Worker::spawn(format!("out {label}"), move |stop| {
+            out_loop(&listener, &zpub, &own, stop, attachment, &label)
+        })?;
         // The service stays open through the ports.
         drop(service);
         Ok(Self {
-            stop,
-            out: Some(out),
+            _out: out,
             _inbound: inbound,
         })
     }

@@ -3,7 +3,9 @@
 //! not start.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hako::Node;
@@ -39,6 +41,43 @@ pub(crate) struct Ctx {
     /// How long a request forwarded to another host may wait for its
     /// responses.
     pub query_timeout: Duration,
+}
+
+/// A link's thread and the flag that ends it: set, and the thread joined,
+/// when the link goes. The thread looks at the flag at least every
+/// [`POLL`].
+pub(crate) struct Worker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Runs `f` with the stop flag on a thread named `name`.
+    pub(crate) fn spawn(
+        name: String,
+        f: impl FnOnce(&AtomicBool) + Send + 'static,
+    ) -> Result<Self, LinkError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || f(&flag))
+            .map_err(|e| LinkError::Thread(e.to_string()))?;
+        Ok(Self {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Relaxed: a request to stop; the join orders what follows.
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Why a service could not be bridged (the bridge tries again later).

@@ -29,8 +29,7 @@
 //!   oldest, counted likewise.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use hako::{
@@ -41,7 +40,7 @@ use zenoh::qos::CongestionControl;
 use zenoh::sample::Locality;
 use zenoh::Wait;
 
-use crate::link::{Ctx, LinkError, Refused, POLL};
+use crate::link::{Ctx, LinkError, Refused, Worker, POLL};
 use crate::open;
 use crate::payload::{copy_in, Shape};
 
@@ -50,18 +49,8 @@ const FIRST_SLICE_BYTES: usize = 4096;
 
 /// A publish/subscribe service carried both ways.
 pub(crate) struct PubSubLink {
-    stop: Arc<AtomicBool>,
-    out: Option<JoinHandle<()>>,
+    _out: Worker,
     _inbound: zenoh::pubsub::Subscriber<()>,
-}
-
-impl Drop for PubSubLink {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.out.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// The bridge's publisher of incoming samples, replaced by a roomier one
@@ -212,19 +201,13 @@ impl PubSubLink {
             })
             .wait()
             .map_err(LinkError::zenoh)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let out = {
-            let stop = stop.clone();
-            let attachment = me.attachment();
-            let name = name.as_str().to_owned();
-            std::thread::Builder::new()
-                .name(format!("out {name}"))
-                .spawn(move || out_loop(&subscriber, &zpub, shape, &stop, attachment, &name))
-                .map_err(|e| LinkError::Thread(e.to_string()))?
-        };
+        let attachment = me.attachment();
+        let label = name.as_str().to_owned();
+        let out = Worker::spawn(format!("out {label}"), move |stop| {
+            out_loop(&subscriber, &zpub, shape, stop, attachment, &label)
+        })?;
         Ok(Self {
-            stop,
-            out: Some(out),
+            _out: out,
             _inbound: zsub,
         })
     }

@@ -17,8 +17,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hako::{Client, PayloadDescription, ReqResQos, Server, ServiceName};
@@ -27,7 +25,7 @@ use zenoh::sample::Locality;
 use zenoh::Wait;
 
 use crate::keys::is_end;
-use crate::link::{from_domain, Ctx, LinkError, Refused, POLL};
+use crate::link::{from_domain, Ctx, LinkError, Refused, Worker, POLL};
 use crate::open;
 use crate::payload::{copy_in, copy_out, Shape};
 
@@ -59,18 +57,8 @@ impl Mode {
 /// A request/response service carried one way.
 pub(crate) struct ReqResLink {
     pub(crate) mode: Mode,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _worker: Option<Worker>,
     _queryable: Option<zenoh::query::Queryable<()>>,
-}
-
-impl Drop for ReqResLink {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// What the thread of a link moves bytes with.
@@ -99,17 +87,10 @@ impl ReqResLink {
             request: Shape::of(types.0).ok_or(too_large)?,
             response: Shape::of(types.1).ok_or(LinkError::Unsupported("payload too large"))?,
         };
-        let stop = Arc::new(AtomicBool::new(false));
         let label = name.as_str().to_owned();
         let key = ctx.keys.rpc(name.as_str());
         let thread_name = format!("rpc {label}");
-        let spawn = |f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new()
-                .name(thread_name.clone())
-                .spawn(f)
-                .map_err(|e| LinkError::Thread(e.to_string()))
-        };
-        let (thread, queryable) = match mode {
+        let (worker, queryable) = match mode {
             Mode::Idle => (None, None),
             Mode::Serve => {
                 let client = service
@@ -138,34 +119,32 @@ impl ReqResLink {
                     .wait()
                     .map_err(LinkError::zenoh)?;
                 let att = (me.attachment(), me.end_attachment());
-                let (stop, timeout) = (stop.clone(), ctx.query_timeout);
-                let t = spawn(Box::new(move || {
-                    serve_loop(&client, &rx, shapes, &stop, att, timeout, &label)
-                }))?;
-                (Some(t), Some(queryable))
+                let timeout = ctx.query_timeout;
+                let w = Worker::spawn(thread_name, move |stop| {
+                    serve_loop(&client, &rx, shapes, stop, att, timeout, &label)
+                })?;
+                (Some(w), Some(queryable))
             }
             Mode::Forward => {
                 let server = service.server_builder().create().map_err(LinkError::port)?;
                 let session = ctx.session.clone();
                 let refused = refused.clone();
-                let (stop, att, timeout) =
-                    (stop.clone(), ctx.domain.attachment(), ctx.query_timeout);
-                let t = spawn(Box::new(move || {
+                let (att, timeout) = (ctx.domain.attachment(), ctx.query_timeout);
+                let w = Worker::spawn(thread_name, move |stop| {
                     let f = Forward {
                         server: &server,
                         session: &session,
                         key: &key,
                         refused: &refused,
                     };
-                    forward_loop(&f, shapes, &stop, att, timeout, &label)
-                }))?;
-                (Some(t), None)
+                    forward_loop(&f, shapes, stop, att, timeout, &label)
+                })?;
+                (Some(w), None)
             }
         };
         Ok(Self {
             mode,
-            stop,
-            thread,
+            _worker: worker,
             _queryable: queryable,
         })
     }

@@ -178,11 +178,7 @@ fn a_plain_zenoh_program_subscribes_and_publishes() {
 
 #[test]
 fn a_full_local_subscriber_loses_bridged_samples_counted_without_stalling_the_bridge() {
-    let p = prefix("full");
-    let (a, b) = (Domain::new("full", "a"), Domain::new("full", "b"));
-    let (pa, pb) = (free_port(), free_port());
-    let _ba = bridge(&a, &p, pa, &[], &[]);
-    let _bb = bridge(&b, &p, pb, &[pa], &[]);
+    let (a, b, _bridges) = joined("full", &[]);
     let name: hako::ServiceName = "t/full".try_into().unwrap();
     let open = |dom: &Domain| {
         dom.node

@@ -24,11 +24,7 @@ fn count_events(
 
 #[test]
 fn events_cross_with_their_ids_and_counts_and_never_come_back() {
-    let p = prefix("ev");
-    let (a, b) = (Domain::new("ev", "a"), Domain::new("ev", "b"));
-    let (pa, pb) = (free_port(), free_port());
-    let _ba = bridge(&a, &p, pa, &[], &[]);
-    let _bb = bridge(&b, &p, pb, &[pa], &[]);
+    let (a, b, _bridges) = joined("ev", &[]);
     let name: hako::ServiceName = "t/ev".try_into().unwrap();
     let ea = a
         .node
@@ -101,11 +97,7 @@ fn serve(server: hako::Server<u64, u64>, stop: &std::sync::atomic::AtomicBool) {
 
 #[test]
 fn requests_cross_and_response_streams_come_back_whole() {
-    let p = prefix("rr");
-    let (a, b) = (Domain::new("rr", "a"), Domain::new("rr", "b"));
-    let (pa, pb) = (free_port(), free_port());
-    let _ba = bridge(&a, &p, pa, &[], &[]);
-    let _bb = bridge(&b, &p, pb, &[pa], &[]);
+    let (a, b, _bridges) = joined("rr", &[]);
     let name: hako::ServiceName = "t/rr".try_into().unwrap();
     let ra = a
         .node

@@ -6,11 +6,7 @@ use common::*;
 
 #[test]
 fn samples_cross_both_ways_once_each() {
-    let p = prefix("ps");
-    let (a, b) = (Domain::new("ps", "a"), Domain::new("ps", "b"));
-    let (pa, pb) = (free_port(), free_port());
-    let _ba = bridge(&a, &p, pa, &[], &[]);
-    let _bb = bridge(&b, &p, pb, &[pa], &[]);
+    let (a, b, _bridges) = joined("ps", &[]);
     let name: hako::ServiceName = "t/ps".try_into().unwrap();
     let sa = a
         .node
@@ -48,11 +44,7 @@ fn samples_cross_both_ways_once_each() {
 
 #[test]
 fn slices_of_any_length_and_structs_keep_their_bytes() {
-    let p = prefix("slices");
-    let (a, b) = (Domain::new("slices", "a"), Domain::new("slices", "b"));
-    let (pa, pb) = (free_port(), free_port());
-    let _ba = bridge(&a, &p, pa, &[], &[]);
-    let _bb = bridge(&b, &p, pb, &[pa], &[]);
+    let (a, b, _bridges) = joined("slices", &[]);
     let name: hako::ServiceName = "t/frames".try_into().unwrap();
     let sa = a
         .node

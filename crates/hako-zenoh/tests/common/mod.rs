@@ -259,3 +259,15 @@ pub fn exactly_once(got: &[u64]) {
         "each sample once, in order; {bad:?} in {got:?}"
     );
 }
+
+/// Domains `a` and `b` of test `test`, joined by two bridges: A's listens,
+/// B's (with `b_extra` flags) connects to it; they stop as the bridges
+/// drop.
+pub fn joined(test: &str, b_extra: &[&str]) -> (Domain, Domain, [BridgeProc; 2]) {
+    let p = prefix(test);
+    let (a, b) = (Domain::new(test, "a"), Domain::new(test, "b"));
+    let (pa, pb) = (free_port(), free_port());
+    let ba = bridge(&a, &p, pa, &[], &[]);
+    let bb = bridge(&b, &p, pb, &[pa], b_extra);
+    (a, b, [ba, bb])
+}
