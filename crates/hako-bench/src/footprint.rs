@@ -175,6 +175,37 @@ pub(crate) fn grew(before: u64, after: u64) -> u64 {
     after.saturating_sub(before)
 }
 
+impl Figures {
+    /// The figures of one measurement from the bytes mapped at each step:
+    /// before the service, after it, after the publisher, after the
+    /// subscriber, after the first send and after the first receive; and
+    /// the size of the publisher's files.
+    pub(crate) fn from_steps(
+        [before, service, publisher, subscriber, sent, received]: [u64; 6],
+        segment: u64,
+    ) -> Self {
+        Self {
+            service: grew(before, service),
+            publisher: grew(service, publisher),
+            segment,
+            subscriber: grew(publisher, subscriber) + grew(sent, received),
+            at_first_send: grew(subscriber, sent),
+        }
+    }
+}
+
+/// Checks that the one sample sent (7, which `reached` subscribers) came
+/// back as `got`.
+pub(crate) fn check_echo(library: &str, reached: usize, got: Option<u64>) -> Result<()> {
+    match got {
+        Some(7) if reached == 1 => Ok(()),
+        got => Err(format!(
+            "{library}: the sample sent to {reached} subscriber(s) came back as {got:?}"
+        )
+        .into()),
+    }
+}
+
 /// Every regular file under `dir` (in its subdirectories too), with its
 /// size.
 pub(crate) fn files(dir: &Path) -> Result<Vec<(PathBuf, u64)>> {
@@ -268,23 +299,9 @@ pub fn hako(base: &Path, allowed: u32) -> Result<Figures> {
     let m3 = mapped()?;
     let sample = subscriber.receive()?;
     let m4 = mapped()?;
-    match sample.as_deref() {
-        Some(7) if reached == 1 => {}
-        got => {
-            return Err(format!(
-                "hako: the sample sent to {reached} subscriber(s) came back as {got:?}"
-            )
-            .into())
-        }
-    }
+    check_echo("hako", reached, sample.as_deref().copied())?;
     drop(sample);
-    let figures = Figures {
-        service: grew(before_service, m0),
-        publisher: grew(m0, m1),
-        segment,
-        subscriber: grew(m1, m2) + grew(m3, m4),
-        at_first_send: grew(m2, m3),
-    };
+    let figures = Figures::from_steps([before_service, m0, m1, m2, m3, m4], segment);
     drop((subscriber, publisher, service, node));
     Ok(figures)
 }

@@ -17,7 +17,7 @@ use std::path::Path as StdPath;
 use iceoryx2::prelude::*;
 
 use super::iceoryx2::{err, SHM_PREFIX};
-use crate::footprint::{files, grew, mapped_bytes, unique, Figures};
+use crate::footprint::{check_echo, files, mapped_bytes, unique, Figures};
 use crate::Result;
 
 /// Where `shm_open` puts iceoryx2's files.
@@ -120,23 +120,9 @@ pub fn measure(base: &StdPath, allowed: u32) -> Result<Figures> {
         let m3 = mapped()?;
         let sample = subscriber.receive().map_err(|e| err("receive", e))?;
         let m4 = mapped()?;
-        match sample.as_deref() {
-            Some(7) if reached == 1 => {}
-            got => {
-                return Err(format!(
-                    "iceoryx2: the sample sent to {reached} subscriber(s) came back as {got:?}"
-                )
-                .into())
-            }
-        }
+        check_echo("iceoryx2", reached, sample.as_deref().copied())?;
         drop(sample);
-        let figures = Figures {
-            service: grew(before_service, m0),
-            publisher: grew(m0, m1),
-            segment,
-            subscriber: grew(m1, m2) + grew(m3, m4),
-            at_first_send: grew(m2, m3),
-        };
+        let figures = Figures::from_steps([before_service, m0, m1, m2, m3, m4], segment);
         drop((subscriber, publisher, service, node));
         Ok(figures)
     })();
