@@ -445,107 +445,6 @@ impl<'a> Submission<'a> {
         Err(Corrupted)
     }
 
-    /// Consumer: takes the next entry.
-    #[inline]
-    pub fn pop(&self) -> Result<Pop, Corrupted> {
-        if self.sole_consumer {
-            self.pop_sole()
-        } else {
-            self.pop_contended()
-        }
-    }
-
-    /// [`pop`](Self::pop) when the producer never takes entries back: the
-    /// consumer alone moves `head`, so one look at one slot decides.
-    #[inline]
-    fn pop_sole(&self) -> Result<Pop, Corrupted> {
-        // Relaxed: only this consumer writes head.
-        let head = self.head.load(Ordering::Relaxed);
-        let (desc, len_word) = self.pair(head);
-        // ORDERING: Acquire; pairs with the Release store in write().
-        let value = desc.load(Ordering::Acquire);
-        let st = stamp_of(value);
-        if st != stamp(head, self.log2) {
-            return if st == previous_stamp(head, self.log2) {
-                Ok(Pop::Empty)
-            } else {
-                Err(Corrupted)
-            };
-        }
-        // Relaxed: ordered after the producer's store by the Acquire above.
-        let word = len_word.load(Ordering::Relaxed);
-        let tag = self.read_tag(head);
-        // ORDERING: Release; pairs with the Acquire loads of head in
-        // try_push(): our read of the slot happens before its reuse.
-        self.head.store(head.wrapping_add(1), Ordering::Release);
-        Ok(Pop::Item {
-            index: value as u32,
-            ret: ret_of(value),
-            pos: head,
-            len: word & LEN_MASK,
-            next: ((word >> LEN_BITS) as u32).checked_sub(1),
-            tag,
-        })
-    }
-
-    /// [`pop`](Self::pop) racing the producer's
-    /// [`reclaim_oldest`](Self::reclaim_oldest) for each entry.
-    fn pop_contended(&self) -> Result<Pop, Corrupted> {
-        // Relaxed: the CAS below validates the position we act on.
-        let mut head = self.head.load(Ordering::Relaxed);
-        // Each lost race means the producer reclaimed the entry we were
-        // about to take; an honest one cannot win a thousand times in a row
-        // (each reclaim needs a send), a peer rewriting head can forever.
-        for _ in 0..1024 + self.slots.len() {
-            let (desc, len_word) = self.pair(head);
-            // ORDERING: Acquire; pairs with the Release store in write().
-            let value = desc.load(Ordering::Acquire);
-            let st = stamp_of(value);
-            if st == stamp(head, self.log2) {
-                // Relaxed: ordered after the producer's store by the Acquire
-                // above. Read before we advance head: until then the producer
-                // cannot reuse the slot (and if it takes the entry back, our
-                // CAS below fails and the value is dropped).
-                let word = len_word.load(Ordering::Relaxed);
-                let item = Pop::Item {
-                    index: value as u32,
-                    ret: ret_of(value),
-                    pos: head,
-                    len: word & LEN_MASK,
-                    next: ((word >> LEN_BITS) as u32).checked_sub(1),
-                    tag: self.read_tag(head),
-                };
-                // ORDERING: AcqRel; Release lets the producer reuse the slot after
-                // our read; pairs with the Acquire loads of head in try_push and
-                // with reclaim_oldest's CAS.
-                match self.head.compare_exchange(
-                    head,
-                    head.wrapping_add(1),
-                    Ordering::AcqRel,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return Ok(item),
-                    Err(now) => {
-                        head = now;
-                        continue;
-                    }
-                }
-            }
-            // ORDERING: Acquire; pairs with the producer's CAS in reclaim_oldest:
-            // if it moved head on, the slot we read may belong to a newer lap.
-            let now = self.head.load(Ordering::Acquire);
-            if now != head {
-                head = now;
-                continue;
-            }
-            if st == previous_stamp(head, self.log2) {
-                return Ok(Pop::Empty);
-            }
-            return Err(Corrupted);
-        }
-        Err(Corrupted)
-    }
-
     /// Consumer: whether an entry is waiting (does not take it).
     pub fn has_item(&self) -> bool {
         // Relaxed: a hint only; pop() does the synchronising loads.
@@ -565,6 +464,11 @@ impl<'a> Submission<'a> {
         *p = Producer::default();
     }
 }
+
+// The consumer's side of taking an entry, in a file of its own beside
+// this one.
+#[path = "ring_consumer.rs"]
+mod consumer;
 
 // The unit tests, in a file of their own beside this one.
 #[cfg(all(test, not(loom)))]

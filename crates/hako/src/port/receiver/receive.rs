@@ -46,17 +46,14 @@ impl Receiver {
         // The common case, one publisher: no round-robin, and only the
         // loads needed to find a sample or learn there is none (an empty
         // receive is the body of every busy-poll loop).
-        if let [entry] = &st.conns[..] {
-            let conn = &entry.conn;
+        if let [entry] = &mut st.conns[..] {
+            let conn = &*entry.conn;
             if !entry.draining && conn.connected() {
                 if conn.held() >= self.max_borrowed {
                     return Err(ReceiveError::ExceedsMaxBorrowed(self.max_borrowed));
                 }
                 return match self.take(entry) {
-                    Taken::Sample(sample, lines, tag) => {
-                        st.conns[0].ahead = lines;
-                        Ok(Some(wrap(sample, tag)))
-                    }
+                    Taken::Sample(sample, tag) => Ok(Some(wrap(sample, tag))),
                     Taken::Nothing => Ok(None),
                     Taken::Broken(e) => {
                         st.drop_broken(0);
@@ -83,24 +80,21 @@ impl Receiver {
         let mut i = if st.next < n { st.next } else { 0 };
         let mut result = Ok(None);
         let mut remove = None;
-        let mut ahead = None;
         for _ in 0..n {
-            let entry = &st.conns[i];
-            let conn = &entry.conn;
-            if !conn.connected() {
-                if entry.draining && conn.held() == 0 {
+            let entry = &mut st.conns[i];
+            if !entry.conn.connected() {
+                if entry.draining && entry.conn.held() == 0 {
                     remove = Some(i);
                 }
             } else {
                 match self.take(entry) {
-                    Taken::Sample(sample, lines, tag) => {
+                    Taken::Sample(sample, tag) => {
                         result = Ok(Some(wrap(sample, tag)));
-                        ahead = Some((i, lines));
                         st.next = i + 1;
                         break;
                     }
                     Taken::Nothing => {
-                        if entry.draining && conn.held() == 0 {
+                        if entry.draining && entry.conn.held() == 0 {
                             remove = Some(i);
                         }
                     }
@@ -115,9 +109,6 @@ impl Receiver {
             if i == n {
                 i = 0;
             }
-        }
-        if let Some((i, lines)) = ahead {
-            st.conns[i].ahead = lines;
         }
         if let Some(i) = remove {
             if result.is_err() {
@@ -153,9 +144,9 @@ impl Receiver {
     /// Takes the next sample of one connection, if any, prefetching the
     /// chunk its publisher announced with the load of the slot, so that
     /// both travel at once when the publisher has written them (see
-    /// core::ring).
+    /// core::ring); notes in `entry` what to prefetch at the next take.
     #[inline(always)]
-    fn take(&self, entry: &ConnEntry) -> Taken {
+    fn take(&self, entry: &mut ConnEntry) -> Taken {
         let conn = &entry.conn;
         prefetch_read(entry.ahead[0] as *const u8);
         prefetch_read(entry.ahead[1] as *const u8);
@@ -170,7 +161,10 @@ impl Receiver {
                 tag,
             }) => {
                 match self.accept(conn, index, ret, pos.wrapping_add(1), len) {
-                    Ok(sample) => Taken::Sample(sample, conn.ahead(index, ret, len, next), tag),
+                    Ok(sample) => {
+                        entry.ahead = conn.ahead(index, ret, len, next);
+                        Taken::Sample(sample, tag)
+                    }
                     Err(e) => Taken::Broken(e),
                 }
             }

@@ -13,9 +13,8 @@ use crate::port::segment::reap_retired;
 
 /// What `Receiver::take` found on one connection.
 pub(super) enum Taken {
-    /// A sample, the payload lines to prefetch next on this connection,
-    /// and the sample's tag (tagged rings).
-    Sample(RawSample, [usize; 3], Tag),
+    /// A sample, and its tag (tagged rings).
+    Sample(RawSample, Tag),
     /// Nothing queued.
     Nothing,
     /// The publisher wrote garbage; the connection must go.
