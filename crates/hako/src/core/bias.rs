@@ -28,6 +28,20 @@ pub(crate) const UNOWNED: u64 = 0;
 /// `owner` once the bias is off.
 pub(crate) const SHARED: u64 = u64::MAX;
 
+/// A thread's token before it asked for one: no bias's `owner` ever holds it
+/// (it is neither UNOWNED, SHARED nor a token handed out, which count up
+/// from 1), so [`current_token`] needs no check for a first use.
+const NO_TOKEN: u64 = u64::MAX - 1;
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static TOKEN: std::cell::Cell<u64> = const { std::cell::Cell::new(NO_TOKEN) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static TOKEN: std::cell::Cell<u64> = std::cell::Cell::new(NO_TOKEN);
+}
+
 /// A token unique to the calling thread for the life of the process (never
 /// reused, so a new thread never inherits a dead thread's bias): numbered
 /// from 1 at a thread's first use. Neither UNOWNED nor SHARED.
@@ -35,23 +49,23 @@ pub(crate) const SHARED: u64 = u64::MAX;
 pub(crate) fn thread_token() -> u64 {
     // Not a model-checked atomic: only uniqueness matters.
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    #[cfg(not(loom))]
-    std::thread_local! {
-        static TOKEN: std::cell::Cell<u64> = const { std::cell::Cell::new(UNOWNED) };
-    }
-    #[cfg(loom)]
-    loom::thread_local! {
-        static TOKEN: std::cell::Cell<u64> = std::cell::Cell::new(UNOWNED);
-    }
     TOKEN.with(|t| {
         let token = t.get();
-        if token != UNOWNED {
+        if token != NO_TOKEN {
             return token;
         }
         let token = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         t.set(token);
         token
     })
+}
+
+/// The calling thread's token, or, before its first [`thread_token`],
+/// one that no owner holds: enough to ask "do I own it?" (a thread that
+/// never asked for its token cannot have claimed anything).
+#[inline]
+fn current_token() -> u64 {
+    TOKEN.with(std::cell::Cell::get)
 }
 
 /// One step of a wait for another thread: spin a little, then yield.
@@ -107,7 +121,7 @@ impl Bias {
     /// the bias guards to itself, and must call [`Bias::exit`] when done.
     #[inline]
     pub(crate) fn enter(&self) -> bool {
-        if self.owner() != thread_token() {
+        if self.owner() != current_token() {
             return false;
         }
         self.busy.store(true, Ordering::Relaxed);

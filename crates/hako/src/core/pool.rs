@@ -70,19 +70,6 @@ impl ChunkBook {
         self.free.last().copied()
     }
 
-    /// Moves chunk `idx` to the top of the free list if it is among the
-    /// entries from position `from` on (those freed since the list had
-    /// `from` entries), so that the next alloc returns it.
-    pub fn lift(&mut self, idx: u32, from: usize) {
-        let Some(recent) = self.free.get(from..) else {
-            return;
-        };
-        if let Some(pos) = recent.iter().position(|&c| c == idx) {
-            let last = self.free.len() - 1;
-            self.free.swap(from + pos, last);
-        }
-    }
-
     /// Adds a reference to a chunk in use.
     #[inline]
     pub fn add_ref(&mut self, idx: u32) {
@@ -338,30 +325,6 @@ mod tests {
         assert_eq!((book.top(), book.free_count()), (None, 0));
     }
 
-    #[test]
-    fn a_chunk_freed_recently_can_be_lifted_to_the_top() {
-        let mut book = ChunkBook::new(5);
-        let loaned: Vec<u32> = (0..5).map(|_| book.alloc().unwrap()).collect();
-        book.release(loaned[4]);
-        let from = book.free_count();
-        for &i in &loaned[..3] {
-            book.release(i);
-        }
-        // Only what was freed since `from` is looked at.
-        book.lift(loaned[4], from);
-        assert_eq!(book.top(), Some(loaned[2]));
-        book.lift(loaned[0], from);
-        assert_eq!(book.top(), Some(loaned[0]));
-        book.lift(loaned[3], from); // not free: nothing happens
-        book.lift(loaned[1], 99); // out of range: nothing happens
-        assert_eq!(book.top(), Some(loaned[0]));
-        let mut rest: Vec<u32> = (0..4).map(|_| book.alloc().unwrap()).collect();
-        rest.sort_unstable();
-        assert_eq!(rest, vec![0, 1, 2, 4]);
-    }
-
-    /// Inserts a delivery of `idx` through the free slot, as the publisher
-    /// does; returns the slot.
     fn add(o: &mut Outstanding, idx: u32, stamp: u64) -> u32 {
         let ret = o.free_slot().unwrap();
         o.insert(ret, idx, stamp);

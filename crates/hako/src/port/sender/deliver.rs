@@ -21,7 +21,11 @@ impl SenderState {
         if let &[j] = &self.active[..] {
             // One subscriber, the common case: no flags, no second pass.
             let next = self.upcoming(p, j);
-            if !self.push_to(p, j, idx, len, next, NO_TAG) {
+            // Served (`active` lists only those, rebuilt at the start of
+            // the send), so straight to the push.
+            if !(self.push_if_room(p, j, idx, len, next, NO_TAG)
+                || self.deliver_one(p, j, idx, len, next, NO_TAG))
+            {
                 return 0;
             }
             // ORDERING: full barrier; as below.
@@ -54,6 +58,28 @@ impl SenderState {
             }
         }
         delivered
+    }
+
+    /// [`send`](Self::send) on the lane: one connection served, `j`, no
+    /// history, no fill clock.
+    #[inline(always)]
+    pub(super) fn send_lane(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64) -> usize {
+        let next = self.upcoming(p, j);
+        // Served (the lane is rebuilt with `active`), so straight to the push.
+        let n = if self.push_if_room(p, j, idx, len, next, NO_TAG)
+            || self.deliver_one(p, j, idx, len, next, NO_TAG)
+        {
+            // ORDERING: full barrier; as in deliver().
+            full_barrier();
+            self.after_publish(p, j);
+            1
+        } else {
+            0
+        };
+        self.last_sent = (n > 0).then_some(idx);
+        self.sent_to(idx, n);
+        self.prepare_next_on(p, j, len);
+        n
     }
 
     /// The chunk to announce with a send to subscriber `j` (and the others)

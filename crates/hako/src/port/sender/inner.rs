@@ -152,6 +152,8 @@ impl SenderInner {
             seen_generation: u64::MAX,
             active: Vec::with_capacity(s.max_receivers as usize),
             active_dirty: true,
+            plain: s.history_size == 0 && geo.chunk_size < REUSE_MIN_CHUNK,
+            lane: None,
             // SAFETY: in the sender's own mapping, which the SenderInner
             // holding this state keeps alive; PubCounters is made of atomics,
             // 8-aligned at COUNTERS_OFFSET.

@@ -50,6 +50,12 @@ pub(crate) struct SenderState {
     pub(super) dropped: u64,
     /// `active` must be rebuilt.
     pub(super) active_dirty: bool,
+    /// The port keeps no history and its chunks are small (no fill clock):
+    /// with one connection served, a send takes the lane (see `lane`).
+    pub(super) plain: bool,
+    /// The one connection served, when the port is `plain`: a send to it
+    /// skips the checks a history, a fill clock or fan-out need.
+    pub(super) lane: Option<usize>,
 }
 
 impl SenderState {
@@ -58,15 +64,21 @@ impl SenderState {
         let conn = &mut self.conns[j];
         let returns = conn.returns;
         let book = &mut self.book;
-        let before = book.free_count();
+        // The chunk sent last is released after the others, so that it goes
+        // on top of the free stack if it is free now, as upcoming()
+        // announced (and as its lines are the likeliest to be in cache).
+        // u32::MAX: no chunk has that index (a pool has fewer chunks).
+        let last = self.last_sent.unwrap_or(u32::MAX);
+        let mut last_back = 0u32;
         conn.outstanding.take_returned(&returns, |idx| {
-            book.release(idx);
+            if idx == last {
+                last_back += 1;
+            } else {
+                book.release(idx);
+            }
         });
-        // The chunks come back in return-slot order; the one sent last among them
-        // goes on top, as upcoming() announced (and as its lines are the
-        // likeliest to be in cache).
-        if let Some(prev) = self.last_sent {
-            self.book.lift(prev, before);
+        for _ in 0..last_back {
+            book.release(last);
         }
     }
 
@@ -97,6 +109,10 @@ impl SenderState {
         let conns = &self.conns;
         self.active
             .extend((0..conns.len()).filter(|&j| conns[j].sub_port != 0 && !conns[j].broken));
+        self.lane = match self.active[..] {
+            [j] if self.plain => Some(j),
+            _ => None,
+        };
         self.active_dirty = false;
     }
 
@@ -247,6 +263,9 @@ impl SenderState {
             self.update_connections(p);
         }
         self.refresh_active();
+        if let Some(j) = self.lane {
+            return self.send_lane(p, j, idx, len);
+        }
         if p.large_chunks {
             self.fill.on_send();
         }
@@ -351,7 +370,7 @@ impl SenderState {
     /// The bookkeeping after a sample went to `n` receivers: the loan ends,
     /// and the counters for inspectors follow.
     #[inline]
-    fn sent_to(&mut self, idx: u32, n: usize) {
+    pub(super) fn sent_to(&mut self, idx: u32, n: usize) {
         self.loaned -= 1;
         self.book.release(idx);
         self.sent += 1;
@@ -387,20 +406,27 @@ impl SenderState {
     /// measured within noise of without. A hint only.
     #[inline]
     pub(super) fn prepare_next(&self, p: &SenderParams, len: u64) {
-        let Some(&j) = self.active.first() else {
-            return;
-        };
+        if let Some(&j) = self.active.first() {
+            self.prepare_next_on(p, j, len);
+        }
+    }
+
+    /// [`prepare_next`](Self::prepare_next) for the first connection
+    /// served, `j`.
+    #[inline(always)]
+    pub(super) fn prepare_next_on(&self, p: &SenderParams, j: usize, len: u64) {
         if self.conns[j].outstanding.count() < 2 {
             return;
         }
         if let Some(next) = self.book.top() {
             let first = p.payload_ptr(next);
-            let last = (len.saturating_mul(p.elem_size))
-                .clamp(1, p.geo.chunk_size)
-                .saturating_sub(1);
+            // The loan checked `len` against the chunk, so the product
+            // neither overflows nor leaves the chunk; an empty payload
+            // prefetches its first byte.
+            let last = (len * p.elem_size).saturating_sub(1);
             prefetch_write(first);
             // wrapping_add: only an address for the prefetch, never
-            // dereferenced; `last` is below the chunk's size in any case.
+            // dereferenced.
             prefetch_write(first.wrapping_add(last as usize));
         }
     }
