@@ -247,25 +247,30 @@ impl Outstanding {
             return;
         }
         let last = self.bits.len() - 1;
+        let entries = &self.entries[..];
+        let mut back = 0;
         for (w, word) in self.bits.iter_mut().enumerate() {
             let mut bits = if w == last { *word & !self.pad } else { *word };
+            let mut cleared = 0u64;
             while bits != 0 {
                 let b = bits.trailing_zeros();
                 bits &= bits - 1;
                 let r = w * 64 + b as usize;
                 // SAFETY: a set bit outside the padding is a slot below the
                 // length of `entries`, which `returns` is not shorter than.
-                let ((_, idx), back) = unsafe {
-                    let entry = *self.entries.get_unchecked(r);
+                let ((_, idx), returned) = unsafe {
+                    let entry = *entries.get_unchecked(r);
                     (entry, returns.returned_unchecked(r as u32, entry.0))
                 };
-                if back {
-                    *word &= !(1 << b);
-                    self.count -= 1;
+                if returned {
+                    cleared |= 1 << b;
                     release(idx);
                 }
             }
+            *word &= !cleared;
+            back += cleared.count_ones();
         }
+        self.count -= back;
     }
 
     /// Empties the set, calling `f` for the chunk of every delivery that was
