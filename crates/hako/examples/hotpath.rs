@@ -9,20 +9,28 @@
 //!
 //! With `backpressure` the service uses `OverflowPolicy::Backpressure`
 //! (whose subscriber takes a sample with a plain store), else drop-oldest.
+//! With `empty`, a drop-oldest subscriber whose publisher sends nothing
+//! receives N times: the cost of one turn of a busy-poll loop.
 
-use hako::{Config, NodeBuilder, OverflowPolicy};
+use hako::{Config, NodeBuilder, OverflowPolicy, Publisher, Subscriber};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+type Error = Box<dyn std::error::Error>;
+
+fn main() -> Result<(), Error> {
     let n: u64 = std::env::args()
         .nth(1)
         .map(|a| a.parse())
         .transpose()?
         .unwrap_or(1_000_000);
-    let policy = match std::env::args().nth(2).as_deref() {
-        None | Some("drop_oldest") => OverflowPolicy::DropOldest,
-        Some("backpressure") => OverflowPolicy::Backpressure,
+    let mode = std::env::args().nth(2);
+    let (policy, empty) = match mode.as_deref() {
+        None | Some("drop_oldest") => (OverflowPolicy::DropOldest, false),
+        Some("backpressure") => (OverflowPolicy::Backpressure, false),
+        Some("empty") => (OverflowPolicy::DropOldest, true),
         Some(other) => {
-            return Err(format!("unknown policy {other:?} (drop_oldest or backpressure)").into())
+            return Err(
+                format!("unknown mode {other:?} (drop_oldest, backpressure or empty)").into(),
+            )
         }
     };
     let root = std::path::PathBuf::from(format!("/dev/shm/hako-hotpath-{}", std::process::id()));
@@ -40,19 +48,55 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let publisher = svc.publisher_builder().max_slice_len(64).create()?;
         let subscriber = svc.subscriber_builder().create()?;
         let t0 = std::time::Instant::now();
-        let mut sum = 0u64;
-        for i in 0..n {
-            let mut s = publisher.loan_slice_uninit(64)?;
-            s.payload_mut()[0].write(i as u8);
-            // SAFETY: u8 has no padding; unwritten bytes hold earlier payloads.
-            let s = unsafe { s.assume_init() };
-            s.send();
-            let r = subscriber.receive()?.ok_or("no sample")?;
-            sum += u64::from(r[0]);
-        }
+        let sum = if empty {
+            empty_polls(&publisher, &subscriber, n)?
+        } else {
+            exchange(&publisher, &subscriber, n)?
+        };
         let per = t0.elapsed().as_nanos() as f64 / n as f64;
         println!("{per:.1} ns per message (checksum {sum})");
     }
     let _ = std::fs::remove_dir(&root);
     Ok(())
+}
+
+/// Loan, write, send, receive, drop, `n` times; the library's hot paths
+/// are inlined here.
+#[inline(never)]
+fn exchange(
+    publisher: &Publisher<[u8]>,
+    subscriber: &Subscriber<[u8]>,
+    n: u64,
+) -> Result<u64, Error> {
+    let mut sum = 0u64;
+    for i in 0..n {
+        let mut s = publisher.loan_slice_uninit(64)?;
+        s.payload_mut()[0].write(i as u8);
+        // SAFETY: u8 has no padding; unwritten bytes hold earlier payloads.
+        let s = unsafe { s.assume_init() };
+        s.send();
+        let r = subscriber.receive()?.ok_or("no sample")?;
+        sum += u64::from(r[0]);
+    }
+    Ok(sum)
+}
+
+/// `n` receives that find nothing, once the subscriber is connected (at the
+/// publisher's first send, so one sample goes first).
+#[inline(never)]
+fn empty_polls(
+    publisher: &Publisher<[u8]>,
+    subscriber: &Subscriber<[u8]>,
+    n: u64,
+) -> Result<u64, Error> {
+    publisher.loan_slice(64)?.send();
+    subscriber.receive()?.ok_or("no sample")?;
+    let mut sum = 0u64;
+    for _ in 0..n {
+        if subscriber.receive()?.is_some() {
+            return Err("a sample nobody sent".into());
+        }
+        sum += 1;
+    }
+    Ok(sum)
 }

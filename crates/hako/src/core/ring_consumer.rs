@@ -80,8 +80,8 @@ impl Submission<'_> {
 
     /// [`pop`](Self::pop) racing the producer's
     /// [`reclaim_oldest`](Self::reclaim_oldest) for each entry. The common
-    /// case, an entry taken at the first try, inline; an empty ring, a lost
-    /// race or anything odd in the cold loop.
+    /// cases, an entry taken at the first try and an empty ring, inline; a
+    /// lost race or anything odd in the cold loop.
     #[inline(always)]
     fn pop_contended(&self) -> Result<Option<Taken>, Corrupted> {
         // Relaxed: the CAS below validates the position we act on.
@@ -89,7 +89,16 @@ impl Submission<'_> {
         let (desc, len_word) = self.pair(head);
         // ORDERING: Acquire; pairs with the Release store in write().
         let value = desc.load(Ordering::Acquire);
-        if stamp_of(value) == stamp(head, self.log2) {
+        let st = stamp_of(value);
+        if st != stamp(head, self.log2) {
+            // Empty, the body of every busy-poll loop, inline too: as in
+            // the loop of pop_contended_slow, the slot's previous lap with
+            // head unmoved since.
+            // ORDERING: Acquire; as in the loop of pop_contended_slow.
+            if st == previous_stamp(head, self.log2) && self.head.load(Ordering::Acquire) == head {
+                return Ok(None);
+            }
+        } else {
             // Relaxed: as in the loop of pop_contended_slow.
             let word = len_word.load(Ordering::Relaxed);
             let tag = self.read_tag(head);

@@ -394,6 +394,7 @@ impl<T: ShmSafe> Publisher<T> {
     /// sample.write_payload(1).send();
     /// # Ok(()) }
     /// ```
+    #[inline(always)]
     pub fn loan_uninit(&self) -> Result<SampleMutUninit<T>, LoanError> {
         let raw = RawLoan::new(&self.inner, 1)?;
         Ok(SampleMutUninit {
@@ -455,6 +456,7 @@ impl<T: ShmSafe + Default> Publisher<T> {
     /// sample.send();
     /// # Ok(()) }
     /// ```
+    #[inline(always)]
     pub fn loan(&self) -> Result<SampleMut<T>, LoanError> {
         Ok(self.loan_uninit()?.write_payload(T::default()))
     }
@@ -483,6 +485,7 @@ impl<T: ShmSafe> Publisher<[T]> {
     /// }
     /// # Ok(()) }
     /// ```
+    #[inline(always)]
     pub fn loan_slice_uninit(&self, len: usize) -> Result<SampleMutUninit<[T]>, LoanError> {
         let raw = RawLoan::new(&self.inner, len)?;
         Ok(SampleMutUninit {
@@ -510,6 +513,7 @@ impl<T: ShmSafe> Publisher<[T]> {
     /// sample.send();
     /// # Ok(()) }
     /// ```
+    #[inline(always)]
     pub fn loan_slice(&self, len: usize) -> Result<SampleMut<[T]>, LoanError>
     where
         T: Default,

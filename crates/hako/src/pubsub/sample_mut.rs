@@ -207,6 +207,7 @@ pub struct SampleMut<T: Payload + ?Sized> {
 
 impl<T: Payload + ?Sized> SampleMut<T> {
     /// Sends the sample; returns how many subscribers received it.
+    #[inline(always)]
     pub fn send(self) -> usize {
         self.raw.send()
     }

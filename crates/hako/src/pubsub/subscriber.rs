@@ -315,7 +315,7 @@ impl<T: Payload + ?Sized> Subscriber<T> {
     /// }
     /// # Ok(()) }
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn receive(&self) -> Result<Option<Sample<T>>, ReceiveError> {
         self.rx.receive(Sample::new)?.map(valid).transpose()
     }

@@ -21,7 +21,7 @@ impl Receiver {
     /// whole receive is compiled into the caller and the sample is built in
     /// place: a non-generic version returned through a temporary, which
     /// measured several ns slower per busy-polled round trip.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn receive<S>(&self, wrap: fn(RawSample) -> S) -> Result<Option<S>, ReceiveError> {
         self.receive_tagged(move |raw, _| wrap(raw))
     }
@@ -29,7 +29,7 @@ impl Receiver {
     /// [`receive`](Self::receive) for a port whose senders' rings are
     /// tagged: `wrap` gets the sample's tag too (unvalidated: the sender
     /// wrote it).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn receive_tagged<S>(
         &self,
         wrap: impl FnOnce(RawSample, Tag) -> S,

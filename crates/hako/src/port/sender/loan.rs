@@ -36,7 +36,7 @@ unsafe impl Sync for RawLoan {}
 
 impl RawLoan {
     /// Loans a chunk of `inner`'s pool for a payload of `len` elements.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new(inner: &Arc<SenderInner>, len: usize) -> Result<Self, LoanError> {
         Self::loan(inner, len, |_| Ok(()))
     }
@@ -100,7 +100,7 @@ impl RawLoan {
     }
 
     /// Sends the chunk; returns how many receivers got it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn send(self) -> usize {
         let me = std::mem::ManuallyDrop::new(self);
         let p = me.inner();

@@ -255,7 +255,7 @@ impl SenderState {
         Ok(idx)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn send(&mut self, p: &SenderParams, idx: u32, len: u64) -> usize {
         // ORDERING: Acquire; pairs with the Release bump of the generation
         // (DynSegment::bump): table changes before it are visible.
@@ -263,9 +263,17 @@ impl SenderState {
             self.update_connections(p);
         }
         self.refresh_active();
-        if let Some(j) = self.lane {
-            return self.send_lane(p, j, idx, len);
+        match self.lane {
+            Some(j) => self.send_lane(p, j, idx, len),
+            None => self.send_general(p, idx, len),
         }
+    }
+
+    /// [`send`](Self::send) off the lane: to several connections or none,
+    /// with a history or a fill clock. Out of line, so that a send inlined
+    /// into the caller's loop carries only the lane.
+    #[inline(never)]
+    fn send_general(&mut self, p: &SenderParams, idx: u32, len: u64) -> usize {
         if p.large_chunks {
             self.fill.on_send();
         }
