@@ -147,7 +147,7 @@ impl Outstanding {
     /// The return slot the next [`insert`](Self::insert) will use (the
     /// lowest free one in the word where one was last found, else the
     /// first free one after it), if one is free.
-    #[inline]
+    #[inline(always)]
     pub fn free_slot(&self) -> Option<u32> {
         let w = self.hint.get() as usize;
         // SAFETY: `hint` is 0 (and `bits` has at least one word) or a word
@@ -179,7 +179,7 @@ impl Outstanding {
     /// Records the delivery of chunk `idx` with return stamp `stamp`
     /// through the slot [`free_slot`](Self::free_slot) names, if one is
     /// free, and returns that slot.
-    #[inline]
+    #[inline(always)]
     pub fn insert_free(&mut self, idx: u32, stamp: u64) -> Option<u32> {
         let ret = self.free_slot()?;
         let r = ret as usize;

@@ -368,7 +368,7 @@ impl<'a> Submission<'a> {
         used < self.capacity
     }
 
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn write(&self, p: &mut Producer, index: u32, ret: u32, len: u64, next: Option<u32>, tag: Tag) {
         let (desc, len_word) = self.pair(p.tail);
@@ -390,7 +390,7 @@ impl<'a> Submission<'a> {
     /// The caller must know that fewer than `capacity` entries are queued
     /// (for instance because fewer chunks than that are outstanding on the
     /// connection at all); this saves reading the consumer's cache line.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn push_known_room(
         &self,

@@ -140,7 +140,7 @@ impl RawLoan {
     /// Sends the chunk to the next served receiver in turn, from `cursor`
     /// (see [`SenderState::send_next`]); `None` if none is served (the
     /// chunk goes back to the pool).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn send_next(self, cursor: usize, tag: Tag) -> Option<Sent> {
         let me = std::mem::ManuallyDrop::new(self);
         let p = me.inner();

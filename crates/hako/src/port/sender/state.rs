@@ -298,7 +298,7 @@ impl SenderState {
     /// connection does not serve `port` now (it left or broke, and another
     /// port may have taken its entry) or, under backpressure, its queue
     /// stayed full.
-    #[inline]
+    #[inline(always)]
     pub(super) fn send_to(
         &mut self,
         p: &SenderParams,
@@ -325,7 +325,7 @@ impl SenderState {
     /// `cursor` (a position in the list of served connections, kept by the
     /// caller): a request to one of the servers. `None` (the chunk goes
     /// back) if no receiver is served now.
-    #[inline]
+    #[inline(always)]
     pub(super) fn send_next(
         &mut self,
         p: &SenderParams,
@@ -358,7 +358,7 @@ impl SenderState {
 
     /// Queues chunk `idx` on served connection `j`, with `tag`, and wakes
     /// its receiver if it sleeps; the loan ends either way.
-    #[inline]
+    #[inline(always)]
     fn send_on(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64, tag: Tag) -> bool {
         if p.large_chunks {
             self.fill.on_send();
