@@ -19,7 +19,10 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use hako::{ReceiveError, ServiceName};
-use hako_tests::TestMsg;
+use hako_tests::{exit, TestMsg};
+
+use crate::errors::die;
+use crate::plumbing::{node, touch};
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -46,19 +49,19 @@ pub struct EndureArgs {
 }
 
 pub fn endure(a: EndureArgs) {
-    let node = super::node();
+    let node = node();
     let name = ServiceName::new(&a.service).expect("a valid name");
     let svc = node
         .service_builder(&name)
         .publish_subscribe::<TestMsg>()
         .open_or_create()
-        .unwrap_or_else(|e| super::die(super::exit::FAILURE, "ServiceError", e));
+        .unwrap_or_else(|e| die(exit::FAILURE, "ServiceError", e));
     match a.role {
         Role::Publisher => {
             let publisher = svc
                 .publisher_builder()
                 .create()
-                .unwrap_or_else(|e| super::die(super::exit::FAILURE, "PublisherCreateError", e));
+                .unwrap_or_else(|e| die(exit::FAILURE, "PublisherCreateError", e));
             let mut sent = 0u64;
             while !a.stop_file.exists() {
                 // A loan can fail once the pool reads zeros: counted, not fatal.
@@ -76,7 +79,7 @@ pub fn endure(a: EndureArgs) {
             let sub = svc
                 .subscriber_builder()
                 .create()
-                .unwrap_or_else(|e| super::die(super::exit::FAILURE, "SubscriberCreateError", e));
+                .unwrap_or_else(|e| die(exit::FAILURE, "SubscriberCreateError", e));
             let (mut received, mut zeroed, mut publisher, mut service, mut other) =
                 (0u64, 0, 0, 0, 0);
             while !a.stop_file.exists() {
@@ -89,7 +92,7 @@ pub fn endure(a: EndureArgs) {
                         }
                         received += 1;
                         if received == 1 {
-                            super::touch(&a.got_file);
+                            touch(&a.got_file);
                         }
                     }
                     Ok(None) => {}
