@@ -1,10 +1,24 @@
 //! Request/response within one process: the contract of clients, servers,
 //! pending responses and active requests. (Across processes and under
 //! crashes: crates/hako-tests.)
+//!
+//! Here: a request's responses and the end of its stream, pipelining, no
+//! server and fire and forget, slices, waitsets and active requests on
+//! other threads; responses that must go nowhere in `reqres/stale.rs`,
+//! clients and servers that come and go in `reqres/departures.rs`.
 
 use std::time::Duration;
 
-use hako::{Config, Node, NodeBuilder, ReqResReceiveError, ReqResService, RequestSendError};
+use hako::{Config, Node, NodeBuilder, ReqResService, RequestSendError};
+
+/// Responses that must reach no one: stale, late, unread, garbage-tagged,
+/// or refused by a full queue.
+#[path = "reqres/stale.rs"]
+mod stale;
+
+/// Clients and servers that leave, and what their peers see.
+#[path = "reqres/departures.rs"]
+mod departures;
 
 struct Domain {
     root: std::path::PathBuf,
@@ -152,86 +166,6 @@ fn pipelined_requests_each_get_their_own_responses() {
 }
 
 #[test]
-fn a_response_to_a_dropped_request_never_reaches_the_next_one_in_its_slot() {
-    let d = Domain::new("stale");
-    let svc = d.service(1, 2);
-    let server = svc.server_builder().create().unwrap();
-    let client = svc.client_builder().create().unwrap();
-    let first = client.send_copy(1).unwrap();
-    let request = server.receive().unwrap().unwrap();
-    drop(first);
-    // The slot is free again, under a new generation.
-    let second = client.send_copy(2).unwrap();
-    request.send_copy(111).unwrap();
-    drop(request);
-    let request = server.receive().unwrap().unwrap();
-    assert_eq!(*request, 2);
-    request.send_copy(222).unwrap();
-    drop(request);
-    assert_eq!(*second.blocking_receive().unwrap().unwrap(), 222);
-    assert!(second.blocking_receive().unwrap().is_none());
-}
-
-#[test]
-fn streams_dropped_unread_go_back_before_the_next_send() {
-    // A client that drops its pending responses at once and never
-    // receives: the streams it left go back to the server as it sends, so
-    // the server's queue towards it never fills (it holds two streams).
-    let d = Domain::new("unread");
-    let svc = d.service(1, 2);
-    let server = svc.server_builder().create().unwrap();
-    let client = svc
-        .client_builder()
-        .backpressure(hako::BackpressureStrategy::Discard)
-        .create()
-        .unwrap();
-    const N: u64 = 200;
-    std::thread::scope(move |s| {
-        let answering = s.spawn(move || {
-            for i in 0..N {
-                let request = server
-                    .receive_timeout(Duration::from_secs(10))
-                    .unwrap()
-                    .expect("a request");
-                assert_eq!(*request, i);
-                request.send_copy(i).unwrap();
-                request.send_copy(i).unwrap();
-                // Dropping it ends the stream: three messages.
-            }
-            server
-        });
-        // Without the routing the server blocks on a full queue after two
-        // streams, stops taking requests, and they no longer get through.
-        let stuck = (0..N).find(|&i| {
-            for _ in 0..10_000 {
-                match client.send_copy(i) {
-                    Ok(_pending) => return false,
-                    Err(RequestSendError::NotDelivered) => {
-                        std::thread::sleep(Duration::from_millis(1))
-                    }
-                    Err(e) => panic!("request {i}: {e}"),
-                }
-            }
-            true
-        });
-        if let Some(i) = stuck {
-            // The client's going frees the blocked server.
-            drop(client);
-            let _ = answering.join();
-            panic!("request {i} was not taken in 10 s");
-        }
-        let server = answering.join().unwrap();
-        // The last stale stream goes as the next request is sent, and that
-        // one is answered as usual.
-        let pending = client.send_copy(7).unwrap();
-        let request = server.blocking_receive().unwrap();
-        request.send_last_copy(8).unwrap();
-        assert_eq!(*pending.blocking_receive().unwrap().unwrap(), 8);
-        assert!(pending.blocking_receive().unwrap().is_none());
-    });
-}
-
-#[test]
 fn no_server_and_fire_and_forget() {
     let d = Domain::new("noserver");
     let svc = d.service(2, 2);
@@ -257,30 +191,6 @@ fn no_server_and_fire_and_forget() {
 }
 
 #[test]
-fn a_server_that_goes_ends_its_pending_responses_with_an_error() {
-    let d = Domain::new("gone");
-    let svc = d.service(2, 2);
-    let server = svc.server_builder().create().unwrap();
-    let client = svc.client_builder().create().unwrap();
-    let answered = client.send_copy(5).unwrap();
-    let request = server.receive().unwrap().unwrap();
-    request.send_copy(50).unwrap();
-    drop(request);
-    // A request the server never takes: it leaves with it queued. (A server
-    // killed in the middle of a stream: crates/hako-tests.)
-    let unanswered = client.send_copy(6).unwrap();
-    drop(server);
-    // What it sent before going still arrives, with the end of its stream.
-    assert_eq!(*answered.blocking_receive().unwrap().unwrap(), 50);
-    assert!(answered.blocking_receive().unwrap().is_none());
-    assert_eq!(
-        unanswered.blocking_receive().unwrap_err(),
-        ReqResReceiveError::ServerGone
-    );
-    assert!(!unanswered.server_there());
-}
-
-#[test]
 fn slices_go_both_ways() {
     let d = Domain::new("slices");
     let svc = d
@@ -302,50 +212,6 @@ fn slices_go_both_ways() {
         &*pending.blocking_receive().unwrap().unwrap(),
         &[104, 101, 108, 108, 111]
     );
-}
-
-#[test]
-fn ten_thousand_clients_come_and_go_and_leak_nothing() {
-    let d = Domain::new("churn");
-    let svc = d.service(2, 2);
-    let server = svc.server_builder().create().unwrap();
-    for i in 0..10_000u64 {
-        let client = svc.client_builder().create().unwrap();
-        let pending = client.send_copy(i).unwrap();
-        if i % 3 != 0 {
-            let request = server
-                .receive_timeout(Duration::from_secs(5))
-                .unwrap()
-                .expect("the request");
-            assert_eq!(*request, i);
-            request.send_copy(i + 1).unwrap();
-            drop(request);
-            if i % 2 == 0 {
-                assert_eq!(*pending.blocking_receive().unwrap().unwrap(), i + 1);
-            }
-        }
-        // Half the time the client goes with its request (or its response)
-        // unread.
-    }
-    // Requests of clients that left are still taken and answered into the
-    // void; nothing is left after that.
-    while let Some(r) = server.receive().unwrap() {
-        let _ = r.send_copy(0);
-    }
-    assert_eq!(server.client_count(), 0);
-    let files = std::fs::read_dir(
-        d.root
-            .read_dir()
-            .unwrap()
-            .flatten()
-            .find(|e| e.file_name().to_string_lossy().starts_with("svc_"))
-            .unwrap()
-            .path(),
-    )
-    .unwrap()
-    .count();
-    // static.toml, dynamic, the server's segment and FIFO.
-    assert_eq!(files, 4);
 }
 
 #[test]
@@ -393,211 +259,6 @@ fn a_waitset_wakes_for_requests_and_responses() {
     .unwrap();
     assert!(fired);
     assert_eq!(*pending.receive().unwrap().unwrap(), 40);
-}
-
-#[test]
-fn a_response_never_reaches_another_client_that_took_the_entry() {
-    let d = Domain::new("reuse");
-    let svc = d.service(2, 2);
-    let server = svc.server_builder().create().unwrap();
-    let a = svc.client_builder().create().unwrap();
-    let pending_a = a.send_copy(1).unwrap();
-    let request_a = server.receive().unwrap().unwrap();
-    drop(pending_a);
-    drop(a);
-    // B takes A's entry, and its first request has A's request's id.
-    let b = svc.client_builder().create().unwrap();
-    let pending_b = b.send_copy(2).unwrap();
-    assert!(!request_a.is_connected());
-    assert!(matches!(
-        request_a.send_copy(111),
-        Err(hako::ResponseSendError::ClientGone)
-    ));
-    drop(request_a); // its end goes nowhere either
-    let request_b = server.receive().unwrap().unwrap();
-    assert_eq!(*request_b, 2);
-    request_b.send_copy(222).unwrap();
-    drop(request_b);
-    assert_eq!(*pending_b.blocking_receive().unwrap().unwrap(), 222);
-    assert!(pending_b.blocking_receive().unwrap().is_none());
-}
-
-#[test]
-fn a_response_outlives_its_client_and_stays_intact() {
-    let d = Domain::new("outlive");
-    let svc = d.service(2, 2);
-    let server = svc.server_builder().create().unwrap();
-    let client = svc.client_builder().create().unwrap();
-    let pending = client.send_copy(1).unwrap();
-    let request = server.receive().unwrap().unwrap();
-    request.send_copy(4242).unwrap();
-    drop(request);
-    let kept = pending.blocking_receive().unwrap().unwrap();
-    drop(pending);
-    drop(client);
-    // The server goes on answering others; the kept chunk is not reused.
-    let other = svc.client_builder().create().unwrap();
-    for i in 0..100 {
-        let p = other.send_copy(i).unwrap();
-        let r = server.receive().unwrap().unwrap();
-        r.send_copy(i).unwrap();
-        drop(r);
-        assert_eq!(*p.blocking_receive().unwrap().unwrap(), i);
-    }
-    assert_eq!(*kept, 4242);
-}
-
-#[test]
-fn a_response_sent_after_the_end_is_dropped_and_absurd_lengths_are_refused() {
-    let d = Domain::new("late");
-    let svc = d.service(2, 2);
-    let server = svc.server_builder().create().unwrap();
-    let client = svc.client_builder().create().unwrap();
-    let pending = client.send_copy(1).unwrap();
-    let request = server.receive().unwrap().unwrap();
-    let late = request.loan_uninit().unwrap().write_payload(9);
-    drop(request); // the end of the stream
-    late.send().unwrap();
-    assert!(pending.blocking_receive().unwrap().is_none());
-    assert!(pending.receive().unwrap().is_none());
-    assert!(pending.is_finished());
-    let slices = d
-        .node
-        .service_builder(&"test/huge".try_into().unwrap())
-        .request_response::<[u64], [u64]>()
-        .open_or_create()
-        .unwrap();
-    let e = slices
-        .client_builder()
-        .max_slice_len(usize::MAX)
-        .create()
-        .unwrap_err();
-    assert!(e.to_string().contains("max_slice_len"), "{e}");
-}
-
-/// The tag words of the next request the server would take from the
-/// client: found through the client's data segment file, with the public
-/// layout (`hako::unstable::layout`), as a hostile process would.
-fn next_request_tag(d: &Domain, client_id: u64, server_id: u64) -> (std::fs::File, u64) {
-    use hako::unstable::layout::{SegmentParams, LINE};
-    use std::os::unix::fs::FileExt;
-    let dir = std::fs::read_dir(&d.root)
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("svc_"))
-        .unwrap()
-        .path();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(dir.join(format!("pub_{client_id:016x}")))
-        .unwrap();
-    let read = |off: u64| {
-        let mut b = [0u8; 8];
-        file.read_exact_at(&mut b, off).unwrap();
-        u64::from_le_bytes(b)
-    };
-    // SegmentHeader: magic, version and chunk count, port id, then the
-    // eight words of SegmentParams.
-    let p = |i: u64| read(24 + 8 * i);
-    let params = SegmentParams {
-        elem_size: p(0),
-        align: p(1),
-        max_len: p(2),
-        chunk_count: p(3),
-        max_subscribers: p(4),
-        buffer: p(5),
-        borrowed: p(6),
-        tagged: p(7),
-    };
-    assert_eq!(params.tagged, 1, "request rings are tagged");
-    let geo = params.geometry().unwrap();
-    let conn = (0..params.max_subscribers)
-        .map(|j| geo.conns_offset + j * geo.conn_stride)
-        .find(|&base| read(base) == server_id)
-        .expect("the server is connected");
-    let head = read(conn + LINE);
-    let slot = head & ((1 << geo.sub_log2) - 1);
-    let tag = conn + geo.sub_offset + 8 * geo.slot_words * slot + 16;
-    (file, tag)
-}
-
-#[test]
-fn a_garbage_tag_loses_only_its_own_request() {
-    use std::os::unix::fs::FileExt;
-    let d = Domain::new("tag");
-    let svc = d.service(2, 2);
-    let server = svc.server_builder().create().unwrap();
-    let client = svc.client_builder().create().unwrap();
-    // Answers as asked: a request whose flags say fire and forget gets
-    // nothing.
-    let answer = |request: hako::ActiveRequest<'_, u64, u64>| {
-        let n = *request;
-        if request.expects_response() {
-            request.send_last_copy(n + 1).unwrap();
-        }
-    };
-    // A healthy exchange first.
-    let pending = client.send_copy(1).unwrap();
-    answer(server.receive().unwrap().unwrap());
-    assert_eq!(*pending.receive().unwrap().unwrap(), 2);
-    drop(pending);
-    // A request whose tag (its header: slot, generation, flags) a hostile
-    // process rewrites while it is queued: it names no request in flight,
-    // so the server's answer to it is dropped as stale (or, with the
-    // fire-and-forget flag among the garbage, there is none), and that
-    // pending response never gets one: it ends when dropped.
-    for garbage in [[u64::MAX - 5, 0], [u64::MAX - 5, 0xdead_beef]] {
-        let (file, tag) = next_request_tag(&d, client.id(), server.id());
-        let lost = client.send_copy(10).unwrap();
-        for (i, word) in garbage.into_iter().enumerate() {
-            file.write_all_at(&word.to_le_bytes(), tag + 8 * i as u64)
-                .unwrap();
-        }
-        let request = server.receive().unwrap().unwrap();
-        assert_eq!(*request, 10);
-        assert_eq!(request.expects_response(), garbage[1] & 2 == 0);
-        answer(request);
-        assert!(lost.receive().unwrap().is_none());
-        assert!(!lost.is_finished());
-    }
-    // The next request, in the same slot, gets its own answer.
-    let pending = client.send_copy(20).unwrap();
-    answer(server.receive().unwrap().unwrap());
-    assert_eq!(*pending.blocking_receive().unwrap().unwrap(), 21);
-    assert!(pending.blocking_receive().unwrap().is_none());
-}
-
-#[test]
-fn a_server_that_must_not_wait_fails_its_sends_to_a_full_queue_and_still_ends_the_stream() {
-    let d = Domain::new("discard");
-    let svc = d.service(1, 1);
-    let server = svc
-        .server_builder()
-        .backpressure(hako::BackpressureStrategy::Discard)
-        .create()
-        .unwrap();
-    let client = svc.client_builder().create().unwrap();
-    let pending = client.send_copy(1).unwrap();
-    let request = server.receive().unwrap().unwrap();
-    // The client reads nothing: its queue fills, and the next response
-    // fails at once instead of waiting.
-    let mut sent = 0;
-    let e = loop {
-        match request.send_copy(sent) {
-            Ok(()) => sent += 1,
-            Err(e) => break e,
-        }
-    };
-    assert!(matches!(e, hako::ResponseSendError::ClientGone), "{e}");
-    assert!(sent >= 2, "{sent}");
-    // What was sent arrives, and then the end of the stream.
-    for i in 0..sent {
-        assert_eq!(*pending.receive().unwrap().unwrap(), i);
-    }
-    drop(request);
-    assert!(pending.receive().unwrap().is_none());
-    assert!(pending.is_finished());
 }
 
 #[test]
