@@ -34,25 +34,27 @@
 //! Followers die with the leader: each asks the kernel for `SIGKILL` when
 //! its parent exits (`PR_SET_PDEATHSIG`), and [`Session`]'s `Drop` kills and
 //! reaps them.
+//!
+//! This file holds the [`Session`]; the follower processes' pipes and
+//! `done` lines are in `followers.rs`, the rows' specs and results and
+//! [`RunRow`] in `rows.rs`.
 
-use std::io::{BufRead, BufReader, Write};
+mod followers;
+mod rows;
+
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use crate::cpu::{self, CpuTime};
-use crate::transport::{Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting};
+use crate::transport::{Leader, Pattern, PayloadMode, RowSpec, Transport};
 use crate::Result;
 
-pub use crate::timing::{clock_cost_ns, measure, monotonic_ns, Stats, Ticks};
+use followers::{parse_done, FollowerProc};
 
-/// What a follower measured of one row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FollowerReport {
-    /// CPU time of the timed messages.
-    pub cpu: CpuTime,
-    /// One-way patterns: [`monotonic_ns`] once the last message was checked.
-    pub last_ns: u64,
-}
+pub use crate::timing::{clock_cost_ns, measure, monotonic_ns, Stats, Ticks};
+pub use followers::FollowerReport;
+pub use rows::{OneWay, OneWayResult, RowResult, RunRow};
 
 /// First argument that makes a binary of this crate act as the follower.
 pub const FOLLOWER_ARG: &str = "__hako-bench-follower";
@@ -75,133 +77,6 @@ pub struct SessionConfig {
     /// Follower processes to start (at least 1): as many as the widest
     /// fan-out row needs. All run on `follower_cpu`.
     pub followers: u32,
-}
-
-/// The result of one row.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RowResult {
-    /// [`Transport::name`].
-    pub transport: &'static str,
-    /// Message size in bytes.
-    pub size: usize,
-    /// How much of each message was written and read.
-    pub payload: PayloadMode,
-    /// Round-trip times.
-    pub stats: Stats,
-    /// Every timed round trip in nanoseconds, in order.
-    pub samples: Vec<u64>,
-    /// CPU time the leader used for the timed round trips.
-    pub leader_cpu: CpuTime,
-    /// CPU time the follower used for the timed round trips.
-    pub follower_cpu: CpuTime,
-}
-
-/// A one-way or request/response row to run: see [`Session::run_one_way`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OneWay {
-    /// [`Pattern::Throughput`], [`Pattern::FanOut`] or
-    /// [`Pattern::RequestResponse`].
-    pub pattern: Pattern,
-    /// How much of each message is written and read.
-    pub payload: PayloadMode,
-    /// Message size in bytes.
-    pub size: usize,
-    /// Receivers (1 for throughput).
-    pub followers: u32,
-    /// Untimed messages first.
-    pub warmup: u64,
-    /// Timed messages.
-    pub messages: u64,
-    /// Requests in flight (request/response; 1 otherwise).
-    pub depth: u32,
-}
-
-/// The result of one one-way row.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct OneWayResult {
-    /// [`Transport::name`].
-    pub transport: &'static str,
-    /// What ran.
-    pub spec: OneWay,
-    /// From the leader's first timed send to the moment the last receiver
-    /// had checked the last message, in nanoseconds.
-    pub elapsed_ns: u64,
-    /// CPU time the leader used for the timed messages.
-    pub leader_cpu: CpuTime,
-    /// CPU time the followers used for the timed messages, added up.
-    pub follower_cpu: CpuTime,
-}
-
-impl OneWayResult {
-    /// Messages per second, each delivered to every receiver.
-    pub fn messages_per_s(&self) -> f64 {
-        self.spec.messages as f64 * 1e9 / self.elapsed_ns.max(1) as f64
-    }
-
-    /// Payload bytes per second delivered, counting each receiver's copy.
-    pub fn bytes_per_s(&self) -> f64 {
-        self.messages_per_s() * self.spec.size as f64 * f64::from(self.spec.followers)
-    }
-}
-
-/// One follower process and its pipes.
-#[derive(Debug)]
-struct FollowerProc {
-    child: Child,
-    to_child: ChildStdin,
-    from_child: BufReader<ChildStdout>,
-    cpu: Option<usize>,
-}
-
-impl FollowerProc {
-    fn send(&mut self, line: &str) -> Result<()> {
-        writeln!(self.to_child, "{line}")
-            .and_then(|()| self.to_child.flush())
-            .map_err(|e| format!("cannot talk to the follower: {e}"))?;
-        Ok(())
-    }
-
-    fn read_reply(&mut self) -> Result<String> {
-        let mut line = String::new();
-        let n = self.from_child.read_line(&mut line)?;
-        if n == 0 {
-            let status = self.child.wait()?;
-            return Err(format!("the follower exited ({status})").into());
-        }
-        let line = line.trim_end().to_owned();
-        if let Some(msg) = line.strip_prefix("error ") {
-            return Err(format!("follower: {msg}").into());
-        }
-        Ok(line)
-    }
-
-    fn expect(&mut self, what: &str) -> Result<()> {
-        let line = self.read_reply()?;
-        if line != what {
-            return Err(format!("expected {what:?} from the follower, got {line:?}").into());
-        }
-        Ok(())
-    }
-
-    /// After the leader's side of a row failed: the follower's own error,
-    /// if it sends one within a moment (it often saw the cause first).
-    fn error_soon(&mut self) -> Option<String> {
-        use rustix::event::{poll, PollFd, PollFlags};
-        if self.from_child.buffer().is_empty() {
-            let mut fds = [PollFd::new(self.from_child.get_ref(), PollFlags::IN)];
-            let wait = rustix::event::Timespec {
-                tv_sec: 0,
-                tv_nsec: 300_000_000,
-            };
-            if !matches!(poll(&mut fds, Some(&wait)), Ok(n) if n > 0) {
-                return None;
-            }
-        }
-        match self.read_reply() {
-            Err(e) => Some(e.to_string()),
-            Ok(_) => None,
-        }
-    }
 }
 
 /// The leader's end of a benchmark run: follower processes and the rows run
@@ -503,120 +378,5 @@ impl Drop for Session {
                 let _ = f.child.wait();
             }
         }
-    }
-}
-
-/// The follower's `done <cpu ns> <user ns> <system ns> <sleeps> <last ns>`
-/// line.
-fn parse_done(line: &str) -> Result<FollowerReport> {
-    match line.split_whitespace().collect::<Vec<_>>().as_slice() {
-        ["done", cpu, user, system, sleeps, last] => Ok(FollowerReport {
-            cpu: CpuTime {
-                cpu_ns: cpu.parse()?,
-                user_ns: user.parse()?,
-                system_ns: system.parse()?,
-                sleeps: sleeps.parse()?,
-            },
-            last_ns: last.parse()?,
-        }),
-        _ => Err(format!(
-            "expected \"done <cpu ns> <user ns> <system ns> <sleeps> <last ns>\" from the follower, got {line:?}"
-        )
-        .into()),
-    }
-}
-
-/// A [`Transport`] as the leader's [`Session`] sees it, so that rows of
-/// different transports can be listed together. Implemented for every
-/// `Transport`.
-pub trait RunRow {
-    /// [`Transport::name`].
-    fn row_name(&self) -> &'static str;
-
-    /// [`Transport::waiting`].
-    fn row_waiting(&self) -> Waiting;
-
-    /// [`Transport::skip_reason`].
-    fn row_skip_reason(&self, size: usize, pattern: Pattern) -> Option<String>;
-
-    /// [`Session::run`].
-    fn run_row(
-        &self,
-        session: &mut Session,
-        size: usize,
-        payload: PayloadMode,
-        warmup: u64,
-        iterations: u64,
-    ) -> Result<RowResult>;
-
-    /// [`Session::run_one_way`].
-    fn run_one_way(&self, session: &mut Session, spec: OneWay) -> Result<OneWayResult>;
-
-    /// [`Transport::one_way_warmup`].
-    fn row_one_way_warmup(&self, size: usize) -> u64;
-
-    /// [`Transport::in_flight_skip`].
-    fn row_in_flight_skip(&self, size: usize, depth: u32) -> Option<String>;
-}
-
-impl<T: Transport> RunRow for T {
-    fn row_name(&self) -> &'static str {
-        self.name()
-    }
-
-    fn row_waiting(&self) -> Waiting {
-        self.waiting()
-    }
-
-    fn row_skip_reason(&self, size: usize, pattern: Pattern) -> Option<String> {
-        self.skip_reason(size, pattern)
-    }
-
-    fn run_row(
-        &self,
-        session: &mut Session,
-        size: usize,
-        payload: PayloadMode,
-        warmup: u64,
-        iterations: u64,
-    ) -> Result<RowResult> {
-        session.run(self, size, payload, warmup, iterations)
-    }
-
-    fn run_one_way(&self, session: &mut Session, spec: OneWay) -> Result<OneWayResult> {
-        session.run_one_way(self, spec)
-    }
-
-    fn row_one_way_warmup(&self, size: usize) -> u64 {
-        self.one_way_warmup(size)
-    }
-
-    fn row_in_flight_skip(&self, size: usize, depth: u32) -> Option<String> {
-        self.in_flight_skip(size, depth)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn done_lines_parse() {
-        assert_eq!(
-            parse_done("done 40 12 34 5 99").unwrap(),
-            FollowerReport {
-                cpu: CpuTime {
-                    cpu_ns: 40,
-                    user_ns: 12,
-                    system_ns: 34,
-                    sleeps: 5
-                },
-                last_ns: 99
-            }
-        );
-        assert!(parse_done("done").is_err());
-        assert!(parse_done("done 12 34 5 6").is_err());
-        assert!(parse_done("done x 1 2 3").is_err());
-        assert!(parse_done("ready 1 2 3 4").is_err());
     }
 }
