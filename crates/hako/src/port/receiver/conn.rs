@@ -223,7 +223,7 @@ impl SubConn {
     /// next delivery's slot most likely sits too (a connection has a few
     /// return words, a line holds sixteen, and the publisher reuses the
     /// slot freed last).
-    #[inline]
+    #[inline(always)]
     pub(super) fn ahead(&self, idx: u32, ret: u32, len: u64, next: Option<u32>) -> [usize; 3] {
         let word = self.returns.word_addr(ret);
         match next {

@@ -160,6 +160,7 @@ impl Receiver {
         &self.reg.service.name
     }
 
+    #[inline(always)]
     pub(super) fn lock(&self) -> RefMut<'_, SubState> {
         // No method of the subscriber calls another while holding the state,
         // and the subscriber is not Sync, so this never finds it borrowed.

@@ -176,7 +176,7 @@ impl Receiver {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn accept(
         &self,
         conn: &ConnHandle,
