@@ -17,7 +17,7 @@
 //! Compare with two messages of the publish/subscribe hot path
 //! (`hotpath`): a request and its response are two messages.
 
-use hako::{Config, NodeBuilder};
+use hako::{Client, Config, NodeBuilder, Server};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: u64 = std::env::args()
@@ -46,41 +46,78 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .open_or_create()?;
         let client = svc.client_builder().max_slice_len(64).create()?;
         let server = svc.server_builder().max_slice_len(64).create()?;
+        // One exchange first, from call sites of its own (a program has
+        // several, and the compiler may then call the library out of line
+        // instead of inlining it), then the measured ones.
+        warm_up(&client, &server)?;
         let t0 = std::time::Instant::now();
-        let mut sum = 0u64;
-        for i in 0..n {
-            let mut q = client.loan_slice_uninit(64)?;
-            q.payload_mut()[0].write(i as u8);
-            // SAFETY: u8 has no padding; unwritten bytes hold earlier payloads.
-            let pending = unsafe { q.assume_init() }.send()?;
-            // One call site for each receive, so that the compiler inlines
-            // them alike in every mode: the client polls `polls` times
-            // before the server answers, then once more.
-            let mut k = 0;
-            let response = loop {
-                if k == polls {
-                    let request = server.receive()?.ok_or("no request")?;
-                    let mut r = request.loan_slice_uninit(64)?;
-                    r.payload_mut()[0].write(request[0].wrapping_add(1));
-                    // SAFETY: as above.
-                    let r = unsafe { r.assume_init() };
-                    if last {
-                        request.send_last(r)?;
-                    } else {
-                        r.send()?;
-                    }
-                }
-                match pending.receive()? {
-                    Some(response) if k == polls => break response,
-                    None if k < polls => k += 1,
-                    _ => return Err("a response out of turn, or none".into()),
-                }
-            };
-            sum += u64::from(response[0]);
-        }
+        let sum = exchange(&client, &server, n, last, polls)?;
         let per = t0.elapsed().as_nanos() as f64 / n as f64;
         println!("{per:.1} ns per request and response (checksum {sum})");
     }
     let _ = std::fs::remove_dir_all(&root);
+    Ok(())
+}
+
+/// `n` requests, each answered (with `last`, by its last response) after
+/// `polls` receives that find nothing.
+#[inline(never)]
+fn exchange(
+    client: &Client<[u8], [u8]>,
+    server: &Server<[u8], [u8]>,
+    n: u64,
+    last: bool,
+    polls: u32,
+) -> Result<u64, Box<dyn std::error::Error>> {
+    let mut sum = 0u64;
+    for i in 0..n {
+        let mut q = client.loan_slice_uninit(64)?;
+        q.payload_mut()[0].write(i as u8);
+        // SAFETY: u8 has no padding; unwritten bytes hold earlier payloads.
+        let pending = unsafe { q.assume_init() }.send()?;
+        // One call site for each receive, so that the compiler inlines
+        // them alike in every mode: the client polls `polls` times
+        // before the server answers, then once more.
+        let mut k = 0;
+        let response = loop {
+            if k == polls {
+                let request = server.receive()?.ok_or("no request")?;
+                let mut r = request.loan_slice_uninit(64)?;
+                r.payload_mut()[0].write(request[0].wrapping_add(1));
+                // SAFETY: as above.
+                let r = unsafe { r.assume_init() };
+                if last {
+                    request.send_last(r)?;
+                } else {
+                    r.send()?;
+                }
+            }
+            match pending.receive()? {
+                Some(response) if k == polls => break response,
+                None if k < polls => k += 1,
+                _ => return Err("a response out of turn, or none".into()),
+            }
+        };
+        sum += u64::from(response[0]);
+    }
+    Ok(sum)
+}
+
+/// One request and its response, through call sites of their own.
+#[inline(never)]
+fn warm_up(
+    client: &Client<[u8], [u8]>,
+    server: &Server<[u8], [u8]>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut q = client.loan_slice_uninit(64)?;
+    q.payload_mut()[0].write(0);
+    // SAFETY: u8 has no padding; unwritten bytes hold earlier payloads.
+    let pending = unsafe { q.assume_init() }.send()?;
+    let request = server.receive()?.ok_or("no request")?;
+    let mut r = request.loan_slice_uninit(64)?;
+    r.payload_mut()[0].write(1);
+    // SAFETY: as above.
+    request.send_last(unsafe { r.assume_init() })?;
+    pending.receive()?.ok_or("no response")?;
     Ok(())
 }

@@ -27,6 +27,7 @@ impl Sealed for ToClient {}
 #[allow(private_interfaces)]
 impl Destination for ToClient {
     type Sent = Result<(), ResponseSendError>;
+    #[inline(always)]
     fn send(self, raw: RawLoan) -> Self::Sent {
         if raw.send_to(self.conn, self.client, [self.id, 0]) {
             Ok(())
@@ -275,6 +276,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
     /// # assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(42));
     /// # Ok(()) }
     /// ```
+    #[inline(always)]
     pub fn send_last(mut self, response: ResponseMut<Resp>) -> Result<(), ResponseSendError> {
         let (to, raw) = response.into_parts();
         if (to.conn, to.client, to.id) != (self.conn, self.client, self.id) {
@@ -291,6 +293,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
         Err(ResponseSendError::ClientGone)
     }
 
+    #[inline(always)]
     fn loan_raw(&self, elems: usize) -> Result<ResponseMutUninit<Resp>, ResponseSendError> {
         if self.no_response {
             return Err(ResponseSendError::NoResponseExpected);
@@ -342,6 +345,7 @@ impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, Resp> {
     /// assert_eq!(pending.blocking_receive()?.map(|r| r.count), Some(7));
     /// # Ok(()) }
     /// ```
+    #[inline(always)]
     pub fn loan_uninit(&self) -> Result<ResponseMutUninit<Resp>, ResponseSendError> {
         self.loan_raw(1)
     }
@@ -382,6 +386,7 @@ impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, Resp> {
 
 impl<Req: Payload + ?Sized, Resp: ShmSafe> ActiveRequest<'_, Req, [Resp]> {
     /// Loans an uninitialised response slice of `len` elements.
+    #[inline(always)]
     pub fn loan_slice_uninit(&self, len: usize) -> Result<ResponseMutUninit<[Resp]>, ResponseSendError> {
         self.loan_raw(len)
     }

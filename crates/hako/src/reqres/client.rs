@@ -45,6 +45,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Sealed for ToServer<'_, Req,
 #[allow(private_interfaces)]
 impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> Destination for ToServer<'c, Req, Resp> {
     type Sent = Result<PendingResponse<'c, Req, Resp>, RequestSendError>;
+    #[inline(always)]
     fn send(self, raw: RawLoan) -> Self::Sent {
         let slot = self.client.send(raw, false)?;
         Ok(PendingResponse::new(&self.client.inbox, slot))
@@ -406,6 +407,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
         s.slot.len() - s.free.len()
     }
 
+    #[inline(always)]
     fn loan_raw(&self, elems: usize) -> Result<RawLoan, RequestSendError> {
         Ok(RawLoan::new(&self.inbox.port.tx, self.req_env.bytes(elems))?)
     }
@@ -416,6 +418,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
 
     /// Sends a loaned chunk (its payload written) to the next server;
     /// returns the request's slot and generation.
+    #[inline(always)]
     fn send(&self, raw: RawLoan, no_response: bool) -> Result<(u32, u32), RequestSendError> {
         // Stale responses (of pending responses dropped before their
         // stream ended) go back to their servers first, so that they do not
@@ -495,6 +498,7 @@ impl<Req: ShmSafe, Resp: Payload + ?Sized> Client<Req, Resp> {
     /// assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(42));
     /// # Ok(()) }
     /// ```
+    #[inline(always)]
     pub fn loan_uninit(&self) -> Result<RequestMutUninit<'_, Req, Resp>, RequestSendError> {
         let raw = self.loan_raw(1)?;
         Ok(self.message(raw, 1))
@@ -549,6 +553,7 @@ impl<Req: ShmSafe, Resp: Payload + ?Sized> Client<[Req], Resp> {
     /// assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(4950));
     /// # Ok(()) }
     /// ```
+    #[inline(always)]
     pub fn loan_slice_uninit(
         &self,
         len: usize,

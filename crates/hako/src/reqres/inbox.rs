@@ -108,7 +108,7 @@ impl Inbox {
     /// Takes the next response of `slot`'s request, if one is there (see
     /// `PendingResponse::receive`): from the slot's queue, or routed from
     /// the receiver; `None` when nothing is there now or the stream ended.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_for(
         &self,
         slot: u32,

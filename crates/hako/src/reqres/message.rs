@@ -173,6 +173,7 @@ impl<T: ShmSafe, D: Destination> MessageMutUninit<[T], D> {
 impl<T: Payload + ?Sized, D: Destination> MessageMut<T, D> {
     /// Sends the message: a request to a server (returning its pending
     /// response), a response to the client that asked.
+    #[inline(always)]
     pub fn send(self) -> D::Sent {
         self.dest.send(self.raw)
     }

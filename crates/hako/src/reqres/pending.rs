@@ -106,6 +106,7 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
     /// assert!(pending.is_finished());
     /// # Ok(()) }
     /// ```
+    #[inline(always)]
     pub fn receive(&self) -> Result<Option<Response<Resp>>, ReqResReceiveError> {
         self.client
             .next_for(self.slot)?

@@ -351,11 +351,13 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
     /// assert_eq!(pending.blocking_receive()?.map(|r| *r), Some(9));
     /// # Ok(()) }
     /// ```
+    #[inline(always)]
     pub fn receive(&self) -> Result<Option<ActiveRequest<'_, Req, Resp>>, ReqResReceiveError> {
         Ok(self.take()?.map(|t| self.activate(t)))
     }
 
     /// Takes the next request from the queue, checked.
+    #[inline(always)]
     pub(crate) fn take(&self) -> Result<Option<Taken>, ReqResReceiveError> {
         let Some((raw, tag)) = self.port.rx.receive_tagged(|raw, tag| (raw, tag))? else {
             return Ok(None);
