@@ -21,17 +21,7 @@ impl SenderState {
         if let &[j] = &self.active[..] {
             // One subscriber, the common case: no flags, no second pass.
             let next = self.upcoming(p, j);
-            // Served (`active` lists only those, rebuilt at the start of
-            // the send), so straight to the push.
-            if !(self.push_if_room(p, j, idx, len, next, NO_TAG)
-                || self.deliver_one(p, j, idx, len, next, NO_TAG))
-            {
-                return 0;
-            }
-            // ORDERING: full barrier; as below.
-            full_barrier();
-            self.after_publish(p, j);
-            return 1;
+            return usize::from(self.publish_one(p, j, idx, len, next));
         }
         let mut delivered = 0;
         let next = match self.active.first() {
@@ -65,21 +55,28 @@ impl SenderState {
     #[inline(always)]
     pub(super) fn send_lane(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64) -> usize {
         let next = self.upcoming(p, j);
-        // Served (the lane is rebuilt with `active`), so straight to the push.
-        let n = if self.push_if_room(p, j, idx, len, next, NO_TAG)
-            || self.deliver_one(p, j, idx, len, next, NO_TAG)
-        {
-            // ORDERING: full barrier; as in deliver().
-            full_barrier();
-            self.after_publish(p, j);
-            1
-        } else {
-            0
-        };
+        let n = usize::from(self.publish_one(p, j, idx, len, next));
         self.last_sent = (n > 0).then_some(idx);
         self.sent_to(idx, n);
         self.prepare_next_on(p, j, len);
         n
+    }
+
+    /// Queues chunk `idx` for connection `j`, which `active` lists (it is
+    /// rebuilt at the start of every send, so `j` is served: straight to
+    /// the push), announcing `next`; if it got it, wakes its receiver and
+    /// takes back what it returned. False if it did not get it.
+    #[inline(always)]
+    fn publish_one(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64, next: Option<u32>) -> bool {
+        if !(self.push_if_room(p, j, idx, len, next, NO_TAG)
+            || self.deliver_one(p, j, idx, len, next, NO_TAG))
+        {
+            return false;
+        }
+        // ORDERING: full barrier; as in deliver().
+        full_barrier();
+        self.after_publish(p, j);
+        true
     }
 
     /// The chunk to announce with a send to subscriber `j` (and the others)
