@@ -30,6 +30,7 @@ fuzz_target!(|data: &[u8]| {
             buffer: w(8),
             borrowed: w(9),
             tagged: w(11),
+            withdrawals: w(12),
         },
     };
     let file_size = w(10);
@@ -45,7 +46,9 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(g.slot_words, if p.tagged == 1 { 4 } else { 2 });
         assert!(g.sub_offset + 8 * g.ring_words() <= g.returns_offset);
         assert_eq!(g.return_slots, p.buffer + p.borrowed);
-        assert!(g.returns_offset + 8 * g.return_slots <= g.conn_stride);
+        assert!(g.returns_offset + 8 * g.return_slots <= g.withdrawn_offset);
+        assert_eq!(g.withdrawals, p.withdrawals);
+        assert!(g.withdrawn_offset + 8 * g.withdrawals <= g.conn_stride);
         assert!(g.conns_offset + p.max_subscribers * g.conn_stride <= g.pool_offset);
         assert!(p.elem_size * p.max_len <= g.chunk_size);
         assert_eq!(g.chunk_size % 64, 0);

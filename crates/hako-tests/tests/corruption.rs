@@ -108,6 +108,7 @@ impl Segment {
                 buffer: 1,
                 borrowed: 1,
                 tagged: 0,
+                withdrawals: 0,
             }
             .geometry()
             .unwrap(),
@@ -120,10 +121,11 @@ impl Segment {
                 buffer: 0,
                 borrowed: 0,
                 tagged: 0,
+                withdrawals: 0,
             },
         };
         // SegmentHeader: magic u64, version u32, chunk_count u32, port_id u64,
-        // then the eight u64 of SegmentParams.
+        // then the nine u64 of SegmentParams.
         assert_eq!(seg.read(0), SEGMENT_MAGIC);
         assert_eq!(seg.read(16), port_id);
         let p = |i: u64| seg.read(24 + 8 * i);
@@ -136,6 +138,7 @@ impl Segment {
             buffer: p(5),
             borrowed: p(6),
             tagged: p(7),
+            withdrawals: p(8),
         };
         seg.geo = seg.params.geometry().expect("a valid segment header");
         seg

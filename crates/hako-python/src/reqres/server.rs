@@ -242,7 +242,8 @@ impl ActiveRequest {
         self.active.with(py, |a| Ok(a.client_id()))
     }
 
-    /// Whether the client still listens.
+    /// Whether the client still waits for the responses: registered,
+    /// alive, and it has not dropped the request's pending response.
     fn is_connected(&self, py: Python<'_>) -> PyResult<bool> {
         self.active.with(py, |a| Ok(a.is_connected()))
     }

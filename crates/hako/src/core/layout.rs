@@ -25,6 +25,13 @@
 //!  +2·LINE + sub     return words          ((buffer + borrowed) × u64, one per
 //!                                           return slot: a block does not grow
 //!                                           with the pool)
+//!  + returns         withdrawal words      (withdrawals × u64, a server's segment
+//!                                           only: word s holds 1 + the generation
+//!                                           of the last request in the client's
+//!                                           slot s whose pending response it
+//!                                           dropped before the stream ended; the
+//!                                           client writes, the server reads: a hint
+//!                                           that ends a wait for room to answer)
 //!
 //!  chunk (chunk_size bytes, aligned to max(64, payload align))
 //!  +0                payload               (its length travels in the descriptor)
@@ -56,8 +63,10 @@ pub const PAGE: u64 = 4096;
 /// (5: a wake block's fourth word says whether a sleeper was notified;
 /// 6: rings may be tagged, and the segment header says so;
 /// 7: return words are indexed by a return slot the descriptor names, one
-/// per delivery a connection may have outstanding, instead of by chunk).
-pub const LAYOUT_VERSION: u32 = 7;
+/// per delivery a connection may have outstanding, instead of by chunk;
+/// 8: a server's connection blocks end with a withdrawal word per request
+/// slot of its client).
+pub const LAYOUT_VERSION: u32 = 8;
 /// Magic of a publisher data segment ("HAKOPUB1").
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
 /// Magic of a service dynamic segment ("HAKODYN1").
@@ -139,6 +148,9 @@ pub struct SegmentParams {
     /// 1 if the submission rings are tagged (four words per slot, see
     /// `core::ring`), else 0.
     pub tagged: u64,
+    /// Withdrawal words per connection block: for a server, the requests
+    /// a client may have in flight; 0 for every other sender.
+    pub withdrawals: u64,
 }
 
 const _: () = assert!(offset_of!(SegmentHeader, magic) == 0);
@@ -146,7 +158,7 @@ const _: () = assert!(offset_of!(SegmentHeader, version) == 8);
 const _: () = assert!(offset_of!(SegmentHeader, chunk_count) == 12);
 const _: () = assert!(offset_of!(SegmentHeader, port_id) == 16);
 const _: () = assert!(offset_of!(SegmentHeader, params) == 24);
-const _: () = assert!(size_of::<SegmentHeader>() == 24 + 8 * 8);
+const _: () = assert!(size_of::<SegmentHeader>() == 24 + 9 * 8);
 const _: () = assert!(size_of::<SegmentHeader>() as u64 <= LINE);
 
 /// Where everything sits in a publisher segment.
@@ -168,6 +180,10 @@ pub struct SegmentGeometry {
     /// Return words per connection: the deliveries it may have outstanding
     /// (its queue plus what the subscriber may borrow).
     pub return_slots: u64,
+    /// Offset of the withdrawal words within a connection block.
+    pub withdrawn_offset: u64,
+    /// Withdrawal words per connection (0 but for a server's segment).
+    pub withdrawals: u64,
     /// Offset of chunk 0 (page aligned).
     pub pool_offset: u64,
     /// Bytes per chunk (its payload starts at its first byte).
@@ -196,6 +212,7 @@ impl SegmentParams {
             || p.borrowed == 0
             || p.borrowed > 1 << 20
             || p.tagged > 1
+            || p.withdrawals > 1 << 20
             || p.elem_size > MAX_SEGMENT
             || p.max_len > MAX_SEGMENT
         {
@@ -217,7 +234,8 @@ impl SegmentParams {
         if return_slots >= MAX_RETURN_SLOTS {
             return None;
         }
-        let conn_stride = returns_offset + round_up(8 * return_slots, LINE);
+        let withdrawn_offset = returns_offset + round_up(8 * return_slots, LINE);
+        let conn_stride = withdrawn_offset + round_up(8 * p.withdrawals, LINE);
         let conns_offset = COUNTERS_OFFSET + LINE;
         let pool_offset = round_up(conns_offset + p.max_subscribers * conn_stride, PAGE);
         // Cache-line aligned and headerless, so a payload of up to 64 bytes
@@ -236,6 +254,8 @@ impl SegmentParams {
             sub_offset,
             returns_offset,
             return_slots,
+            withdrawn_offset,
+            withdrawals: p.withdrawals,
             pool_offset,
             chunk_size,
             total_size,
@@ -404,6 +424,7 @@ mod tests {
             buffer: 3,
             borrowed: 2,
             tagged: 0,
+            withdrawals: 0,
         }
     }
 
@@ -436,6 +457,16 @@ mod tests {
         .unwrap();
         assert_eq!(tagged.slot_words, 4);
         assert_eq!(tagged.returns_offset, tagged.sub_offset + 32 * 8);
+        // A server's blocks end with withdrawal words; others' do not.
+        assert_eq!(g.withdrawn_offset, g.conn_stride);
+        let server = SegmentParams {
+            withdrawals: 20,
+            ..params()
+        }
+        .geometry()
+        .unwrap();
+        assert_eq!(server.withdrawn_offset, g.conn_stride);
+        assert_eq!(server.conn_stride, g.conn_stride + 2 * LINE);
     }
 
     #[test]
@@ -468,6 +499,10 @@ mod tests {
             },
             SegmentParams {
                 buffer: 0,
+                ..params()
+            },
+            SegmentParams {
+                withdrawals: (1 << 20) + 1,
                 ..params()
             },
         ] {

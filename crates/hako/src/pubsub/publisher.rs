@@ -205,6 +205,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             peers: PortKind::Subscriber,
             shared_id: None,
             tagged: false,
+            withdrawals: 0,
         };
         let name = svc.name.to_string();
         let inner = SenderInner::create(svc, settings).map_err(|e| match e {

@@ -213,6 +213,7 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             max_held: q.subscriber_max_borrowed_samples as usize,
             backpressure: q.overflow == OverflowPolicy::Backpressure,
             tagged: false,
+            withdrawals: 0,
             strategy: self.strategy,
             end_when_gone: self.end_when_gone,
             skip_own_node: self.skip_own_node,

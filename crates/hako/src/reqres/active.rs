@@ -5,13 +5,13 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use super::envelope::{Envelope, ABORTED, END, LAST};
+use super::envelope::{withdrawal, Envelope, ABORTED, END, LAST};
 use super::errors::ResponseSendError;
 use super::message::{Destination, MessageMut, MessageMutUninit, Sealed};
 use super::settings::Types;
 use crate::port::payload::{Payload, ShmSafe};
 use crate::port::receiver::sample::RawSample;
-use crate::port::sender::loan::RawLoan;
+use crate::port::sender::loan::{Queued, RawLoan};
 use crate::port::sender::settings::LoanError;
 
 /// A response being loaned: the client connection and request it answers.
@@ -29,10 +29,11 @@ impl Destination for ToClient {
     type Sent = Result<(), ResponseSendError>;
     #[inline(always)]
     fn send(self, raw: RawLoan) -> Self::Sent {
-        if raw.send_to(self.conn, self.client, [self.id, 0]) {
-            Ok(())
-        } else {
-            Err(ResponseSendError::ClientGone)
+        // A response the client withdrew (it dropped the pending response)
+        // goes where it would have gone unread: nowhere, without an error.
+        match raw.send_to(self.conn, self.client, [self.id, 0], Some(withdrawal(self.id))) {
+            Queued::Yes | Queued::Withdrawn => Ok(()),
+            Queued::No => Err(ResponseSendError::ClientGone),
         }
     }
 }
@@ -124,8 +125,9 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
     /// Sends the end of the stream: a message with no payload, from a
     /// chunk kept in reserve for it (see ServerBuilder::create). Under a
     /// backpressure strategy that gives up (retry, discard) it still waits
-    /// for room in the client's queue, or for the client to go; a client
-    /// that left gets nothing.
+    /// for room in the client's queue, for the client to go, or for it to
+    /// drop the pending response; a client that left or dropped it gets
+    /// nothing.
     fn end_stream(&self, flags: u64) {
         let tx = &self.server.tx;
         let mut tries = 0u32;
@@ -137,7 +139,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
                     return;
                 }
             };
-            if raw.send_to(self.conn, self.client, [self.id, flags]) {
+            if raw.send_to(self.conn, self.client, [self.id, flags], Some(withdrawal(self.id))) != Queued::No {
                 return;
             }
             // The client went, or its queue stayed full.
@@ -199,13 +201,17 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
         self.client
     }
 
-    /// Whether the client is still there to read responses: registered,
-    /// and its process alive (this asks the kernel). A server may stop work
-    /// early when it is not; responses sent to a client that died before
-    /// anyone noticed go nowhere, and their chunks come back when its
-    /// ports are reclaimed.
+    /// Whether the client still waits for the responses: it is registered,
+    /// its process is alive (this asks the kernel), and it has not dropped
+    /// the request's pending response. A server may stop work early when
+    /// it is not. Responses to a request whose pending response was dropped
+    /// are given back unread (a send that finds the client's queue full
+    /// stops waiting and returns `Ok`); those sent to a client that died
+    /// before anyone noticed go nowhere, and their chunks come back when
+    /// its ports are reclaimed.
     pub fn is_connected(&self) -> bool {
         self.server.tx.served_port(self.conn) == Some(self.client)
+            && !self.server.tx.withdrawn(self.conn, self.client, withdrawal(self.id))
             && self.server.tx.peer_alive(self.conn, self.client)
     }
 
@@ -283,7 +289,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ActiveRequest<'_, Req, Resp>
             // Given back as `raw` drops; this request's stream goes on.
             return Err(ResponseSendError::OtherRequest);
         }
-        if raw.send_to(self.conn, self.client, [self.id, LAST]) {
+        if raw.send_to(self.conn, self.client, [self.id, LAST], Some(withdrawal(self.id))) != Queued::No {
             self.ended = true;
             return Ok(());
         }

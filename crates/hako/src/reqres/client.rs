@@ -200,6 +200,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
             peers: PortKind::Subscriber,
             shared_id: None,
             tagged: true,
+            withdrawals: 0,
         };
         let rx = response_queue(q, resp_env.align, self.wait);
         let name = self.service.name.to_string();
@@ -267,6 +268,7 @@ fn response_queue(
         max_held: (in_flight * per) as usize + 1,
         backpressure: true,
         tagged: true,
+        withdrawals: in_flight,
         strategy: wait,
         // Their patterns judge peers gone themselves.
         end_when_gone: false,

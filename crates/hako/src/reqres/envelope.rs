@@ -26,6 +26,7 @@
 
 use crate::core::ring::Tag;
 use crate::port::payload::Payload;
+use crate::port::sender::settings::Withdrawal;
 
 /// A response that ends its stream (it carries no payload).
 pub const END: u64 = 1;
@@ -172,6 +173,18 @@ impl Envelope {
 /// A request's id: its client's slot and the slot's generation.
 pub fn request_id(slot: u32, generation: u32) -> u64 {
     (u64::from(generation) << 32) | u64::from(slot)
+}
+
+/// How the client of request `id` says it no longer wants the responses
+/// (it dropped the pending response before the stream ended): 1 + the
+/// generation in the withdrawal word of the request's slot.
+#[inline]
+pub(crate) fn withdrawal(id: u64) -> Withdrawal {
+    let (slot, generation) = split_id(id);
+    Withdrawal {
+        key: slot,
+        value: u64::from(generation) + 1,
+    }
 }
 
 /// The slot and generation of a request id.

@@ -192,12 +192,17 @@ impl Inbox {
 
     /// A stream ended on our side before the server ended it: its
     /// responses go on arriving (stale) if its server is still listed; one
-    /// whose server left never will.
+    /// whose server left never will. The server learns of it through the
+    /// slot's withdrawal word, so that it does not wait for room in our
+    /// queue for responses nobody reads.
     #[cold]
     fn count_stale(&self, slots: &mut Slots, slot: u32) {
         let s = &slots.slot[slot as usize];
         if self.port.tx.served_port(s.conn) == Some(s.server) {
             slots.stale += 1;
+            let ended = super::envelope::request_id(slot, s.generation.wrapping_sub(1));
+            let w = super::envelope::withdrawal(ended);
+            self.port.rx.withdraw(s.server, w.key, w.value);
         }
     }
 

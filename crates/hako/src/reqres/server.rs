@@ -80,7 +80,9 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
     /// so many tries (`Retry`), so that a slow client cannot hold the
     /// server up. The end of a stream (an [`ActiveRequest`] dropped, or a
     /// last response that was refused) always waits: a lost end would
-    /// leave the client waiting for ever.
+    /// leave the client waiting for ever. No send waits for a client that
+    /// dropped the request's pending response: nobody would read it, so it
+    /// is given back at once and the send returns `Ok`.
     pub fn backpressure(mut self, strategy: BackpressureStrategy) -> Self {
         self.strategy = strategy;
         self
@@ -144,6 +146,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             peers: PortKind::Publisher,
             shared_id: None,
             tagged: true,
+            withdrawals: in_flight,
         };
         let rx = ReceiverSettings {
             elem_size: 1,
@@ -155,6 +158,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             max_held: (u64::from(q.max_clients) * in_flight) as usize,
             backpressure: true,
             tagged: true,
+            withdrawals: 0,
             strategy: self.wait,
             // Their patterns judge peers gone themselves.
             end_when_gone: false,

@@ -58,8 +58,10 @@ fn streams_dropped_unread_go_back_before_the_next_send() {
             }
             server
         });
-        // Without the routing the server blocks on a full queue after two
-        // streams, stops taking requests, and they no longer get through.
+        // Without the routing the queue fills with stale responses; the
+        // server must not wait for room for them (the client withdrew
+        // them), or it stops taking requests and they no longer get
+        // through.
         let stuck = (0..N).find(|&i| {
             for _ in 0..10_000 {
                 match client.send_copy(i) {
@@ -87,6 +89,65 @@ fn streams_dropped_unread_go_back_before_the_next_send() {
         assert_eq!(*pending.blocking_receive().unwrap().unwrap(), 8);
         assert!(pending.blocking_receive().unwrap().is_none());
     });
+}
+
+#[test]
+fn a_server_waiting_for_room_stops_when_the_client_drops_the_pending_response() {
+    // A client that never reads: the server's sends fill its queue, and
+    // then the server waits (Block, the default). Dropping the pending
+    // response withdraws the request: the waiting send and the rest return
+    // Ok at once, the end of the stream does not wait either, and the
+    // client's next request is answered as usual.
+    let d = Domain::new("withdrawn");
+    let svc = d.service(1, 2);
+    let server = svc.server_builder().create().unwrap();
+    let client = svc.client_builder().create().unwrap();
+    let pending = client.send_copy(1).unwrap();
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = sent.clone();
+    // Not a scoped thread: if it never ends, the test fails instead of
+    // waiting for it.
+    let answering = std::thread::spawn(move || {
+        let request = server.blocking_receive().unwrap();
+        assert!(request.is_connected());
+        for i in 0..100 {
+            request.send_copy(i).unwrap();
+            count.store(i + 1, std::sync::atomic::Ordering::Relaxed);
+        }
+        assert!(!request.is_connected(), "the client dropped it");
+        drop(request); // its end goes nowhere, without waiting
+        server
+    });
+    // The queue holds six messages (two streams' worth: two responses and
+    // an end each); the seventh send waits.
+    while sent.load(std::sync::atomic::Ordering::Relaxed) < 6 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        sent.load(std::sync::atomic::Ordering::Relaxed),
+        6,
+        "the server waits for room"
+    );
+    drop(pending);
+    for _ in 0..30_000 {
+        if answering.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(
+        answering.is_finished(),
+        "the server still waits for a request nobody wants"
+    );
+    let server = answering.join().unwrap();
+    assert_eq!(sent.load(std::sync::atomic::Ordering::Relaxed), 100);
+    let pending = client.send_copy(2).unwrap();
+    let request = server.blocking_receive().unwrap();
+    assert_eq!(*request, 2);
+    request.send_last_copy(20).unwrap();
+    assert_eq!(*pending.blocking_receive().unwrap().unwrap(), 20);
+    assert!(pending.blocking_receive().unwrap().is_none());
 }
 
 #[test]
@@ -140,7 +201,7 @@ fn next_request_tag(d: &Domain, client_id: u64, server_id: u64) -> (std::fs::Fil
         u64::from_le_bytes(b)
     };
     // SegmentHeader: magic, version and chunk count, port id, then the
-    // eight words of SegmentParams.
+    // nine words of SegmentParams.
     let p = |i: u64| read(24 + 8 * i);
     let params = SegmentParams {
         elem_size: p(0),
@@ -151,6 +212,7 @@ fn next_request_tag(d: &Domain, client_id: u64, server_id: u64) -> (std::fs::Fil
         buffer: p(5),
         borrowed: p(6),
         tagged: p(7),
+        withdrawals: p(8),
     };
     assert_eq!(params.tagged, 1, "request rings are tagged");
     let geo = params.geometry().unwrap();

@@ -94,6 +94,9 @@ pub(crate) struct SubConn {
     pub(super) sub: Submission<'static>,
     pub(super) returns: Returns<'static>,
     pub(super) connected: &'static AtomicU64,
+    /// Our withdrawal words in the sender's segment (a client's, in a
+    /// server's segment, see `Receiver::withdraw`; empty for others).
+    pub(super) withdrawn: &'static [AtomicU64],
     pub(super) pool_base: usize,
 }
 
@@ -120,6 +123,7 @@ impl SubConn {
             || p.buffer != s.buffer
             || p.borrowed != s.borrowed
             || p.tagged != u64::from(s.tagged)
+            || p.withdrawals != s.withdrawals
             || p.max_len != slot_len
             || p.chunk_count != slot_chunks
         {
@@ -150,15 +154,16 @@ impl SubConn {
         // port/segment.rs (still_needed): once seen, the file may be removed.
         rw.atomic(base + ATTACHED_OFFSET)
             .store(reg.port_id, Ordering::Release);
-        // SAFETY: the four views below point into `rw`, which moves
+        // SAFETY: the five views below point into `rw`, which moves
         // into the returned struct with them and stays mapped until it is
         // dropped; they are only used through it (see the field comment).
-        let (slots, head, returns, connected) = unsafe {
+        let (slots, head, returns, connected, withdrawn) = unsafe {
             (
                 rw.atomics_detached(base + geo.sub_offset, geo.ring_words()),
                 rw.atomic_detached(base + LINE),
                 rw.atomics_detached(base + geo.returns_offset, geo.return_slots),
                 rw.atomic_detached(base),
+                rw.atomics_detached(base + geo.withdrawn_offset, geo.withdrawals),
             )
         };
         Ok(Some(Self {
@@ -181,6 +186,7 @@ impl SubConn {
             },
             returns: Returns::new(returns),
             connected,
+            withdrawn,
         }))
     }
 

@@ -330,6 +330,21 @@ impl Receiver {
             .any(|e| e.conn.connected() && e.conn.submission().has_item())
     }
 
+    /// Withdraws a message the sender `sender` may still wait to queue
+    /// for us (see `Withdrawal` in the sender): writes `value` to our
+    /// withdrawal word `key` in its segment. Nothing if we are not
+    /// connected to it or its blocks have no such word.
+    pub(crate) fn withdraw(&self, sender: u64, key: u32, value: u64) {
+        let st = self.lock();
+        if let Some(e) = st.conns.iter().find(|e| e.conn.publisher == sender) {
+            if let Some(word) = e.conn.withdrawn.get(key as usize) {
+                // Relaxed: a hint the sender polls while it waits for
+                // room; no data is published with it.
+                word.store(value, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Number of publishers this subscriber is connected to.
     pub(crate) fn publisher_count(&self) -> usize {
         let mut st = self.lock();

@@ -87,6 +87,10 @@ pub(crate) struct ReceiverSettings {
     /// The senders' rings are tagged (request/response); a segment that
     /// says otherwise is refused.
     pub tagged: bool,
+    /// Withdrawal words the senders' connection blocks must have (a
+    /// client's: its requests in flight; see `Receiver::withdraw`); 0 for
+    /// others.
+    pub withdrawals: u64,
     /// How the blocking calls wait.
     pub strategy: WaitStrategy,
     /// A wait ends with [`ReceiveError::PublishersGone`] once every sender

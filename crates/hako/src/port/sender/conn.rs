@@ -3,6 +3,7 @@
 
 use std::os::fd::OwnedFd;
 
+use super::settings::Withdrawal;
 use crate::core::park::WakeBlock;
 use crate::core::pool::Outstanding;
 use crate::core::returns::Returns;
@@ -32,6 +33,19 @@ pub(super) struct ConnState {
     pub(super) delivered: bool,
     /// Write end of the subscriber's wake-up FIFO, opened when first needed.
     pub(super) fifo: Option<OwnedFd>,
+    /// The receiver's withdrawal words (a server's connection to a client;
+    /// empty for others).
+    pub(super) withdrawn: &'static [std::sync::atomic::AtomicU64],
+}
+
+impl ConnState {
+    /// Whether the receiver withdrew the message `w` names.
+    pub(super) fn is_withdrawn(&self, w: Withdrawal) -> bool {
+        self.withdrawn
+            .get(w.key as usize)
+            // Relaxed: a hint the receiver writes, published with nothing.
+            .is_some_and(|word| word.load(std::sync::atomic::Ordering::Relaxed) == w.value)
+    }
 }
 
 /// How long a publisher with large chunks takes to fill a sample, from

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use super::params::SenderParams;
-use super::settings::BackpressureStrategy;
+use super::settings::{BackpressureStrategy, Withdrawal};
 use super::state::SenderState;
 use crate::core::park::{full_barrier, Kernel, Wake};
 use crate::core::ring::{Corrupted, Push, Tag, NO_TAG};
@@ -30,7 +30,7 @@ impl SenderState {
         };
         for k in 0..self.active.len() {
             let j = self.active[k];
-            let got = self.push_to(p, j, idx, len, next, NO_TAG);
+            let got = self.push_to(p, j, idx, len, next, NO_TAG, None);
             self.conns[j].delivered = got;
             delivered += usize::from(got);
         }
@@ -69,7 +69,7 @@ impl SenderState {
     #[inline(always)]
     fn publish_one(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64, next: Option<u32>) -> bool {
         if !(self.push_if_room(p, j, idx, len, next, NO_TAG)
-            || self.deliver_one(p, j, idx, len, next, NO_TAG))
+            || self.deliver_one(p, j, idx, len, next, NO_TAG, None))
         {
             return false;
         }
@@ -118,7 +118,9 @@ impl SenderState {
     }
 
     /// Queues chunk `idx` for subscriber `j`, announcing `next`, with `tag`
-    /// (for a tagged ring); false if it did not get it.
+    /// (for a tagged ring); false if it did not get it. A wait for room
+    /// ends early once `until` says the receiver withdrew the message.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) fn push_to(
         &mut self,
@@ -128,13 +130,14 @@ impl SenderState {
         len: u64,
         next: Option<u32>,
         tag: Tag,
+        until: Option<Withdrawal>,
     ) -> bool {
         let conn = &self.conns[j];
         if conn.sub_port == 0 || conn.broken {
             return false;
         }
         self.push_if_room(p, j, idx, len, next, tag)
-            || self.deliver_one(p, j, idx, len, next, tag)
+            || self.deliver_one(p, j, idx, len, next, tag, until)
     }
 
     /// Queues chunk `idx` for subscriber `j` if fewer chunks are outstanding
@@ -212,6 +215,12 @@ impl SenderState {
         }
     }
 
+    /// Queues chunk `idx` for subscriber `j` when its queue had no room at
+    /// first: takes back what it returned, then does what the overflow
+    /// policy says (drop the oldest; or under backpressure give up, retry
+    /// or wait: until there is room, the receiver goes, a termination
+    /// signal comes or `until` says the receiver withdrew the message).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn deliver_one(
         &mut self,
         p: &SenderParams,
@@ -220,6 +229,7 @@ impl SenderState {
         len: u64,
         next: Option<u32>,
         tag: Tag,
+        until: Option<Withdrawal>,
     ) -> bool {
         let sub = self.conns[j].sub;
         let mut attempts: u32 = 0;
@@ -313,6 +323,12 @@ impl SenderState {
                     if spins < 64 {
                         std::hint::spin_loop();
                     } else {
+                        // Nobody wants it any more: not delivered, and not
+                        // a loss either (the receiver would have dropped it
+                        // unread).
+                        if until.is_some_and(|w| self.conns[j].is_withdrawn(w)) {
+                            return false;
+                        }
                         std::thread::yield_now();
                         if spins % 1024 == 0 && !self.subscriber_still_there(p, j) {
                             self.disconnect(j, false);

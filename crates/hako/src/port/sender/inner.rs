@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::conn::{ConnState, FillClock, REUSE_MIN_CHUNK};
 use super::params::SenderParams;
-use super::settings::{SenderCreateError, SenderSettings};
+use super::settings::{SenderCreateError, SenderSettings, Withdrawal};
 use super::state::SenderState;
 use crate::core::layout::{
     PubCounters, SegmentHeader, SegmentParams, COUNTERS_OFFSET, DROPPED_OFFSET, LAYOUT_VERSION,
@@ -53,6 +53,7 @@ impl SenderInner {
             buffer: s.buffer,
             borrowed: s.borrowed,
             tagged: u64::from(s.tagged),
+            withdrawals: s.withdrawals,
         };
         let geo = params.geometry().ok_or(SenderCreateError::Geometry)?;
         let port_id = s.shared_id.unwrap_or_else(new_id);
@@ -115,7 +116,7 @@ impl SenderInner {
                 // (and so its mapping) alive; both stay mapped until the
                 // SenderInner holding them drops, and the views are only
                 // used through it.
-                let (slots, head, returns, connected, wake, dropped_word) = unsafe {
+                let (slots, head, returns, connected, wake, dropped_word, withdrawn) = unsafe {
                     (
                         map.atomics_detached(base + geo.sub_offset, geo.ring_words()),
                         map.atomic_detached(base + LINE),
@@ -123,6 +124,7 @@ impl SenderInner {
                         map.atomic_detached(base),
                         &*std::ptr::from_ref(svc.wake_block(s.peers, j)),
                         map.atomic_detached(base + DROPPED_OFFSET),
+                        map.atomics_detached(base + geo.withdrawn_offset, geo.withdrawals),
                     )
                 };
                 ConnState {
@@ -138,6 +140,7 @@ impl SenderInner {
                     broken: false,
                     delivered: false,
                     fifo: None,
+                    withdrawn,
                 }
             })
             .collect();
@@ -309,6 +312,12 @@ impl SenderInner {
     /// The port's id.
     pub(crate) fn id(&self) -> u64 {
         self.params.port_id
+    }
+
+    /// Whether the receiver `port`, on connection `j`, withdrew the message
+    /// `w` names (see [`Withdrawal`]).
+    pub(crate) fn withdrawn(&self, j: usize, port: u64, w: Withdrawal) -> bool {
+        self.lock_unclaimed().withdrawn((j, port), w)
     }
 
     /// The service's name.

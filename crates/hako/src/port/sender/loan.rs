@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::inner::SenderInner;
-use super::settings::LoanError;
+use super::settings::{LoanError, Withdrawal};
 use super::state::{SenderState, Sent};
 use crate::core::ring::Tag;
 
@@ -117,15 +117,21 @@ impl RawLoan {
 }
 
 impl RawLoan {
-    /// Sends the chunk, with `tag`, to the receiver `port` on connection `j` alone;
-    /// false if it did not get it (the chunk goes back to the pool either
-    /// way).
+    /// Sends the chunk, with `tag`, to the receiver `port` on connection `j` alone
+    /// (the chunk goes back to the pool if it did not get it). A wait for
+    /// room ends early once `until` says the receiver withdrew the message.
     #[inline(always)]
-    pub(crate) fn send_to(self, j: usize, port: u64, tag: Tag) -> bool {
+    pub(crate) fn send_to(self, j: usize, port: u64, tag: Tag, until: Option<Withdrawal>) -> Queued {
         let me = std::mem::ManuallyDrop::new(self);
         let p = me.inner();
         let mut st = p.lock();
-        let got = st.send_to(&p.params, (j, port), me.idx, me.len as u64, tag);
+        let got = if st.send_to(&p.params, (j, port), me.idx, me.len as u64, tag, until) {
+            Queued::Yes
+        } else if until.is_some_and(|w| st.withdrawn((j, port), w)) {
+            Queued::Withdrawn
+        } else {
+            Queued::No
+        };
         let last = st.orphaned && st.loaned == 0;
         drop(st);
         if last {
@@ -134,6 +140,18 @@ impl RawLoan {
         }
         got
     }
+}
+
+/// What [`RawLoan::send_to`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Queued {
+    /// The receiver got it.
+    Yes,
+    /// The receiver withdrew it while its queue was full: nobody misses it.
+    Withdrawn,
+    /// It did not: the receiver left or broke, or under a backpressure
+    /// strategy that gives up its queue stayed full.
+    No,
 }
 
 impl RawLoan {

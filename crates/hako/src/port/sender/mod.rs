@@ -3,7 +3,7 @@
 //! one submission and one return ring per receiver, history for late
 //! joiners, and what happens when a receiver's queue is full.
 //!
-//! Within the folder imports point down: `settings`, `conn` → `params` →
+//! Within the folder imports point down: `settings` → `conn` → `params` →
 //! `state` → `deliver` → `inner` → `loan`. `state.rs` and `deliver.rs`
 //! both implement [`SenderState`](state::SenderState): the first its
 //! bookkeeping, the second delivery.

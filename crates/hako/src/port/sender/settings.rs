@@ -75,6 +75,9 @@ pub(crate) struct SenderSettings {
     /// Tagged rings: every send carries a [`Tag`](crate::core::ring::Tag)
     /// (request/response); plain ones carry none.
     pub tagged: bool,
+    /// Withdrawal words per connection block: a server's, the clients'
+    /// requests in flight (see [`Withdrawal`]); 0 for others.
+    pub withdrawals: u64,
     /// The table of the sender's own entry, and the table whose entries it
     /// sends to (publishers: the first, subscribers: the second).
     pub own: PortKind,
@@ -99,4 +102,15 @@ pub(crate) enum SenderCreateError {
         size: u64,
         source: crate::domain::service::error::ServiceError,
     },
+}
+
+/// A message its receiver may withdraw while the sender waits for room:
+/// a response, withdrawn when the client drops the request's pending
+/// response. The receiver writes `value` (1 + the request's generation) to
+/// withdrawal word `key` (the request's slot) of its connection block in
+/// the sender's segment (see `core::layout`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Withdrawal {
+    pub(crate) key: u32,
+    pub(crate) value: u64,
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use super::conn::{ConnState, FillClock};
 use super::params::SenderParams;
-use super::settings::LoanError;
+use super::settings::{LoanError, Withdrawal};
 use crate::core::layout::{PubCounters, PORT_SKIP_OWN_NODE};
 use crate::core::park::full_barrier;
 use crate::core::pool::ChunkBook;
@@ -173,6 +173,11 @@ impl SenderState {
         let sub = conn.sub;
         sub.reset(&mut conn.producer);
         conn.returns.reset();
+        // A previous receiver's withdrawals say nothing of this one's.
+        for word in conn.withdrawn {
+            // Relaxed: published with the connection (Release below).
+            word.store(0, Ordering::Relaxed);
+        }
         conn.sub_port = pid;
         conn.broken = false;
         conn.fifo = None;
@@ -306,6 +311,7 @@ impl SenderState {
         idx: u32,
         len: u64,
         tag: Tag,
+        until: Option<Withdrawal>,
     ) -> bool {
         // ORDERING: Acquire; as in send().
         if p.generation.load(Ordering::Acquire) != self.seen_generation {
@@ -314,7 +320,7 @@ impl SenderState {
         // Served means connected and not broken: what `active` lists, read
         // from the connection itself instead of searched for.
         let served = self.served_port(j) == Some(port);
-        let got = served && self.send_on(p, j, idx, len, tag);
+        let got = served && self.send_on(p, j, idx, len, tag, until);
         if !served {
             self.sent_to(idx, 0);
         }
@@ -347,7 +353,7 @@ impl SenderState {
         let k = if cursor < n { cursor } else { 0 };
         let j = self.active[k];
         let port = self.conns[j].sub_port;
-        let delivered = self.send_on(p, j, idx, len, tag);
+        let delivered = self.send_on(p, j, idx, len, tag, None);
         Some(Sent {
             conn: j,
             port,
@@ -359,12 +365,20 @@ impl SenderState {
     /// Queues chunk `idx` on served connection `j`, with `tag`, and wakes
     /// its receiver if it sleeps; the loan ends either way.
     #[inline(always)]
-    fn send_on(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64, tag: Tag) -> bool {
+    fn send_on(
+        &mut self,
+        p: &SenderParams,
+        j: usize,
+        idx: u32,
+        len: u64,
+        tag: Tag,
+        until: Option<Withdrawal>,
+    ) -> bool {
         if p.large_chunks {
             self.fill.on_send();
         }
         let next = self.upcoming(p, j);
-        let got = self.push_to(p, j, idx, len, next, tag);
+        let got = self.push_to(p, j, idx, len, next, tag, until);
         if got {
             // ORDERING: full barrier; as in deliver().
             full_barrier();
@@ -391,6 +405,14 @@ impl SenderState {
         c.loans.store(self.loaned as u64, Ordering::Relaxed);
         c.free_chunks
             .store(self.book.free_count() as u64, Ordering::Relaxed);
+    }
+
+    /// Whether the receiver on connection `j` withdrew the message `w`
+    /// names.
+    /// (A connection that no longer serves `port` withdrew nothing: the
+    /// words may be another receiver's.)
+    pub(crate) fn withdrawn(&self, (j, port): (usize, u64), w: Withdrawal) -> bool {
+        self.served_port(j) == Some(port) && self.conns[j].is_withdrawn(w)
     }
 
     /// The receiver's port id on connection `j`, if it is served.
