@@ -259,6 +259,11 @@ typedef struct hako_subscriber_options {
   // queued. False (the default, and what a NULL `options` gives): it
   // waits on, so the subscriber outlives a restart of its publisher.
   bool end_when_publishers_gone;
+  // Publishers never wait for this subscriber: on a backpressure service
+  // a full queue loses its oldest sample, counted as the publisher's
+  // overflow, as on a drop-oldest one (for forwarders that must not
+  // slow the service). False by default.
+  bool lossy;
 } hako_subscriber_options;
 
 // Settings of a request/response service. Zero means: the configured

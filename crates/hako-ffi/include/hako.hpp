@@ -343,9 +343,12 @@ public:
     /// `end_when_publishers_gone`: a receive that waits throws once every
     /// publisher seen during the wait has left or died with nothing queued
     /// (by default it waits on, across a restart of the publisher).
+    /// `lossy`: publishers never wait for it; on a backpressure service a
+    /// full queue loses its oldest, counted as their overflow.
     explicit Subscriber(const PubSubService<P>& service, Wait wait = Wait::SpinThenPark,
-                        bool end_when_publishers_gone = false) {
-        hako_subscriber_options o{static_cast<hako_wait_strategy>(wait), end_when_publishers_gone};
+                        bool end_when_publishers_gone = false, bool lossy = false) {
+        hako_subscriber_options o{static_cast<hako_wait_strategy>(wait), end_when_publishers_gone,
+                                  lossy};
         detail::check(hako_subscriber_create(service.get(), &o, h_.out()));
     }
     const hako_subscriber* get() const noexcept { return h_.get(); }

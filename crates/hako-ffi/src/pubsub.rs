@@ -120,6 +120,11 @@ pub struct hako_subscriber_options {
     /// queued. False (the default, and what a NULL `options` gives): it
     /// waits on, so the subscriber outlives a restart of its publisher.
     pub end_when_publishers_gone: bool,
+    /// Publishers never wait for this subscriber: on a backpressure service
+    /// a full queue loses its oldest sample, counted as the publisher's
+    /// overflow, as on a drop-oldest one (for forwarders that must not
+    /// slow the service). False by default.
+    pub lossy: bool,
 }
 
 /// The payload type of byte slices: `{"u8", 1, 1, true}` (Rust `[u8]`).
@@ -367,7 +372,8 @@ pub unsafe extern "C" fn hako_subscriber_create(
         if let Some(o) = unsafe { options.as_ref() } {
             b = b
                 .wait_strategy(o.wait.into())
-                .end_when_publishers_gone(o.end_when_publishers_gone);
+                .end_when_publishers_gone(o.end_when_publishers_gone)
+                .lossy(o.lossy);
         }
         let sub = b.create()?;
         // SAFETY: writable (the caller's promise).

@@ -185,6 +185,7 @@ fn a_receive_ends_on_publishers_gone_only_when_asked() {
     let end = hako_subscriber_options {
         wait: hako_wait_strategy::HAKO_WAIT_PARK,
         end_when_publishers_gone: true,
+        lossy: false,
     };
     let mut ends = null_mut();
     ok!(hako_subscriber_create(svc, &end, &mut ends));
@@ -222,6 +223,61 @@ fn a_receive_ends_on_publishers_gone_only_when_asked() {
     ok!(hako_node_drop(&mut n));
     drop(rust_svc);
     drop(rust_node);
+}
+
+/// A lossy subscriber made through the C API: a Rust publisher that waits
+/// under backpressure never waits for it, and it keeps the newest.
+#[test]
+fn a_lossy_subscriber_never_holds_a_publisher_back() {
+    let root = Root::new("lossy");
+    let rust_node = NodeBuilder::new()
+        .config(&Config::default().with_root(&root.0))
+        .create()
+        .unwrap();
+    let rust_svc = rust_node
+        .service_builder(&"ffi/lossy".try_into().unwrap())
+        .publish_subscribe::<Mixed>()
+        .overflow_policy(hako::OverflowPolicy::Backpressure)
+        .subscriber_max_buffer_size(2)
+        .create()
+        .unwrap();
+    let mut n = node(&root);
+    let mut svc = null_mut();
+    ok!(hako_pubsub_service_open(
+        n,
+        c"ffi/lossy".as_ptr(),
+        &mixed_type(),
+        null(),
+        hako_open_mode::HAKO_OPEN,
+        &mut svc
+    ));
+    let options = hako_subscriber_options {
+        wait: hako_wait_strategy::HAKO_WAIT_PARK,
+        end_when_publishers_gone: false,
+        lossy: true,
+    };
+    let mut sub = null_mut();
+    ok!(hako_subscriber_create(svc, &options, &mut sub));
+    let publisher = rust_svc.publisher_builder().create().unwrap();
+    for d in 0..10 {
+        let m = Mixed {
+            d,
+            ..Mixed::default()
+        };
+        assert_eq!(publisher.send_copy(m).unwrap(), 1);
+    }
+    let mut got = new_sample();
+    for want in [8, 9] {
+        ok!(hako_subscriber_receive(sub, 0, &mut got));
+        // SAFETY: a received sample of the service's type.
+        assert_eq!(unsafe { &*got.data.cast::<Mixed>() }.d, want);
+        ok!(hako_sample_drop(&mut got));
+    }
+    ok!(hako_subscriber_receive(sub, 0, &mut got));
+    assert!(got.data.is_null());
+    ok!(hako_subscriber_drop(&mut sub));
+    ok!(hako_pubsub_service_drop(&mut svc));
+    ok!(hako_node_drop(&mut n));
 }
 
 #[test]

@@ -91,13 +91,22 @@ impl PubSubService {
     /// every publisher it saw has left or died with nothing queued (default
     /// False: it waits on, so the subscriber outlives a restart of its
     /// publisher; ``take_publisher_changes()`` tells that one happened).
-    #[pyo3(signature = (*, wait="spin_then_park", end_when_publishers_gone=false))]
-    fn subscriber(&self, wait: &str, end_when_publishers_gone: bool) -> PyResult<Subscriber> {
+    /// ``lossy``: publishers never wait for it; on a backpressure service a
+    /// full queue loses its oldest sample, counted as the publisher's
+    /// overflow (default False).
+    #[pyo3(signature = (*, wait="spin_then_park", end_when_publishers_gone=false, lossy=false))]
+    fn subscriber(
+        &self,
+        wait: &str,
+        end_when_publishers_gone: bool,
+        lossy: bool,
+    ) -> PyResult<Subscriber> {
         let s = self
             .svc
             .subscriber_builder()
             .wait_strategy(wait_strategy(wait)?)
             .end_when_publishers_gone(end_when_publishers_gone)
+            .lossy(lossy)
             .create()
             .py()?;
         Ok(Subscriber {

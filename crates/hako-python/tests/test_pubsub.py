@@ -238,3 +238,13 @@ def test_threads_share_a_subscriber(node):
     pub.send_copy(b"!")
     t.join()
     assert got == [b"!"]
+
+
+def test_a_lossy_subscriber_never_holds_a_publisher_back(node):
+    svc = node.publish_subscribe("T/Lossy", overflow="backpressure", buffer_size=2)
+    forwarder = svc.subscriber(lossy=True)
+    pub = svc.publisher(max_slice_len=1)  # backpressure="block"
+    for i in range(10):
+        assert pub.send_copy(bytes([i])) == 1  # never waits for it
+    assert [bytes(forwarder.receive()) for _ in range(2)] == [b"\x08", b"\x09"]
+    assert forwarder.receive() is None

@@ -364,6 +364,10 @@ pub const PORT_RETIRED: u64 = 1;
 /// of its own node, and they queue none for it (a relay's, see
 /// `SubscriberBuilder::skip_own_node`).
 pub const PORT_SKIP_OWN_NODE: u64 = 2;
+/// [`PortSlot::flags`] of a subscriber: publishers never wait for it under
+/// backpressure; when its queue is full they drop its oldest sample, as on
+/// a drop-oldest service (see `SubscriberBuilder::lossy`).
+pub const PORT_LOSSY: u64 = 4;
 #[cfg(not(loom))]
 const _: () = {
     assert!(offset_of!(PortSlot, port_id) == 0);

@@ -61,6 +61,7 @@ pub struct SubscriberBuilder<T: Payload + ?Sized> {
     strategy: WaitStrategy,
     end_when_gone: bool,
     skip_own_node: bool,
+    lossy: bool,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
@@ -80,6 +81,7 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             strategy: WaitStrategy::default(),
             end_when_gone: false,
             skip_own_node: false,
+            lossy: false,
             _t: PhantomData,
         }
     }
@@ -199,6 +201,43 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
         self
     }
 
+    /// Whether publishers never wait for this subscriber (default: false).
+    /// On a service with [`OverflowPolicy::Backpressure`] a publisher waits
+    /// for (or, by its strategy, gives up on) a subscriber whose queue is
+    /// full; a lossy subscriber is treated as on a drop-oldest service
+    /// instead: its oldest sample goes to make room, counted as the
+    /// publisher's overflow towards it (`hako monitor` shows it), and the
+    /// other subscribers still hold the publisher back as usual. For a
+    /// subscriber that must not slow the service down, such as the bridge
+    /// to other hosts forwarding samples over a network that may be slow.
+    /// On a drop-oldest service it changes nothing.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-lossy", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/Lossy".try_into()?)
+    ///     .publish_subscribe::<u64>()
+    ///     .overflow_policy(hako::OverflowPolicy::Backpressure)
+    ///     .subscriber_max_buffer_size(2)
+    ///     .open_or_create()?;
+    /// let forwarder = service.subscriber_builder().lossy(true).create()?;
+    /// let publisher = service.publisher_builder().create()?;
+    /// for i in 0..5 {
+    ///     publisher.send_copy(i)?; // never waits for `forwarder`
+    /// }
+    /// assert_eq!(forwarder.receive()?.map(|s| *s), Some(3)); // the newest two
+    /// assert_eq!(forwarder.receive()?.map(|s| *s), Some(4));
+    /// # Ok(()) }
+    /// ```
+    pub fn lossy(mut self, lossy: bool) -> Self {
+        self.lossy = lossy;
+        self
+    }
+
     /// Creates the subscriber and registers it with the service. Publishers
     /// connect it on their next send (and hand it their history then).
     pub fn create(self) -> Result<Subscriber<T>, SubscriberCreateError> {
@@ -217,6 +256,7 @@ impl<T: Payload + ?Sized> SubscriberBuilder<T> {
             strategy: self.strategy,
             end_when_gone: self.end_when_gone,
             skip_own_node: self.skip_own_node,
+            lossy: self.lossy,
             own: PortKind::Subscriber,
             peers: PortKind::Publisher,
             shared: None,

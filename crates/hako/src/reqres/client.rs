@@ -273,6 +273,7 @@ fn response_queue(
         // Their patterns judge peers gone themselves.
         end_when_gone: false,
         skip_own_node: false,
+        lossy: false,
         own: PortKind::Publisher,
         peers: PortKind::Subscriber,
         shared: None,

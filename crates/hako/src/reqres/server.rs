@@ -163,6 +163,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             // Their patterns judge peers gone themselves.
             end_when_gone: false,
             skip_own_node: false,
+            lossy: false,
             own: PortKind::Subscriber,
             peers: PortKind::Publisher,
             shared: None,

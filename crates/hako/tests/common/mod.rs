@@ -19,12 +19,14 @@ impl Root {
         Self(p)
     }
 
+    /// The configuration of this root.
+    pub fn config(&self) -> Config {
+        Config::default().with_root(&self.0)
+    }
+
     /// A node of this root.
     pub fn node(&self) -> Node {
-        NodeBuilder::new()
-            .config(&Config::default().with_root(&self.0))
-            .create()
-            .unwrap()
+        NodeBuilder::new().config(&self.config()).create().unwrap()
     }
 
     /// The one file of the root's services whose name starts with `prefix`.

@@ -179,7 +179,7 @@ impl SubConn {
             elem_size: p.elem_size,
             slice: s.slice,
             count: SampleCount::new(biasable()),
-            sub: if s.backpressure {
+            sub: if s.backpressure && !s.lossy {
                 Submission::with_tags(slots, head, p.buffer, s.tagged).sole_consumer()
             } else {
                 Submission::with_tags(slots, head, p.buffer, s.tagged)

@@ -13,7 +13,7 @@ use super::conn::Registration;
 use super::sample::RawSample;
 use super::settings::{ReceiveError, ReceiverSettings};
 use super::state::{PublisherChanges, SubState};
-use crate::core::layout::PORT_SKIP_OWN_NODE;
+use crate::core::layout::{PORT_LOSSY, PORT_SKIP_OWN_NODE};
 use crate::domain::nodefile::{new_id, node_is_alive};
 use crate::domain::service::error::{io_err, ServiceError};
 use crate::domain::service::inner::{NewPort, ServiceInner};
@@ -72,12 +72,14 @@ impl Receiver {
                     chunk_count: 0,
                     limit: settings.max_receivers as usize,
                 };
+                let flags = if settings.skip_own_node { PORT_SKIP_OWN_NODE } else { 0 }
+                    | if settings.lossy { PORT_LOSSY } else { 0 };
                 let mark = |i: usize| {
-                    if settings.skip_own_node {
+                    if flags != 0 {
                         // Relaxed: published by the Release store of port_id.
                         svc.port_slot(settings.own, i)
                             .flags
-                            .store(PORT_SKIP_OWN_NODE, Ordering::Relaxed);
+                            .store(flags, Ordering::Relaxed);
                     }
                 };
                 match svc.register(entry, |_| {}, mark) {

@@ -99,6 +99,10 @@ pub(crate) struct ReceiverSettings {
     /// Takes nothing from senders of its own node (and marks its entry so
     /// that they send it nothing).
     pub skip_own_node: bool,
+    /// Senders never wait for this receiver under backpressure: they drop
+    /// its oldest when its queue is full (it marks its entry so; its
+    /// queues then have a second consumer, the sender reclaiming).
+    pub lossy: bool,
     /// The table of the receiver's own entry, and the table whose entries
     /// send to it (subscribers: the second, publishers: the first).
     pub own: PortKind,

@@ -36,6 +36,9 @@ pub(super) struct ConnState {
     /// The receiver's withdrawal words (a server's connection to a client;
     /// empty for others).
     pub(super) withdrawn: &'static [std::sync::atomic::AtomicU64],
+    /// The receiver is never waited for: its oldest goes when its queue is
+    /// full, whatever the overflow policy (see `PORT_LOSSY`).
+    pub(super) lossy: bool,
 }
 
 impl ConnState {

@@ -273,8 +273,14 @@ impl SenderState {
                     }
                 }
             }
-            // No room for this subscriber.
-            match p.overflow {
+            // No room for this subscriber. One that is never waited for
+            // loses its oldest, whatever the service's policy.
+            let overflow = if self.conns[j].lossy {
+                OverflowPolicy::DropOldest
+            } else {
+                p.overflow
+            };
+            match overflow {
                 OverflowPolicy::DropOldest => match sub.reclaim_oldest(&mut self.conns[j].producer)
                 {
                     Ok(Some((old, ret))) => {
@@ -370,7 +376,7 @@ impl SenderState {
         let mut room = true;
         for k in 0..self.active.len() {
             let j = self.active[k];
-            if (self.conns[j].outstanding.count() as u64) < p.buffer {
+            if (self.conns[j].outstanding.count() as u64) < p.buffer || self.conns[j].lossy {
                 continue;
             }
             self.take_back_returned(j);

@@ -141,6 +141,7 @@ impl SenderInner {
                     delivered: false,
                     fifo: None,
                     withdrawn,
+                    lossy: false,
                 }
             })
             .collect();

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use super::conn::{ConnState, FillClock};
 use super::params::SenderParams;
 use super::settings::{LoanError, Withdrawal};
-use crate::core::layout::{PubCounters, PORT_SKIP_OWN_NODE};
+use crate::core::layout::{PubCounters, PORT_LOSSY, PORT_SKIP_OWN_NODE};
 use crate::core::park::full_barrier;
 use crate::core::pool::ChunkBook;
 use crate::core::ring::{Push, Tag, NO_TAG};
@@ -147,13 +147,11 @@ impl SenderState {
             let slot = svc.port_slot(p.peers, j);
             // ORDERING: Acquire; pairs with the Release store in register().
             let mut pid = slot.port_id.load(Ordering::Acquire);
+            // Relaxed (both): published by the Acquire load of port_id.
+            let flags = if pid != 0 { slot.flags.load(Ordering::Relaxed) } else { 0 };
             // A receiver of this node that leaves out its own node's
-            // senders is served as no receiver at all. Relaxed (both):
-            // published by the Acquire load of port_id.
-            if pid != 0
-                && slot.flags.load(Ordering::Relaxed) == PORT_SKIP_OWN_NODE
-                && slot.node_id.load(Ordering::Relaxed) == svc.node.id
-            {
+            // senders is served as no receiver at all.
+            if flags & PORT_SKIP_OWN_NODE != 0 && slot.node_id.load(Ordering::Relaxed) == svc.node.id {
                 pid = 0;
             }
             if pid == self.conns[j].sub_port {
@@ -163,6 +161,7 @@ impl SenderState {
                 self.disconnect(j, false);
             }
             if pid != 0 {
+                self.conns[j].lossy = flags & PORT_LOSSY != 0;
                 self.connect(p, j, pid);
             }
         }
