@@ -17,12 +17,13 @@
 //! A slow network never blocks local programs, and what it costs is
 //! counted where `hako monitor` shows it:
 //!
-//! * Out, on a drop-oldest service, the Zenoh publisher waits for the
-//!   network (congestion control `Block`); meanwhile the bridge's local
-//!   subscriber falls behind and the service's publishers drop its oldest
-//!   samples, counted as their overflow. On a backpressure service that
-//!   wait would hold the local publishers back, so there the Zenoh
-//!   publisher drops what a congested network cannot take (`Drop`).
+//! * Out, the Zenoh publisher waits for the network (congestion control
+//!   `Block`); meanwhile the bridge's local subscriber falls behind and the
+//!   service's publishers drop its oldest samples, counted as their
+//!   overflow towards it. On a backpressure service too: the subscriber is
+//!   lossy (`SubscriberBuilder::lossy`), so publishers never wait for it,
+//!   while the service's other subscribers keep their backpressure. (Zenoh's
+//!   own `Drop` would lose samples where nothing counts them.)
 //! * In, the bridge's local publisher discards a sample a full local
 //!   subscriber cannot take under a backpressure policy (counted in its
 //!   overflow) rather than wait; under drop-oldest the subscriber loses its
@@ -33,8 +34,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hako::{
-    BackpressureStrategy, OverflowPolicy, PayloadDescription, PubSubQos, PubSubService, Publisher,
-    ServiceName, Subscriber,
+    BackpressureStrategy, PayloadDescription, PubSubQos, PubSubService, Publisher, ServiceName,
+    Subscriber,
 };
 use zenoh::qos::CongestionControl;
 use zenoh::sample::Locality;
@@ -160,9 +161,12 @@ impl PubSubLink {
             1
         };
         let publisher = Inbound::publisher(&service, shape, first).map_err(LinkError::port)?;
+        // Lossy: the service's publishers never wait for it, whatever the
+        // network does (see the module doc).
         let subscriber = service
             .subscriber_builder()
             .skip_own_node(true)
+            .lossy(true)
             .create()
             .map_err(LinkError::port)?;
         let key = ctx.keys.pubsub(name.as_str());
@@ -170,10 +174,7 @@ impl PubSubLink {
             .session
             .declare_publisher(key.clone())
             .allowed_destination(Locality::Remote)
-            .congestion_control(match qos.overflow {
-                OverflowPolicy::Backpressure => CongestionControl::Drop,
-                _ => CongestionControl::Block,
-            })
+            .congestion_control(CongestionControl::Block)
             .wait()
             .map_err(LinkError::zenoh)?;
         let inbound = Mutex::new(Inbound {
