@@ -50,6 +50,7 @@ mod discovery;
 mod events;
 pub mod keys;
 mod link;
+mod mailbox;
 mod open;
 mod options;
 mod payload;

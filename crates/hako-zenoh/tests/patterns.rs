@@ -154,6 +154,69 @@ fn requests_cross_and_response_streams_come_back_whole() {
 }
 
 #[test]
+fn a_long_stream_holds_up_no_other_request_across_the_bridge() {
+    // A server in A holds request 0 until it has answered request 1 (or
+    // gives up after a while): only bridges that carry requests
+    // concurrently, both ways, let request 1 through meanwhile.
+    let (a, b, _bridges) = joined("many", &[]);
+    let name: hako::ServiceName = "t/many".try_into().unwrap();
+    let open = |node: &hako::Node| {
+        node.service_builder(&name)
+            .request_response::<u64, u64>()
+            .max_requests_in_flight(4)
+            .open_or_create()
+            .unwrap()
+    };
+    let server = open(&a.node).server_builder().create().unwrap();
+    let answering = std::thread::spawn(move || {
+        let mut held = None;
+        let start = Instant::now();
+        while start.elapsed() < WATCHDOG {
+            let Some(r) = server.receive_timeout(Duration::from_millis(20)).unwrap() else {
+                continue;
+            };
+            match *r {
+                0 => held = Some(r),
+                1 => {
+                    // The other request came while the first is held.
+                    let overlapped = held.is_some();
+                    r.send_last_copy(11).unwrap();
+                    if let Some(h) = held.take() {
+                        h.send_last_copy(10).unwrap();
+                    }
+                    return overlapped;
+                }
+                x => r.send_last_copy(x).unwrap(), // the link's warm-up
+            }
+        }
+        false
+    });
+    b.wait_for_server("t/many");
+    let client = open(&b.node).client_builder().create().unwrap();
+    // Until the link forwards.
+    let start = Instant::now();
+    loop {
+        assert!(start.elapsed() < WATCHDOG, "watchdog: no request crossed");
+        if let Ok(p) = client.send_copy(2) {
+            if let Ok(Some(r)) = p.receive_timeout(Duration::from_secs(5)) {
+                assert_eq!(*r, 2);
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let slow = client.send_copy(0).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let fast = client.send_copy(1).unwrap();
+    assert_eq!(fast.blocking_receive().unwrap().map(|r| *r), Some(11));
+    assert_eq!(slow.blocking_receive().unwrap().map(|r| *r), Some(10));
+    assert!(
+        answering.join().unwrap(),
+        "request 1 reached the server only after request 0 ended"
+    );
+}
+
+#[test]
 fn a_service_whose_type_differs_across_hosts_is_not_bridged_and_the_bridge_says_why() {
     use std::io::BufRead;
     let p = prefix("mismatch");

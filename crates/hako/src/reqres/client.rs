@@ -374,8 +374,24 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
     }
 
     /// Registers interest before a waitset sleeps; true if responses wait.
+    /// Stale ones go back first: nobody takes them, they would wake it.
     pub(crate) fn wait_arm(&self) -> bool {
+        self.route_stale();
         self.inbox.port.rx.arm() || self.inbox.has_queued()
+    }
+
+    /// Gives stale responses (of pending responses dropped before the
+    /// stream's end) back, routing those of requests in flight met on the
+    /// way to their slots; errors show at the next receive.
+    #[inline(always)]
+    fn route_stale(&self) {
+        if self.inbox.stale_streams() > 0 {
+            for _ in 0..ROUTE_BEFORE_SEND {
+                if !matches!(self.inbox.route_one(None), Ok(Routed::Elsewhere)) {
+                    break;
+                }
+            }
+        }
     }
 
     /// Whether a request sent now would go out without waiting: true unless
@@ -423,19 +439,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
     /// returns the request's slot and generation.
     #[inline(always)]
     fn send(&self, raw: RawLoan, no_response: bool) -> Result<(u32, u32), RequestSendError> {
-        // Stale responses (of pending responses dropped before their
-        // stream ended) go back to their servers first, so that they do not
-        // fill the servers' queues towards us; responses to requests in
-        // flight met on the way go to their slots. Without such drops there
-        // is nothing to do: the others wait in the queue for their receive.
-        // Errors show at the next receive.
-        if self.inbox.stale_streams() > 0 {
-            for _ in 0..ROUTE_BEFORE_SEND {
-                if !matches!(self.inbox.route_one(None), Ok(Routed::Elsewhere)) {
-                    break;
-                }
-            }
-        }
+        self.route_stale(); // so that they do not fill our queues
         // Map the segments of servers that came, before one answers.
         self.inbox.port.rx.update();
         let mut slots = self.inbox.slots.borrow_mut();

@@ -303,3 +303,38 @@ fn a_server_that_must_not_wait_fails_its_sends_to_a_full_queue_and_still_ends_th
     assert!(pending.receive().unwrap().is_none());
     assert!(pending.is_finished());
 }
+
+#[test]
+fn a_waitset_does_not_wake_for_stale_responses() {
+    // Responses to a request whose pending response was dropped are
+    // nobody's to take: a waitset over the client must sleep through them
+    // (they go back as it arms), not wake for ever.
+    let d = Domain::new("stalewake");
+    let svc = d.service(2, 2);
+    let server = svc.server_builder().create().unwrap();
+    let client = svc.client_builder().create().unwrap();
+    let mut waitset = hako::WaitSet::without_signal_handling().unwrap();
+    waitset.attach_client(&client).unwrap();
+    drop(client.send_copy(1).unwrap());
+    let request = server.receive().unwrap().unwrap();
+    request.send_copy(10).unwrap();
+    request.send_copy(11).unwrap();
+    drop(request);
+    let outcome = waitset
+        .wait_and_process_timeout(|_| {}, Duration::from_millis(50))
+        .unwrap();
+    assert_eq!(outcome, hako::WaitOutcome::TimedOut);
+    // A live request's response still wakes it.
+    let pending = client.send_copy(2).unwrap();
+    server
+        .receive()
+        .unwrap()
+        .unwrap()
+        .send_last_copy(20)
+        .unwrap();
+    let outcome = waitset
+        .wait_and_process_timeout(|_| {}, Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(outcome, hako::WaitOutcome::Processed(1));
+    assert_eq!(*pending.receive().unwrap().unwrap(), 20);
+}
