@@ -255,7 +255,12 @@ fn port_line(p: &PortInfo) -> String {
              chunks in use {chunks_in_use}/{pool_size}"
         ),
         PortCounters::Subscriber { received, dropped } => {
-            format!("received {received}, lost to overflow {dropped}")
+            let lossy = if p.lossy {
+                " (lossy: never waited for)"
+            } else {
+                ""
+            };
+            format!("received {received}, lost to overflow {dropped}{lossy}")
         }
         PortCounters::Client {
             requests_sent,

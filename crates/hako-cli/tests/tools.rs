@@ -453,3 +453,48 @@ fn config_show_says_where_each_value_came_from() {
     );
     assert!(out.contains("defaults.max_requests_in_flight = 4"), "{out}");
 }
+
+#[test]
+fn a_lossy_sub_is_marked_and_never_waited_for() {
+    // `hako sub --lossy` watches a backpressure service without holding its
+    // publishers back; `inspect` says so.
+    let d = Domain::new("lossy");
+    let node = hako::NodeBuilder::new()
+        .config(&hako::Config::default().with_root(&d.0))
+        .signal_handling(false)
+        .create()
+        .unwrap();
+    let svc = node
+        .service_builder(&"demo/tap".try_into().unwrap())
+        .publish_subscribe::<[u8]>()
+        .overflow_policy(hako::OverflowPolicy::Backpressure)
+        .subscriber_max_buffer_size(2)
+        .create()
+        .unwrap();
+    let publisher = svc.publisher_builder().max_slice_len(16).create().unwrap();
+    let sub = d.spawn(&[
+        "sub",
+        "demo/tap",
+        "--lossy",
+        "--count",
+        "1",
+        "--timeout",
+        "30",
+    ]);
+    d.until("the subscriber", || {
+        d.json(&["inspect", "demo/tap", "--json"])["subscribers"]
+            .as_array()
+            .is_some_and(|s| s.len() == 1)
+    });
+    let info = d.json(&["inspect", "demo/tap", "--json"]);
+    assert_eq!(info["subscribers"][0]["lossy"], true);
+    let human = text(&d.run(&["inspect", "demo/tap"]).stdout);
+    assert!(human.contains("lossy"), "{human}");
+    // Many more than its queue holds, none waiting for it.
+    for _ in 0..100 {
+        assert_eq!(publisher.send_slice_copy(b"hi").unwrap(), 1);
+    }
+    let o = wait(sub);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).lines().next(), Some("hi"));
+}

@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use crate::core::layout::{PubCounters, COUNTERS_OFFSET, DROPPED_OFFSET, PORT_RETIRED};
+use crate::core::layout::{PubCounters, COUNTERS_OFFSET, DROPPED_OFFSET, PORT_LOSSY, PORT_RETIRED};
 use crate::describe::{Pattern, StaticDescription};
 use crate::domain::config::Config;
 use crate::domain::name::ServiceName;
@@ -118,6 +118,9 @@ pub struct PortInfo {
     pub node_alive: bool,
     /// A publisher that left with samples still queued for a subscriber.
     pub retired: bool,
+    /// A subscriber that publishers never wait for
+    /// (`SubscriberBuilder::lossy`).
+    pub lossy: bool,
     /// Its counters.
     pub counters: PortCounters,
     /// Its data segment failed validation: what is wrong with it (its
@@ -249,12 +252,14 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
                 let id = s.port_id.load(Ordering::Relaxed);
                 (id != 0).then(|| {
                     let node = s.node_id.load(Ordering::Relaxed);
-                    let retired = s.flags.load(Ordering::Relaxed) == PORT_RETIRED;
+                    let flags = s.flags.load(Ordering::Relaxed);
+                    let retired = kind == PortKind::Publisher && flags == PORT_RETIRED;
                     let info = PortInfo {
                         id,
                         node,
                         node_alive: !retired && node_is_alive(root, node),
                         retired,
+                        lossy: kind == PortKind::Subscriber && flags & PORT_LOSSY != 0,
                         counters: PortCounters::None,
                         corrupted: None,
                     };

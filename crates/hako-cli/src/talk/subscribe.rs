@@ -27,6 +27,12 @@ pub struct SubArgs {
     /// always hex).
     #[arg(long)]
     hex: bool,
+    /// Never hold a publisher back: on a backpressure service, samples
+    /// this terminal cannot keep up with are lost here (its oldest, counted
+    /// as the publishers' overflow) instead of making them wait. For
+    /// watching a production service.
+    #[arg(long)]
+    lossy: bool,
     #[command(flatten)]
     create: CreateArg,
     #[command(flatten)]
@@ -78,6 +84,7 @@ pub fn subscribe(a: SubArgs) -> Result<(), CliError> {
     let sub = service
         .subscriber_builder()
         .wait_strategy(WaitStrategy::Park)
+        .lossy(a.lossy)
         .create()
         .map_err(|e| CliError::failure(e.to_string()))?;
     let term = crate::termination_flag();
