@@ -497,7 +497,11 @@ impl<'a> WaitSet<'a> {
                 }
             }
             let now = Instant::now();
-            let wake_at = [self.next_timer(), until].into_iter().flatten().min();
+            // A sleeper whose barrier failed may miss a wake-up: not for
+            // long (see core::sync::sleepers_degraded).
+            let degraded = crate::core::sync::sleepers_degraded()
+                .then(|| now + crate::core::park::DEGRADED_SLICE);
+            let wake_at = [self.next_timer(), until, degraded].into_iter().flatten().min();
             let mut readable = vec![false; self.sources.len()];
             let sleep = !armed_ready && wake_at.is_none_or(|w| w > now);
             let timeout = if sleep {

@@ -12,12 +12,14 @@
 //! ```
 //!
 //! Receiver, before sleeping: read `epoch`, register in `waiters`, a SeqCst
-//! fence, check for data once more, then sleep on the futex with
-//! the epoch it read. Sender, after publishing data: a SeqCst fence, then read
-//! `waiters`; only if someone is registered does it bump `epoch` and make the
-//! wake system call. Either the sender sees the registration, or the
-//! receiver's re-check sees the data (two SeqCst fences cannot both miss
-//! each other), and a bump between the receiver's read of `epoch` and
+//! fence and the sleeper's barrier, check for data once more, then sleep on
+//! the futex with the epoch it read. Sender, after publishing data: the
+//! publish barrier, then read `waiters`; only if someone is registered does
+//! it bump `epoch` and make the wake system call. Either the sender sees the
+//! registration, or the receiver's re-check sees the data (two full barriers
+//! cannot both miss each other; where the sender's is a compiler barrier
+//! alone, the sleeper's `membarrier` runs it in the sender's thread: see
+//! `sync::publish_barrier`), and a bump between the receiver's read of `epoch` and
 //! its futex call makes that call return at once. So no wake-up is lost, and
 //! a send that finds nobody asleep costs a fence and a load, no system call.
 //!
@@ -31,8 +33,12 @@
 //! The kernel side is abstracted by [`Kernel`] so that loom can check the
 //! protocol with a model of the futex.
 
-pub(crate) use super::sync::full_barrier;
+pub(crate) use super::sync::publish_barrier;
 use super::sync::{fence, AtomicU32, Ordering};
+
+/// Longest sleep of a sleeper whose barrier failed (see
+/// [`Kernel::sleeper_barrier`]): what a missed wake-up may cost.
+pub const DEGRADED_SLICE: core::time::Duration = core::time::Duration::from_millis(1);
 
 /// The wake block of one port, in shared memory.
 #[repr(C)]
@@ -64,6 +70,12 @@ pub trait Kernel {
     fn futex_wait(&self, word: &AtomicU32, expected: u32, timeout: Option<core::time::Duration>);
     /// Wakes every thread sleeping on `word`.
     fn futex_wake(&self, word: &AtomicU32);
+    /// A sleeper, registered: puts a full barrier into every sender that
+    /// publishes with the light barrier (see `sync::publish_barrier`).
+    /// False if it could not (then a wake-up may be missed: sleep briefly).
+    fn sleeper_barrier(&self) -> bool {
+        true
+    }
 }
 
 impl WakeBlock {
@@ -71,16 +83,17 @@ impl WakeBlock {
     /// Bumps the epoch if a thread is parked; says which wake-ups to send.
     #[inline]
     pub fn after_publish(&self) -> Wake {
-        // ORDERING: full barrier (a SeqCst fence); pairs with the SeqCst fence
-        // in park() and register_fd(): either we see the registration or the
-        // receiver's re-check sees our data.
-        full_barrier();
+        // ORDERING: the publish barrier (a full barrier, or a compiler
+        // barrier that the sleeper's membarrier completes); pairs with the
+        // fence and sleeper's barrier in park() and register_fd(): either we
+        // see the registration or the receiver's re-check sees our data.
+        publish_barrier();
         self.sleepers_after_fence()
     }
 
     /// Sender: [`after_publish`](Self::after_publish) for a sender that
     /// published to several ports and issued one full barrier
-    /// (`full_barrier`) for all of them after its last data store.
+    /// (`publish_barrier`) for all of them after its last data store.
     #[inline]
     pub fn sleepers_after_fence(&self) -> Wake {
         // Relaxed (all three): ordered by the caller's SeqCst fence; the
@@ -122,11 +135,19 @@ impl WakeBlock {
         // sender wakes us again.
         self.notified.store(0, Ordering::Relaxed);
         self.waiters.fetch_add(1, Ordering::Relaxed);
-        // ORDERING: SeqCst fence; pairs with the SeqCst fence in
-        // after_publish(): the registration above and the sender's data
-        // store cannot both be missed by the other side.
+        // ORDERING: SeqCst fence, then the sleeper's barrier in every light
+        // sender; pairs with the barrier in after_publish() (a SeqCst fence,
+        // or a compiler barrier in a process the sleeper's barrier covers):
+        // the registration above and the sender's data store cannot both be
+        // missed by the other side.
         fence(Ordering::SeqCst);
+        let covered = kernel.sleeper_barrier();
         if !ready() {
+            let timeout = if covered {
+                timeout
+            } else {
+                Some(timeout.map_or(DEGRADED_SLICE, |t| t.min(DEGRADED_SLICE)))
+            };
             kernel.futex_wait(&self.epoch, epoch, timeout);
         }
         // Relaxed: only the count matters; a stale extra waiter costs the
@@ -135,12 +156,15 @@ impl WakeBlock {
     }
 
     /// Receiver (waitset): registers interest in the FIFO; returns whether
-    /// data is already there (then no sleep is needed).
-    pub fn register_fd(&self, ready: impl Fn() -> bool) -> bool {
+    /// data is already there (then no sleep is needed). If the sleeper's
+    /// barrier failed, the waitset sleeps in short slices (see
+    /// `sync::sleepers_degraded`).
+    pub fn register_fd(&self, kernel: &impl Kernel, ready: impl Fn() -> bool) -> bool {
         // Relaxed: ordered by the fence below.
         self.fd_waiters.fetch_add(1, Ordering::Relaxed);
-        // ORDERING: SeqCst fence; pairs with the SeqCst fence in after_publish().
+        // ORDERING: SeqCst fence and the sleeper's barrier; as in park().
         fence(Ordering::SeqCst);
+        kernel.sleeper_barrier();
         ready()
     }
 
@@ -175,7 +199,7 @@ mod tests {
         assert!(!b.notify(&k));
         assert_eq!(k.0.get(), 1);
         assert_eq!(b.epoch.load(Ordering::Relaxed), 1);
-        assert!(!b.register_fd(|| false));
+        assert!(!b.register_fd(&k, || false));
         assert!(b.notify(&k));
         b.unregister_fd();
     }

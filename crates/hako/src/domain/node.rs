@@ -156,6 +156,9 @@ impl NodeBuilder {
     /// Creates the node: makes sure the domain root exists and takes the
     /// node's liveness lock.
     pub fn create(self) -> Result<Node, NodeCreateError> {
+        // Before any send of this process: its senders may then publish
+        // with the light barrier (core::sync::publish_barrier).
+        crate::os::futex::register_light_publish();
         let config = match self.config {
             Some(c) => c,
             None => Config::from_env()?,

@@ -370,7 +370,7 @@ impl Listener {
     pub(crate) fn arm(&self) -> bool {
         self.service
             .wake_block(PortKind::Subscriber, self.index)
-            .register_fd(|| self.pending())
+            .register_fd(&crate::os::futex::OsKernel, || self.pending())
     }
 
     /// The listener's wait strategy and its spin state, for an async wait.

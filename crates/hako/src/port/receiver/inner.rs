@@ -311,7 +311,7 @@ impl Receiver {
         self.reg
             .service
             .wake_block(self.reg.settings.own, self.reg.index)
-            .register_fd(|| self.ready())
+            .register_fd(&crate::os::futex::OsKernel, || self.ready())
     }
 
     /// Withdraws the interest taken by [`arm`](Self::arm); empties the FIFO.

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use super::params::SenderParams;
 use super::settings::{BackpressureStrategy, Withdrawal};
 use super::state::SenderState;
-use crate::core::park::{full_barrier, Kernel, Wake};
+use crate::core::park::{publish_barrier, Kernel, Wake};
 use crate::core::ring::{Corrupted, Push, Tag, NO_TAG};
 use crate::domain::config::OverflowPolicy;
 use crate::domain::nodefile::node_is_alive;
@@ -37,10 +37,10 @@ impl SenderState {
         if delivered == 0 {
             return 0;
         }
-        // ORDERING: full barrier (a SeqCst fence); pairs with the fences of
+        // ORDERING: the publish barrier (core::sync); pairs with the fences of
         // sleeping subscribers (see core::park): after our descriptor
         // stores, before reading their registrations. One for all.
-        full_barrier();
+        publish_barrier();
         for k in 0..self.active.len() {
             let j = self.active[k];
             if self.conns[j].delivered {
@@ -73,8 +73,8 @@ impl SenderState {
         {
             return false;
         }
-        // ORDERING: full barrier; as in deliver().
-        full_barrier();
+        // ORDERING: the publish barrier; as in deliver().
+        publish_barrier();
         self.after_publish(p, j);
         true
     }

@@ -9,7 +9,7 @@ use super::conn::{ConnState, FillClock};
 use super::params::SenderParams;
 use super::settings::{LoanError, Withdrawal};
 use crate::core::layout::{PubCounters, PORT_LOSSY, PORT_SKIP_OWN_NODE};
-use crate::core::park::full_barrier;
+use crate::core::park::publish_barrier;
 use crate::core::pool::ChunkBook;
 use crate::core::ring::{Push, Tag, NO_TAG};
 use crate::core::sync::prefetch_write;
@@ -202,8 +202,8 @@ impl SenderState {
         // starts consuming.
         conn.connected.store(pid, Ordering::Release);
         // A subscriber may already sleep waiting for its first sample.
-        // ORDERING: full barrier; as in deliver().
-        full_barrier();
+        // ORDERING: the publish barrier; as in deliver().
+        publish_barrier();
         self.wake_one(p, j);
     }
 
@@ -379,8 +379,8 @@ impl SenderState {
         let next = self.upcoming(p, j);
         let got = self.push_to(p, j, idx, len, next, tag, until);
         if got {
-            // ORDERING: full barrier; as in deliver().
-            full_barrier();
+            // ORDERING: the publish barrier; as in deliver().
+            publish_barrier();
             self.after_publish(p, j);
         }
         self.last_sent = got.then_some(idx);
