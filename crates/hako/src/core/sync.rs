@@ -92,9 +92,9 @@ pub(crate) fn sleepers_degraded() -> bool {
 /// side it waits for the publishing store itself to leave the store
 /// buffer, and that store needs the receiver's cache line: the sender
 /// stalls for a whole line transfer on every send. Measured with `hako
-/// bench` (busy-poll ping-pong, 64 B and 4 KiB, in the slow-line state of
-/// the machine it was measured on): 0.98 µs a round trip with it, 0.72
-/// without. So the barrier is made asymmetric, as `membarrier(2)` allows:
+/// bench` (busy-poll ping-pong at 64 B, medians of 10 alternated runs):
+/// 0.235 µs a round trip with it, 0.185 without; 0.97 and 0.72 in the
+/// machine's slow-line state. So the barrier is made asymmetric, as `membarrier(2)` allows:
 /// a process registered for `MEMBARRIER_CMD_GLOBAL_EXPEDITED` sends with a
 /// compiler barrier alone, and every sleeper, after registering and
 /// before its last look for data, runs `membarrier(GLOBAL_EXPEDITED)`,
