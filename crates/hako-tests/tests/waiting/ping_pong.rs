@@ -16,6 +16,11 @@ fn one_ping_pong_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn ping_pong(name: &str, transport: &str, strategy: &str) {
+    ping_pong_with(name, transport, strategy, &[]);
+}
+
+/// [`ping_pong`], the initiator run with the environment `env` too.
+fn ping_pong_with(name: &str, transport: &str, strategy: &str, env: &[(&str, &str)]) {
     const ROUND_TRIPS: &str = "3000";
     let _alone = one_ping_pong_at_a_time();
     let d = Domain::new(name, HELPER);
@@ -33,7 +38,17 @@ fn ping_pong(name: &str, transport: &str, strategy: &str) {
         ]
     };
     let responder = d.spawn("responder", &args("responder"));
-    let initiator = d.spawn("initiator", &args("initiator"));
+    let mut cmd = std::process::Command::new(HELPER);
+    cmd.env("HAKO_ROOT", &d.root).env_remove("HAKO_CONFIG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let initiator = d.spawn_command(
+        "initiator",
+        cmd,
+        &args("initiator"),
+        hako_tests::harness::WATCHDOG,
+    );
     let out = d.wait_all(vec![initiator, responder]);
     let r = out[0].result();
     assert_eq!(r.get("count"), ROUND_TRIPS);
@@ -58,6 +73,19 @@ fn pubsub_ping_pong_spin_then_park() {
 #[test]
 fn pubsub_ping_pong_park() {
     ping_pong("pp-ps-park", "pubsub", "park");
+}
+
+/// One side publishes with the full barrier (`HAKO_PUBLISH_FENCE`), the
+/// other with the light one that sleepers complete with `membarrier`: the
+/// park protocol holds in either direction.
+#[test]
+fn pubsub_ping_pong_park_one_side_with_the_full_publish_barrier() {
+    ping_pong_with(
+        "pp-ps-fence",
+        "pubsub",
+        "park",
+        &[("HAKO_PUBLISH_FENCE", "1")],
+    );
 }
 
 #[test]
