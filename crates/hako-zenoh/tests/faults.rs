@@ -16,6 +16,19 @@ fn pubsub(dom: &Domain, name: &str) -> hako::PubSubService<u64> {
         .unwrap()
 }
 
+/// A plain Zenoh session (no hako) connected to the bridge listening on
+/// `port`.
+fn plain_session(port: u16) -> zenoh::Session {
+    let mut config = zenoh::Config::default();
+    config
+        .insert_json5("connect/endpoints", &format!("[\"{}\"]", endpoint(port)))
+        .unwrap();
+    config
+        .insert_json5("scouting/multicast/enabled", "false")
+        .unwrap();
+    zenoh::open(config).wait().unwrap()
+}
+
 #[test]
 fn a_killed_bridge_restarts_and_the_services_resume() {
     let p = prefix("restart");
@@ -124,14 +137,7 @@ fn a_plain_zenoh_program_subscribes_and_publishes() {
     let svc = pubsub(&a, "t/plain");
     let publisher = svc.publisher_builder().create().unwrap();
     let sub = svc.subscriber_builder().create().unwrap();
-    let mut config = zenoh::Config::default();
-    config
-        .insert_json5("connect/endpoints", &format!("[\"{}\"]", endpoint(pa)))
-        .unwrap();
-    config
-        .insert_json5("scouting/multicast/enabled", "false")
-        .unwrap();
-    let session = zenoh::open(config).wait().unwrap();
+    let session = plain_session(pa);
     let key = format!("{p}/pubsub/t/plain");
     let zsub = session.declare_subscriber(&key).wait().unwrap();
     // hako -> Zenoh: a u64 is its 8 bytes, little-endian on this machine.
@@ -248,14 +254,7 @@ fn a_slow_network_never_holds_a_backpressure_service_back_and_every_loss_is_coun
     let _ba = bridge(&a, &p, pa, &[], &[]);
     // A Zenoh reader slower than the network: its callback holds Zenoh's
     // receiving thread, so the link backs up to the bridge.
-    let mut config = zenoh::Config::default();
-    config
-        .insert_json5("connect/endpoints", &format!("[\"{}\"]", endpoint(pa)))
-        .unwrap();
-    config
-        .insert_json5("scouting/multicast/enabled", "false")
-        .unwrap();
-    let session = zenoh::open(config).wait().unwrap();
+    let session = plain_session(pa);
     let received = Arc::new(AtomicU64::new(0));
     let counted = received.clone();
     let _zsub = session

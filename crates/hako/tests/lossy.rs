@@ -20,6 +20,15 @@ fn service(node: &hako::Node) -> PubSubService<u64> {
         .unwrap()
 }
 
+/// A lossy subscriber of the service, in `node`.
+fn lossy(node: &hako::Node) -> hako::Subscriber<u64> {
+    service(node)
+        .subscriber_builder()
+        .lossy(true)
+        .create()
+        .unwrap()
+}
+
 fn drain(sub: &hako::Subscriber<u64>) -> Vec<u64> {
     std::iter::from_fn(|| sub.receive().unwrap().map(|s| *s)).collect()
 }
@@ -28,11 +37,7 @@ fn drain(sub: &hako::Subscriber<u64>) -> Vec<u64> {
 fn a_waiting_publisher_never_waits_for_a_lossy_subscriber() {
     let root = Root::new("lossy-block");
     let (here, there) = (root.node(), root.node());
-    let forwarder = service(&there)
-        .subscriber_builder()
-        .lossy(true)
-        .create()
-        .unwrap();
+    let forwarder = lossy(&there);
     let svc = service(&here);
     // Block, the default: with an ordinary subscriber that does not read,
     // the third send would wait for ever. (In a thread of its own, so that
@@ -79,11 +84,7 @@ fn a_waiting_publisher_never_waits_for_a_lossy_subscriber() {
 fn the_other_subscribers_keep_their_backpressure() {
     let root = Root::new("lossy-others");
     let (here, there) = (root.node(), root.node());
-    let forwarder = service(&there)
-        .subscriber_builder()
-        .lossy(true)
-        .create()
-        .unwrap();
+    let forwarder = lossy(&there);
     let reader = service(&there).subscriber_builder().create().unwrap();
     let svc = service(&here);
     let publisher = svc
@@ -111,11 +112,7 @@ fn the_other_subscribers_keep_their_backpressure() {
 fn a_lossy_subscriber_reading_in_step_loses_nothing() {
     let root = Root::new("lossy-step");
     let (here, there) = (root.node(), root.node());
-    let forwarder = service(&there)
-        .subscriber_builder()
-        .lossy(true)
-        .create()
-        .unwrap();
+    let forwarder = lossy(&there);
     let publisher = service(&here).publisher_builder().create().unwrap();
     let mut got = Vec::new();
     for i in 0..1000 {
