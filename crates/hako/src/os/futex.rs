@@ -61,7 +61,9 @@ fn global_expedited() -> bool {
 /// into its threads. Once per process; nothing if the kernel or a filter
 /// refuses, or `HAKO_PUBLISH_FENCE` is set (then every send keeps its full
 /// barrier, and this process takes no barriers from other processes'
-/// sleepers either).
+/// sleepers either). A child made by fork(2) inherits the registration
+/// with the flag (checked: a child's PRIVATE_EXPEDITED works after its
+/// parent registered); execve(2) clears both.
 pub(crate) fn register_light_publish() {
     static DONE: std::sync::Once = std::sync::Once::new();
     DONE.call_once(|| {
