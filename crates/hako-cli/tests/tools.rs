@@ -490,9 +490,10 @@ fn a_lossy_sub_is_marked_and_never_waited_for() {
     assert_eq!(info["subscribers"][0]["lossy"], true);
     let human = text(&d.run(&["inspect", "demo/tap"]).stdout);
     assert!(human.contains("lossy"), "{human}");
-    // Many more than its queue holds, none waiting for it.
+    // Many more than its queue holds, none waiting for it (it may have
+    // taken its one sample and left before the last ones).
     for _ in 0..100 {
-        assert_eq!(publisher.send_slice_copy(b"hi").unwrap(), 1);
+        publisher.send_slice_copy(b"hi").unwrap();
     }
     let o = wait(sub);
     assert!(o.status.success(), "{}", text(&o.stderr));
