@@ -21,7 +21,7 @@
 //! alone, the sleeper's `membarrier` runs it in the sender's thread: see
 //! `sync::publish_barrier`), and a bump between the receiver's read of `epoch` and
 //! its futex call makes that call return at once. So no wake-up is lost, and
-//! a send that finds nobody asleep costs a fence and a load, no system call.
+//! a send that finds nobody asleep costs a barrier and a load, no system call.
 //!
 //! A burst of sends to a sleeper makes one system call, not one per send:
 //! the receiver clears `notified` before it registers, and only the sender
@@ -96,8 +96,8 @@ impl WakeBlock {
     /// (`publish_barrier`) for all of them after its last data store.
     #[inline]
     pub fn sleepers_after_fence(&self) -> Wake {
-        // Relaxed (all three): ordered by the caller's SeqCst fence; the
-        // swap pairs with the clear in park() through the two fences (see
+        // Relaxed (all three): ordered by the caller's publish barrier; the
+        // swap pairs with the clear in park() through the two barriers (see
         // the module doc): only the first sender after a sleeper registered
         // wakes it.
         let futex = self.waiters.load(Ordering::Relaxed) != 0

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 
 use super::duplex::Duplex;
-use super::envelope::Envelope;
+use super::envelope::{request_id, withdrawal, Envelope};
 use super::errors::ReqResReceiveError;
 use crate::port::receiver::sample::RawSample;
 
@@ -200,8 +200,9 @@ impl Inbox {
         let s = &slots.slot[slot as usize];
         if self.port.tx.served_port(s.conn) == Some(s.server) {
             slots.stale += 1;
-            let ended = super::envelope::request_id(slot, s.generation.wrapping_sub(1));
-            let w = super::envelope::withdrawal(ended);
+            // The generation was bumped already: the request that ended
+            // had the one before.
+            let w = withdrawal(request_id(slot, s.generation.wrapping_sub(1)));
             self.port.rx.withdraw(s.server, w.key, w.value);
         }
     }

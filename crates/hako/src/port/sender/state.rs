@@ -406,10 +406,9 @@ impl SenderState {
             .store(self.book.free_count() as u64, Ordering::Relaxed);
     }
 
-    /// Whether the receiver on connection `j` withdrew the message `w`
-    /// names.
-    /// (A connection that no longer serves `port` withdrew nothing: the
-    /// words may be another receiver's.)
+    /// Whether the receiver `port`, on connection `j`, withdrew the message
+    /// `w` names (a connection that no longer serves `port` withdrew
+    /// nothing: its words may be another receiver's).
     pub(crate) fn withdrawn(&self, (j, port): (usize, u64), w: Withdrawal) -> bool {
         self.served_port(j) == Some(port) && self.conns[j].is_withdrawn(w)
     }
