@@ -266,6 +266,21 @@ impl SampleCount {
         self.received.load(Ordering::Relaxed).wrapping_sub(dropped)
     }
 
+    /// Whether fewer than `max` samples are held (see [`held`](Self::held)).
+    /// Samples received less those dropped on the subscriber's thread bound
+    /// the count from above, so the common case needs no look at the count
+    /// of samples dropped elsewhere.
+    #[inline]
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn holds_fewer_than(&self, max: u64) -> bool {
+        // Relaxed (both): counters, as in held().
+        let here = self
+            .received
+            .load(Ordering::Relaxed)
+            .wrapping_sub(self.local.load(Ordering::Relaxed));
+        here < max || self.held() < max
+    }
+
     /// A sample was dropped, after its last access to the connection. True
     /// if the caller must free the connection (the subscriber let go and
     /// this was the last sample).

@@ -59,7 +59,11 @@ impl ChunkBook {
     #[inline]
     pub fn alloc(&mut self) -> Option<u32> {
         let idx = self.free.pop()?;
-        self.refs[idx as usize] = 1;
+        debug_assert!((idx as usize) < self.refs.len());
+        // SAFETY: the free stack holds only indices below the pool's size:
+        // new() fills it with 0..n, and release() pushes an index only
+        // after indexing `refs` with it succeeded.
+        unsafe { *self.refs.get_unchecked_mut(idx as usize) = 1 };
         Some(idx)
     }
 
@@ -177,21 +181,27 @@ impl Outstanding {
     }
 
     /// Records the delivery of chunk `idx` with return stamp `stamp`
-    /// through the slot [`free_slot`](Self::free_slot) names, if one is
-    /// free, and returns that slot.
+    /// through the lowest free slot of the word where one was last found,
+    /// and returns that slot; `None` if that word has none (then
+    /// [`free_slot`](Self::free_slot) looks further). The common case,
+    /// without a search.
     #[inline(always)]
-    pub fn insert_free(&mut self, idx: u32, stamp: u64) -> Option<u32> {
-        let ret = self.free_slot()?;
-        let r = ret as usize;
-        // SAFETY: free_slot names only clear bits of `bits`, which are
-        // slots below `slots` (the bits beyond are set), the length of
-        // `entries`.
-        unsafe {
-            *self.bits.get_unchecked_mut(r / 64) |= 1 << (r % 64);
-            *self.entries.get_unchecked_mut(r) = (stamp, idx);
+    pub fn insert_hinted(&mut self, idx: u32, stamp: u64) -> Option<u32> {
+        let w = self.hint.get() as usize;
+        // SAFETY: as in free_slot().
+        let word = unsafe { self.bits.get_unchecked_mut(w) };
+        let free = !*word;
+        if free == 0 {
+            return None;
         }
+        let b = free.trailing_zeros();
+        *word |= 1 << b;
+        let r = w * 64 + b as usize;
+        // SAFETY: a clear bit of `bits` is a slot below `slots` (the bits
+        // beyond are set), the length of `entries`.
+        unsafe { *self.entries.get_unchecked_mut(r) = (stamp, idx) };
         self.count += 1;
-        Some(ret)
+        Some(r as u32)
     }
 
     /// Records the delivery of chunk `idx` with return stamp `stamp`
@@ -377,6 +387,29 @@ mod tests {
         assert_eq!(add(&mut o, 8, 8), 5);
         assert_eq!(o.free_slot(), None);
         assert_eq!(o.find(8), Some((5, 8)));
+    }
+
+    #[test]
+    fn the_hinted_insert_looks_only_in_the_word_used_last() {
+        let mut o = Outstanding::new(100);
+        for i in 0..64 {
+            assert_eq!(o.insert_hinted(i, 1), Some(i));
+        }
+        // The first word is full: the hinted insert gives up, the search
+        // moves the hint to the next word, where it goes on.
+        assert_eq!(o.insert_hinted(64, 1), None);
+        assert_eq!(o.count(), 64);
+        assert_eq!(o.free_slot(), Some(64));
+        for i in 64..100 {
+            assert_eq!(o.insert_hinted(i, 1), Some(i));
+        }
+        // The padding beyond the last slot is never handed out.
+        assert_eq!(o.insert_hinted(100, 1), None);
+        assert_eq!((o.free_slot(), o.count()), (None, 100));
+        assert!(o.remove(3, 3));
+        assert_eq!(o.free_slot(), Some(3));
+        assert_eq!(o.insert_hinted(7, 2), Some(3));
+        assert_eq!(o.find(7), Some((3, 2)));
     }
 
     #[test]

@@ -202,3 +202,51 @@ fn large_samples_filled_slowly_in_step_reuse_their_chunk() {
     drop((sub, publisher, svc, node));
     std::fs::remove_dir(&cfg.root).unwrap();
 }
+
+/// A queue deeper than 64 has its return slots in several words: a send
+/// whose slot is not in the word used last finds it all the same, under
+/// either policy, and every chunk comes back.
+#[test]
+fn a_queue_deeper_than_64_uses_every_return_slot() {
+    for (name, policy) in [
+        ("deep-drop", hako::OverflowPolicy::DropOldest),
+        ("deep-bp", hako::OverflowPolicy::Backpressure),
+    ] {
+        let cfg = config(name);
+        let node = NodeBuilder::new().config(&cfg).create().unwrap();
+        let svc = node
+            .service_builder(&name.try_into().unwrap())
+            .publish_subscribe::<Msg>()
+            .max_subscribers(1)
+            .subscriber_max_buffer_size(150)
+            .subscriber_max_borrowed_samples(150)
+            .overflow_policy(policy)
+            .create()
+            .unwrap();
+        let publisher = svc.publisher_builder().create().unwrap();
+        let sub = svc.subscriber_builder().create().unwrap();
+        let pool = publisher.pool_size() as usize;
+        let mut seq = 0u64;
+        for round in 0..4 {
+            // Fill the queue, then hold every sample at once: all the
+            // connection's slots in use, over three words.
+            for _ in 0..150 {
+                let msg = Msg { seq, data: [0; 4] };
+                publisher.send_copy(msg).unwrap();
+                seq += 1;
+            }
+            let held: Vec<_> = (0..150).map(|_| sub.receive().unwrap().unwrap()).collect();
+            for (k, s) in held.iter().enumerate() {
+                assert_eq!(s.seq, round * 150 + k as u64, "{name}, round {round}");
+            }
+            drop(held);
+            assert!(sub.receive().unwrap().is_none(), "{name}, round {round}");
+        }
+        drop(sub);
+        // With the subscriber gone, everything is back in the pool.
+        publisher.send_copy(Msg::default()).unwrap();
+        assert_eq!(publisher.free_chunks(), pool, "{name}");
+        drop((publisher, svc, node));
+        std::fs::remove_dir(&cfg.root).unwrap();
+    }
+}

@@ -198,6 +198,14 @@ impl SubConn {
         self.count.held() as usize
     }
 
+    /// Whether fewer than `max` samples of this connection are held (a
+    /// drop racing with it may refuse, as with held(), one receive that
+    /// would just have fitted).
+    #[inline]
+    pub(super) fn holds_fewer_than(&self, max: usize) -> bool {
+        self.count.holds_fewer_than(max as u64)
+    }
+
     #[inline]
     pub(super) fn connected(&self) -> bool {
         // ORDERING: Acquire; pairs with the publisher's Release store in
@@ -224,20 +232,24 @@ impl SubConn {
     /// elements (validated) in chunk `idx` (validated), returned through
     /// slot `ret` (unvalidated), which announced `next` (unvalidated): the
     /// first and last byte of `next`'s payload, guessing the same length,
-    /// or, if `next` is missing or out of range, `idx`'s payload, which is
-    /// in our cache already; and the line of `ret`'s return word, where the
-    /// next delivery's slot most likely sits too (a connection has a few
-    /// return words, a line holds sixteen, and the publisher reuses the
-    /// slot freed last).
+    /// or, if `next` is missing, `idx`'s payload, which is in our cache
+    /// already; and the line of `ret`'s return word, where the next
+    /// delivery's slot most likely sits too (a connection has a few return
+    /// words, a line holds sixteen, and the publisher reuses the slot freed
+    /// last). Addresses for prefetches only, never dereferenced: those a
+    /// hostile publisher's `next` or `ret` give are not checked, as a
+    /// prefetch of any address is harmless (see `core::sync`).
     #[inline(always)]
     pub(super) fn ahead(&self, idx: u32, ret: u32, len: u64, next: Option<u32>) -> [usize; 3] {
         let word = self.returns.word_addr(ret);
         match next {
-            Some(n) if n < self.chunk_count => {
-                let first = self.payload_addr(n);
+            Some(n) => {
+                let first = self
+                    .pool_base
+                    .wrapping_add(u64::from(n).wrapping_mul(self.geo.chunk_size) as usize);
                 [
                     first,
-                    first + (len * self.elem_size).saturating_sub(1) as usize,
+                    first.wrapping_add((len * self.elem_size).saturating_sub(1) as usize),
                     word,
                 ]
             }

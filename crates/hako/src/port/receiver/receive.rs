@@ -49,7 +49,7 @@ impl Receiver {
         if let [entry] = &mut st.conns[..] {
             let conn = &*entry.conn;
             if !entry.draining && conn.connected() {
-                if conn.held() >= self.max_borrowed {
+                if !conn.holds_fewer_than(self.max_borrowed) {
                     return Err(ReceiveError::ExceedsMaxBorrowed(self.max_borrowed));
                 }
                 return match self.take(entry) {

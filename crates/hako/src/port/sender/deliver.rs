@@ -5,8 +5,10 @@ use std::sync::atomic::Ordering;
 
 use super::params::SenderParams;
 use super::settings::{BackpressureStrategy, Withdrawal};
-use super::state::SenderState;
+use super::conn::ConnState;
+use super::state::{take_back, SenderState};
 use crate::core::park::{publish_barrier, Kernel, Wake};
+use crate::core::pool::ChunkBook;
 use crate::core::ring::{Corrupted, Push, Tag, NO_TAG};
 use crate::domain::config::OverflowPolicy;
 use crate::domain::nodefile::node_is_alive;
@@ -51,11 +53,45 @@ impl SenderState {
     }
 
     /// [`send`](Self::send) on the lane: one connection served, `j`, no
-    /// history, no fill clock.
+    /// history, no fill clock. The connection and the book are borrowed
+    /// apart, so the whole send indexes `conns` once.
     #[inline(always)]
     pub(super) fn send_lane(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64) -> usize {
-        let next = self.upcoming(p, j);
-        let n = usize::from(self.publish_one(p, j, idx, len, next));
+        let conn = &mut self.conns[j];
+        let book = &mut self.book;
+        // As upcoming() says for a port without history.
+        let next = match self.last_sent {
+            Some(prev) if conn.takes_back_after_send(p) => Some(prev),
+            _ => book.top(),
+        };
+        if !conn.push_if_room(book, p.buffer, idx, len, next, NO_TAG) {
+            return self.send_lane_full(p, j, idx, len, next);
+        }
+        // ORDERING: the publish barrier; as in deliver().
+        publish_barrier();
+        conn.wake_if_sleeping(p);
+        // As after_publish() does.
+        if conn.outstanding.count() as u64 + 1 >= p.buffer {
+            take_back(conn, book, self.last_sent);
+        }
+        // The connection holds the chunk now, so the loan's release below
+        // frees nothing: the top of the free stack is the next loan's.
+        conn.prepare_next(book, p, len);
+        self.last_sent = Some(idx);
+        self.sent_to(idx, 1);
+        1
+    }
+
+    /// [`send_lane`](Self::send_lane) when the queue had no room at first.
+    #[cold]
+    #[inline(never)]
+    fn send_lane_full(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64, next: Option<u32>) -> usize {
+        let n = usize::from(self.deliver_one(p, j, idx, len, next, NO_TAG, None));
+        if n > 0 {
+            // ORDERING: the publish barrier; as in deliver().
+            publish_barrier();
+            self.after_publish(p, j);
+        }
         self.last_sent = (n > 0).then_some(idx);
         self.sent_to(idx, n);
         self.prepare_next_on(p, j, len);
@@ -95,7 +131,7 @@ impl SenderState {
     /// wasted prefetch.
     #[inline(always)]
     pub(super) fn upcoming(&self, p: &SenderParams, j: usize) -> Option<u32> {
-        let takes_back = self.conns[j].outstanding.count() as u64 + 2 >= p.buffer;
+        let takes_back = self.conns[j].takes_back_after_send(p);
         if p.history_size == 0 {
             return match self.last_sent {
                 Some(prev) if takes_back => Some(prev),
@@ -140,9 +176,8 @@ impl SenderState {
             || self.deliver_one(p, j, idx, len, next, tag, until)
     }
 
-    /// Queues chunk `idx` for subscriber `j` if fewer chunks are outstanding
-    /// on the connection than its queue holds, so the queue has room: no
-    /// need to look at the subscriber's position (a cache line it writes).
+    /// Queues chunk `idx` for subscriber `j` if its queue has room (see
+    /// [`ConnState::push_if_room`]).
     #[inline(always)]
     pub(super) fn push_if_room(
         &mut self,
@@ -153,30 +188,14 @@ impl SenderState {
         next: Option<u32>,
         tag: Tag,
     ) -> bool {
-        let conn = &mut self.conns[j];
-        if conn.outstanding.count() as u64 >= p.buffer {
-            return false;
-        }
-        // Fewer outstanding than the queue holds, so a return slot is free
-        // (there are as many as the queue holds plus what may be borrowed).
-        let stamp = conn.producer.tail + 1;
-        let Some(ret) = conn.outstanding.insert_free(idx, stamp) else {
-            return false;
-        };
-        conn.sub
-            .push_known_room(&mut conn.producer, idx, ret, len, next, tag);
-        self.book.add_ref(idx);
-        true
+        self.conns[j].push_if_room(&mut self.book, p.buffer, idx, len, next, tag)
     }
 
     /// After the full barrier that followed a publish to subscriber `j`:
     /// wakes it if it sleeps, and takes back what it returned.
     #[inline]
     pub(super) fn after_publish(&mut self, p: &SenderParams, j: usize) {
-        let w = self.conns[j].wake.sleepers_after_fence();
-        if w.futex || w.fd {
-            self.wake(p, j, w);
-        }
+        self.conns[j].wake_if_sleeping(p);
         // Housekeeping after the sample is visible, off the critical
         // path: take back what the subscriber returned, so the next send
         // finds room without reading its queue position. Only once the
@@ -188,31 +207,10 @@ impl SenderState {
         }
     }
 
-    /// Wakes subscriber `j`, which sleeps (`w`, from its wake block after
-    /// the full barrier that followed the publish).
-    #[cold]
-    pub(super) fn wake(&mut self, p: &SenderParams, j: usize, w: Wake) {
-        if w.futex {
-            OsKernel.futex_wake(&self.conns[j].wake.epoch);
-        }
-        if w.fd {
-            let conn = &mut self.conns[j];
-            if conn.fifo.is_none() {
-                conn.fifo = fifo::open_writer(&p.service.fifo_path(conn.sub_port)).ok();
-            }
-            if let Some(fd) = &conn.fifo {
-                fifo::poke(fd);
-            }
-        }
-    }
-
     /// Wakes subscriber `j` if it sleeps; the caller has issued a full
     /// barrier after publishing. No system call unless it sleeps.
     pub(super) fn wake_one(&mut self, p: &SenderParams, j: usize) {
-        let w = self.conns[j].wake.sleepers_after_fence();
-        if w.futex || w.fd {
-            self.wake(p, j, w);
-        }
+        self.conns[j].wake_if_sleeping(p);
     }
 
     /// Queues chunk `idx` for subscriber `j` when its queue had no room at
@@ -419,5 +417,73 @@ impl SenderState {
         // Relaxed: node_id is stable while port_id is (published by it).
         let node = slot.node_id.load(Ordering::Relaxed);
         node_is_alive(&p.service.node.config.root, node)
+    }
+}
+
+impl ConnState {
+    /// Whether the take-back after a send on this connection is due (see
+    /// `after_publish`): the chunk sent before is then the likeliest to
+    /// be freed last.
+    #[inline(always)]
+    pub(super) fn takes_back_after_send(&self, p: &SenderParams) -> bool {
+        self.outstanding.count() as u64 + 2 >= p.buffer
+    }
+
+    /// Queues chunk `idx` (of `book`) here if fewer chunks are outstanding
+    /// on the connection than its queue holds (`buffer`), so the queue has
+    /// room: no need to look at the receiver's position (a cache line it
+    /// writes).
+    #[inline(always)]
+    pub(super) fn push_if_room(
+        &mut self,
+        book: &mut ChunkBook,
+        buffer: u64,
+        idx: u32,
+        len: u64,
+        next: Option<u32>,
+        tag: Tag,
+    ) -> bool {
+        if self.outstanding.count() as u64 >= buffer {
+            return false;
+        }
+        // Fewer outstanding than the queue holds, so a return slot is free
+        // (there are as many as the queue holds plus what may be borrowed);
+        // when it is not in the word searched last (only with more than 64
+        // slots), deliver_one's search finds it.
+        let stamp = self.producer.tail + 1;
+        let Some(ret) = self.outstanding.insert_hinted(idx, stamp) else {
+            return false;
+        };
+        self.sub
+            .push_known_room(&mut self.producer, idx, ret, len, next, tag);
+        book.add_ref(idx);
+        true
+    }
+
+    /// After the barrier that followed a publish here: wakes the receiver
+    /// if it sleeps.
+    #[inline(always)]
+    pub(super) fn wake_if_sleeping(&mut self, p: &SenderParams) {
+        let w = self.wake.sleepers_after_fence();
+        if w.futex || w.fd {
+            self.wake_up(p, w);
+        }
+    }
+
+    /// Wakes the receiver, which sleeps (`w`, from its wake block after
+    /// the barrier that followed the publish).
+    #[cold]
+    fn wake_up(&mut self, p: &SenderParams, w: Wake) {
+        if w.futex {
+            OsKernel.futex_wake(&self.wake.epoch);
+        }
+        if w.fd {
+            if self.fifo.is_none() {
+                self.fifo = fifo::open_writer(&p.service.fifo_path(self.sub_port)).ok();
+            }
+            if let Some(fd) = &self.fifo {
+                fifo::poke(fd);
+            }
+        }
     }
 }

@@ -60,26 +60,9 @@ pub(crate) struct SenderState {
 
 impl SenderState {
     /// Takes back every chunk the subscriber on `j` returned.
+    #[inline]
     pub(super) fn take_back_returned(&mut self, j: usize) {
-        let conn = &mut self.conns[j];
-        let returns = conn.returns;
-        let book = &mut self.book;
-        // The chunk sent last is released after the others, so that it goes
-        // on top of the free stack if it is free now, as upcoming()
-        // announced (and as its lines are the likeliest to be in cache).
-        // u32::MAX: no chunk has that index (a pool has fewer chunks).
-        let last = self.last_sent.unwrap_or(u32::MAX);
-        let mut last_back = 0u32;
-        conn.outstanding.take_returned(&returns, |idx| {
-            if idx == last {
-                last_back += 1;
-            } else {
-                book.release(idx);
-            }
-        });
-        for _ in 0..last_back {
-            book.release(last);
-        }
+        take_back(&mut self.conns[j], &mut self.book, self.last_sent);
     }
 
     pub(super) fn drain_all(&mut self) {
@@ -443,20 +426,7 @@ impl SenderState {
     /// served, `j`.
     #[inline(always)]
     pub(super) fn prepare_next_on(&self, p: &SenderParams, j: usize, len: u64) {
-        if self.conns[j].outstanding.count() < 2 {
-            return;
-        }
-        if let Some(next) = self.book.top() {
-            let first = p.payload_ptr(next);
-            // The loan checked `len` against the chunk, so the product
-            // neither overflows nor leaves the chunk; an empty payload
-            // prefetches its first byte.
-            let last = (len * p.elem_size).saturating_sub(1);
-            prefetch_write(first);
-            // wrapping_add: only an address for the prefetch, never
-            // dereferenced.
-            prefetch_write(first.wrapping_add(last as usize));
-        }
+        self.conns[j].prepare_next(&self.book, p, len);
     }
 
     pub(super) fn give_back(&mut self, idx: u32) {
@@ -476,5 +446,51 @@ impl SenderState {
             .iter()
             .filter(|c| c.sub_port != 0 && !c.broken)
             .count()
+    }
+}
+
+/// Takes back every chunk the receiver on `conn` returned, into `book`.
+/// The chunk sent last (`last_sent`) is released after the others, so
+/// that it goes on top of the free stack if it is free now, as
+/// `upcoming` announced (and as its lines are the likeliest to be in
+/// cache).
+#[inline(never)]
+pub(super) fn take_back(conn: &mut ConnState, book: &mut ChunkBook, last_sent: Option<u32>) {
+    let returns = conn.returns;
+    // u32::MAX: no chunk has that index (a pool has fewer chunks).
+    let last = last_sent.unwrap_or(u32::MAX);
+    let mut last_back = 0u32;
+    conn.outstanding.take_returned(&returns, |idx| {
+        if idx == last {
+            last_back += 1;
+        } else {
+            book.release(idx);
+        }
+    });
+    for _ in 0..last_back {
+        book.release(last);
+    }
+}
+
+impl ConnState {
+    /// With two or more samples outstanding here (see
+    /// [`SenderState::prepare_next`]), starts taking ownership of the lines
+    /// the next loan from `book` will most likely write.
+    #[inline(always)]
+    pub(super) fn prepare_next(&self, book: &ChunkBook, p: &SenderParams, len: u64) {
+        if self.outstanding.count() < 2 {
+            return;
+        }
+        if let Some(next) = book.top() {
+            let first = p.payload_ptr(next);
+            // The loan checked `len` against the chunk, so the product
+            // neither overflows nor leaves the chunk; an empty payload
+            // prefetches its first byte.
+            let last = (len * p.elem_size).saturating_sub(1);
+            prefetch_write(first);
+            // wrapping_add: only an address for the prefetch, never
+            // dereferenced.
+            prefetch_write(first.wrapping_add(last as usize));
+        }
     }
 }
