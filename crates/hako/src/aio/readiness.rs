@@ -18,7 +18,11 @@
 //! A peer that dies cannot write to the FIFO: while armed, a tokio timer
 //! also wakes the task every [`LIVENESS_TICK`] to ask whether the peers are
 //! still there, as the blocking waits do after each timed-out sleep; a
-//! busy-spinning task asks as often, by the clock.
+//! busy-spinning task asks as often, by the clock. Should this process's
+//! sleepers be unable to put their barrier into the senders (see
+//! `core::sync::sleepers_degraded`), the timer comes every
+//! `DEGRADED_SLICE` instead and the task tries again each time, so that a
+//! missed wake-up costs at most that, as in the blocking waits.
 
 use std::future::Future;
 use std::io;
@@ -31,6 +35,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
 use super::error::AsyncError;
+use crate::core::park::DEGRADED_SLICE;
 use crate::port::wait::{spin, Adaptive, WaitStrategy, ASYNC_BUSY_SLICE};
 
 /// How often a task that waits on a port asks whether its peers are alive.
@@ -172,13 +177,30 @@ impl Readiness {
                 }
                 Poll::Pending => {}
             }
+            // When this process's sleepers cannot put their barrier into
+            // the senders (see core::sync::sleepers_degraded), a wake-up
+            // may be missed: the task then tries again every slice, as a
+            // blocking wait does, and asks after the peers at the usual
+            // pace.
+            let degraded = crate::core::sync::sleepers_degraded();
+            let period = if degraded { DEGRADED_SLICE } else { LIVENESS_TICK };
             let tick = self
                 .tick
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep(LIVENESS_TICK)));
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(period)));
             if tick.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
             self.tick = None;
+            if degraded {
+                // `checked` serves the busy spin otherwise, which never
+                // comes here.
+                let now = Instant::now();
+                let since = *self.checked.get_or_insert(now);
+                if now.duration_since(since) < LIVENESS_TICK {
+                    continue;
+                }
+                self.checked = Some(now);
+            }
             if let Err(e) = port.peers_gone(&mut self.saw_peer) {
                 self.cancel(port);
                 return Poll::Ready(Err(AsyncError::Port(e)));
