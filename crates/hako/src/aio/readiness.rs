@@ -85,7 +85,8 @@ pub(crate) struct Readiness {
     /// The current wait has spun as its strategy allows (`SpinThenPark`),
     /// or slept: from now on it sleeps.
     spun: bool,
-    /// A busy-spinning wait's last look at its peers.
+    /// The current wait's last look at its peers (when it began to
+    /// sleep or spin, or its last liveness check).
     checked: Option<Instant>,
 }
 
@@ -152,9 +153,10 @@ impl Readiness {
                     return ready;
                 }
                 self.armed = true;
-                if self.tick.is_none() {
+                if self.checked.is_none() {
                     // A new wait: who is there now (no system call).
                     self.saw_peer = port.peers_registered();
+                    self.checked = Some(Instant::now());
                 }
                 if port.arm() {
                     // It came between the try and the registration.
@@ -191,16 +193,12 @@ impl Readiness {
                 return Poll::Pending;
             }
             self.tick = None;
-            if degraded {
-                // `checked` serves the busy spin otherwise, which never
-                // comes here.
-                let now = Instant::now();
-                let since = *self.checked.get_or_insert(now);
-                if now.duration_since(since) < LIVENESS_TICK {
-                    continue;
-                }
-                self.checked = Some(now);
+            let now = Instant::now();
+            if degraded && self.checked.is_some_and(|c| now.duration_since(c) < LIVENESS_TICK) {
+                // A slice's retry only; the peers wait for their turn.
+                continue;
             }
+            self.checked = Some(now);
             if let Err(e) = port.peers_gone(&mut self.saw_peer) {
                 self.cancel(port);
                 return Poll::Ready(Err(AsyncError::Port(e)));

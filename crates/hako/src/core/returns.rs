@@ -51,7 +51,8 @@ impl<'a> Returns<'a> {
     /// address is harmless: it never faults).
     #[inline]
     pub fn word_addr(&self, ret: u32) -> usize {
-        (self.words.as_ptr() as usize).wrapping_add((ret as usize).wrapping_mul(8))
+        let word = std::mem::size_of::<AtomicU64>();
+        (self.words.as_ptr() as usize).wrapping_add((ret as usize).wrapping_mul(word))
     }
 
     /// Publisher: whether the delivery made through slot `ret` with

@@ -75,7 +75,9 @@ impl SenderState {
             take_back(conn, book, self.last_sent);
         }
         // The connection holds the chunk now, so the loan's release below
-        // frees nothing: the top of the free stack is the next loan's.
+        // frees nothing and the top of the free stack is the next loan's
+        // (unless the receiver returned it already and the take-back took
+        // it: then the prefetch, a hint, misses).
         conn.prepare_next(book, p, len);
         self.last_sent = Some(idx);
         self.sent_to(idx, 1);
@@ -234,7 +236,7 @@ impl SenderState {
         let mut spins: u32 = 0;
         let mut drained = false;
         loop {
-            if self.push_if_room(p, j, idx, len, next, tag) {
+            if self.conns[j].push_searching(&mut self.book, p.buffer, idx, len, next, tag) {
                 return true;
             }
             if !drained {
@@ -454,6 +456,36 @@ impl ConnState {
         let Some(ret) = self.outstanding.insert_hinted(idx, stamp) else {
             return false;
         };
+        self.sub
+            .push_known_room(&mut self.producer, idx, ret, len, next, tag);
+        book.add_ref(idx);
+        true
+    }
+
+    /// [`push_if_room`](Self::push_if_room) with the return slot found by
+    /// a search when the word used last is full: deliver_one's first try,
+    /// so that a connection of more than 64 slots does not take back or
+    /// read the receiver's position each time a word fills.
+    fn push_searching(
+        &mut self,
+        book: &mut ChunkBook,
+        buffer: u64,
+        idx: u32,
+        len: u64,
+        next: Option<u32>,
+        tag: Tag,
+    ) -> bool {
+        if self.push_if_room(book, buffer, idx, len, next, tag) {
+            return true;
+        }
+        if self.outstanding.count() as u64 >= buffer {
+            return false;
+        }
+        let stamp = self.producer.tail + 1;
+        let Some(ret) = self.outstanding.free_slot() else {
+            return false;
+        };
+        self.outstanding.insert(ret, idx, stamp);
         self.sub
             .push_known_room(&mut self.producer, idx, ret, len, next, tag);
         book.add_ref(idx);
