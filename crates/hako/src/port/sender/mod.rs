@@ -6,7 +6,9 @@
 //! Within the folder imports point down: `settings` → `conn` → `params` →
 //! `state` → `deliver` → `inner` → `loan`. `state.rs` and `deliver.rs`
 //! both implement [`SenderState`](state::SenderState): the first its
-//! bookkeeping, the second delivery.
+//! bookkeeping, the second delivery; each also gives
+//! [`ConnState`](conn::ConnState) the steps that borrow one connection
+//! apart from the chunk book, so that a send indexes its connection once.
 
 pub(crate) mod conn;
 pub(crate) mod deliver;
