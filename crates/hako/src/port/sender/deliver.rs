@@ -236,7 +236,18 @@ impl SenderState {
         let mut spins: u32 = 0;
         let mut drained = false;
         loop {
-            if self.conns[j].push_searching(&mut self.book, p.buffer, idx, len, next, tag) {
+            if self.push_if_room(p, j, idx, len, next, tag) {
+                return true;
+            }
+            // With more than 64 return slots the word used last may be full
+            // while the queue has room: the search moves the hint to a word
+            // with a free slot, without a take-back or a look at the
+            // receiver's position.
+            let out = &self.conns[j].outstanding;
+            if (out.count() as u64) < p.buffer
+                && out.free_slot().is_some()
+                && self.push_if_room(p, j, idx, len, next, tag)
+            {
                 return true;
             }
             if !drained {
@@ -456,36 +467,6 @@ impl ConnState {
         let Some(ret) = self.outstanding.insert_hinted(idx, stamp) else {
             return false;
         };
-        self.sub
-            .push_known_room(&mut self.producer, idx, ret, len, next, tag);
-        book.add_ref(idx);
-        true
-    }
-
-    /// [`push_if_room`](Self::push_if_room) with the return slot found by
-    /// a search when the word used last is full: deliver_one's first try,
-    /// so that a connection of more than 64 slots does not take back or
-    /// read the receiver's position each time a word fills.
-    fn push_searching(
-        &mut self,
-        book: &mut ChunkBook,
-        buffer: u64,
-        idx: u32,
-        len: u64,
-        next: Option<u32>,
-        tag: Tag,
-    ) -> bool {
-        if self.push_if_room(book, buffer, idx, len, next, tag) {
-            return true;
-        }
-        if self.outstanding.count() as u64 >= buffer {
-            return false;
-        }
-        let stamp = self.producer.tail + 1;
-        let Some(ret) = self.outstanding.free_slot() else {
-            return false;
-        };
-        self.outstanding.insert(ret, idx, stamp);
         self.sub
             .push_known_room(&mut self.producer, idx, ret, len, next, tag);
         book.add_ref(idx);
