@@ -10,17 +10,30 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use hako::inspect::{self, PortCounters, PortInfo, ServiceInfo};
+use hako::inspect::{self, DomainView, PortCounters, PortInfo, ServiceInfo};
 use hako::{Pattern, ServiceName};
 use serde_json::json;
 
 use crate::{exit, CliError, DomainArgs};
+
+/// How far the reading commands trust a domain root.
+#[derive(Debug, Args)]
+pub struct ReadTrust {
+    /// Read a domain root that another user could have filled (say, as
+    /// root, a user's domain): its owner and mode, and those of the
+    /// directories above it, are not judged (links are still refused).
+    /// Nothing is written or removed; `hako clean` has no such flag.
+    #[arg(long)]
+    untrusted: bool,
+}
 
 /// `hako list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
     #[command(flatten)]
     domain: DomainArgs,
+    #[command(flatten)]
+    trust: ReadTrust,
 }
 
 /// `hako nodes`.
@@ -28,6 +41,8 @@ pub struct ListArgs {
 pub struct NodesArgs {
     #[command(flatten)]
     domain: DomainArgs,
+    #[command(flatten)]
+    trust: ReadTrust,
 }
 
 /// `hako inspect`.
@@ -37,6 +52,8 @@ pub struct InspectArgs {
     service: String,
     #[command(flatten)]
     domain: DomainArgs,
+    #[command(flatten)]
+    trust: ReadTrust,
 }
 
 /// `hako clean`.
@@ -60,6 +77,27 @@ pub struct MonitorArgs {
     count: Option<u64>,
     #[command(flatten)]
     domain: DomainArgs,
+    #[command(flatten)]
+    trust: ReadTrust,
+}
+
+/// The domain root of `cfg`, held open for reading (`None`: there is
+/// none); a root the user cannot trust is refused unless `--untrusted`.
+fn open_view(cfg: &hako::Config, trust: &ReadTrust) -> Result<Option<DomainView>, CliError> {
+    let opened = if trust.untrusted {
+        DomainView::open_untrusted(cfg)
+    } else {
+        DomainView::open(cfg)
+    };
+    opened.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::PermissionDenied && !trust.untrusted {
+            CliError::failure(format!(
+                "{e}; to read it anyway, without changing anything, add --untrusted"
+            ))
+        } else {
+            CliError::io(&cfg.root, e)
+        }
+    })
 }
 
 fn pattern_name(info: &ServiceInfo) -> &'static str {
@@ -102,8 +140,8 @@ fn dead(s: &inspect::ServiceInfo) -> usize {
 
 /// Ids of the domain's bridge nodes (`hako-bridge`, see
 /// `inspect::BRIDGE_NODE_NAME`), alive or not.
-fn bridge_nodes(cfg: &hako::Config) -> Vec<u64> {
-    inspect::nodes(cfg)
+fn bridge_nodes(view: &DomainView) -> Vec<u64> {
+    view.nodes()
         .unwrap_or_default()
         .into_iter()
         .filter(|n| n.name == inspect::BRIDGE_NODE_NAME)
@@ -138,8 +176,12 @@ struct Rates {
 /// Runs `hako list`.
 pub fn list(a: ListArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
-    let all = inspect::services(&cfg).map_err(|e| CliError::io(&cfg.root, e))?;
-    let bridges = bridge_nodes(&cfg);
+    let view = open_view(&cfg, &a.trust)?;
+    let all = match &view {
+        Some(v) => v.services().map_err(|e| CliError::io(&cfg.root, e))?,
+        None => Vec::new(),
+    };
+    let bridges = view.as_ref().map(bridge_nodes).unwrap_or_default();
     if a.domain.json() {
         let rows: Vec<_> = all
             .iter()
@@ -199,7 +241,10 @@ pub fn list(a: ListArgs) -> Result<(), CliError> {
 /// Runs `hako nodes`.
 pub fn nodes(a: NodesArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
-    let nodes = inspect::nodes(&cfg).map_err(|e| CliError::io(&cfg.root, e))?;
+    let nodes = match open_view(&cfg, &a.trust)? {
+        Some(v) => v.nodes().map_err(|e| CliError::io(&cfg.root, e))?,
+        None => Vec::new(),
+    };
     if a.domain.json() {
         println!("{}", serde_json::to_string_pretty(&nodes).expect("JSON"));
         return Ok(());
@@ -287,7 +332,12 @@ fn port_line(p: &PortInfo) -> String {
 pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
     let name = ServiceName::new(&a.service).map_err(|e| CliError::usage(e.to_string()))?;
-    let info = match inspect::service(&cfg, &name) {
+    let view = open_view(&cfg, &a.trust)?;
+    let found = match &view {
+        Some(v) => v.service(&name),
+        None => Err(hako::ServiceError::DoesNotExist(name.to_string())),
+    };
+    let info = match found {
         Ok(i) => i,
         Err(hako::ServiceError::DoesNotExist(_)) => {
             return Err(CliError {
@@ -426,7 +476,10 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
         let now = Instant::now();
         let secs = now.duration_since(last_at).as_secs_f64().max(1e-9);
         last_at = now;
-        let all = inspect::services(&cfg).map_err(|e| CliError::io(&cfg.root, e))?;
+        let all = match open_view(&cfg, &a.trust)? {
+            Some(v) => v.services().map_err(|e| CliError::io(&cfg.root, e))?,
+            None => Vec::new(),
+        };
         let mut rows = Vec::new();
         let mut seen = BTreeMap::new();
         for s in all.iter().flatten() {

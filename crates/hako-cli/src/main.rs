@@ -114,6 +114,12 @@ impl CliError {
 
     /// An I/O failure on the domain root.
     pub fn io(root: &std::path::Path, e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::PermissionDenied
+            && e.to_string().contains(&*root.to_string_lossy())
+        {
+            // hako's refusal of a root names it already.
+            return Self::failure(e.to_string());
+        }
         Self::failure(format!("cannot read domain root {}: {e}", root.display()))
     }
 }

@@ -4,7 +4,6 @@
 //! keeps a link for each.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,7 +24,12 @@ use crate::reqres::{Mode, ReqResLink};
 /// of such a node as bridged).
 pub const BRIDGE_NODE_NAME: &str = hako::inspect::BRIDGE_NODE_NAME;
 
-/// The file a domain's active bridge holds locked, in the domain's root.
+/// The name of the lock a domain's active bridge holds
+/// ([`hako::Node::try_lock_named`]): the file `bridge.lock` in the
+/// domain's root.
+pub const LOCK_NAME: &str = "bridge";
+
+/// The file of that lock, in the domain's root.
 pub const LOCK_FILE: &str = "bridge.lock";
 
 /// How long a failed service waits before the next try.
@@ -146,26 +150,23 @@ impl Bridge {
     }
 
     /// Waits for the domain's bridge lock; `None` if stopped first.
-    fn lead(&self, stop: &AtomicBool) -> Result<Option<File>, BridgeError> {
-        let path = self.options.hako.root.join(LOCK_FILE);
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|source| BridgeError::Lock {
-                path: path.display().to_string(),
-                source,
-            })?;
+    fn lead(&self, stop: &AtomicBool) -> Result<Option<hako::NamedLock>, BridgeError> {
         let mut said = false;
         loop {
-            match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => return Ok(Some(file)),
-                Err(_) if !said => {
+            let taken =
+                self.node
+                    .try_lock_named(LOCK_NAME)
+                    .map_err(|source| BridgeError::Lock {
+                        path: self.options.hako.root.join(LOCK_FILE).display().to_string(),
+                        source,
+                    })?;
+            match taken {
+                Some(lock) => return Ok(Some(lock)),
+                None if !said => {
                     tracing::info!("another bridge serves this domain; standing by");
                     said = true;
                 }
-                Err(_) => {}
+                None => {}
             }
             if stop.load(Ordering::Relaxed) {
                 return Ok(None);

@@ -43,7 +43,9 @@ impl DomainId {
     /// The id of the domain rooted at `root` on this machine.
     pub fn of_root(root: &Path) -> Self {
         let machine = machine_identity();
-        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
+        // Made absolute without touching the file system (hako follows no
+        // link in a root's path: the path is the directory).
+        let root = lexical_absolute(root);
         let mut h = Fnv::default();
         h.write(machine.as_bytes());
         h.write(&[0]);
@@ -83,6 +85,23 @@ pub fn is_end(attachment: &[u8]) -> bool {
 }
 
 impl DomainId {}
+
+/// `path` made absolute against the working directory, `.` and `..`
+/// taken lexically.
+fn lexical_absolute(path: &Path) -> std::path::PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut out = std::path::PathBuf::from("/");
+    for c in abs.components() {
+        match c {
+            std::path::Component::Normal(p) => out.push(p),
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
 
 /// What tells this machine from others: its systemd machine id, else its
 /// host name.

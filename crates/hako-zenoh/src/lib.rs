@@ -57,7 +57,7 @@ mod payload;
 mod pubsub;
 mod reqres;
 
-pub use bridge::{Bridge, BridgeError, BRIDGE_NODE_NAME, LOCK_FILE};
+pub use bridge::{Bridge, BridgeError, BRIDGE_NODE_NAME, LOCK_FILE, LOCK_NAME};
 pub use link::LinkError;
 pub use open::OpenError;
 pub use options::{BridgeOptions, ZenohOptions};

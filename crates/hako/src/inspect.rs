@@ -1,8 +1,9 @@
 //! Looking into a domain from outside: its nodes, services, ports and their
 //! counters, as the `hako` command-line tool shows them.
 //!
-//! Everything here only reads: files are opened and mapped read-only, no
-//! lock is taken but the brief, non-blocking liveness probe of each node, and
+//! Everything here only reads: files are opened and mapped read-only,
+//! relative to the root held open and never through a link, no lock is
+//! taken but the brief, non-blocking liveness probe of each node, and
 //! nothing found is trusted. The result is a snapshot; ports may come and go
 //! while it is taken.
 
@@ -14,10 +15,11 @@ use crate::core::layout::{PubCounters, COUNTERS_OFFSET, DROPPED_OFFSET, PORT_LOS
 use crate::describe::{Pattern, StaticDescription};
 use crate::domain::config::Config;
 use crate::domain::name::ServiceName;
-use crate::domain::nodefile::{node_is_alive, parse_node_file, read_node_info};
+use crate::domain::nodefile::{node_alive_in, open_root_for_tools, parse_node_file, read_node_info};
 use crate::domain::service::error::ServiceError;
 use crate::domain::service::files::read_description;
 use crate::domain::service::tables::{DynSegment, PortKind};
+use crate::os::dir::{refusal, Dir, RootMode};
 use crate::os::shm::Mapping;
 use crate::port::segment::{open_segment_with, OpenSegment};
 
@@ -146,35 +148,102 @@ pub struct ServiceInfo {
     pub subscribers: Vec<PortInfo>,
 }
 
-/// The nodes of the domain of `config`, sorted by id. An absent root is an
-/// empty domain.
-pub fn nodes(config: &Config) -> io::Result<Vec<NodeInfo>> {
-    let root = &config.root;
-    let mut out = Vec::new();
-    let entries = match std::fs::read_dir(root) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(e),
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(id) = name.to_str().and_then(parse_node_file) else {
-            continue;
-        };
-        let (pid, name) = read_node_info(&e.path());
-        out.push(NodeInfo {
-            id,
-            pid,
-            name,
-            alive: node_is_alive(root, id),
-        });
+/// A domain root held open for reading, as the tools read it. Every file
+/// in it is reached through the root's descriptor, never through a link.
+///
+/// [`open`](Self::open) checks the root and the directories above it as a
+/// node does (see `NodeBuilder::create`), and refuses one that another
+/// user could have filled; [`open_untrusted`](Self::open_untrusted) reads
+/// such a domain anyway (say, root looking into a user's domain), which
+/// is safe only because nothing here writes or removes anything.
+#[derive(Debug)]
+pub struct DomainView {
+    root: Dir,
+}
+
+impl DomainView {
+    /// Opens the domain root of `config`, checked; `Ok(None)` if there is
+    /// none. A root that is not to be trusted is an error of kind
+    /// `PermissionDenied` that says why.
+    pub fn open(config: &Config) -> io::Result<Option<Self>> {
+        Ok(open_root_for_tools(config, RootMode::Open)?.map(|root| Self { root }))
     }
-    out.sort_by_key(|n| n.id);
-    Ok(out)
+
+    /// Opens the domain root of `config` without judging who owns it or
+    /// the directories above it (links are still refused): for looking
+    /// into a domain this user does not trust, read-only.
+    pub fn open_untrusted(config: &Config) -> io::Result<Option<Self>> {
+        Ok(open_root_for_tools(config, RootMode::ReadAnyway)?.map(|root| Self { root }))
+    }
+
+    /// The root's path.
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// The nodes of the domain, sorted by id.
+    pub fn nodes(&self) -> io::Result<Vec<NodeInfo>> {
+        let root = &self.root;
+        let mut out = Vec::new();
+        for e in root.entries()? {
+            let Some(id) = parse_node_file(&e.name) else {
+                continue;
+            };
+            let (pid, name) = read_node_info(root, &e.name);
+            out.push(NodeInfo {
+                id,
+                pid,
+                name,
+                alive: node_alive_in(root, id),
+            });
+        }
+        out.sort_by_key(|n| n.id);
+        Ok(out)
+    }
+
+    /// Every service of the domain, sorted by name; one that cannot be
+    /// read is an error in its place (labelled by its directory).
+    pub fn services(&self) -> io::Result<Vec<Result<ServiceInfo, ServiceError>>> {
+        let mut out: Vec<_> = self
+            .root
+            .entries()?
+            .into_iter()
+            .filter(|e| e.name.starts_with("svc_"))
+            .map(|e| service_in(&self.root, &e.name, None))
+            .collect();
+        out.sort_by(|a, b| match (a, b) {
+            (Ok(a), Ok(b)) => a.name.cmp(&b.name),
+            (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+            (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+            (Err(a), Err(b)) => a.to_string().cmp(&b.to_string()),
+        });
+        Ok(out)
+    }
+
+    /// The service `name`.
+    pub fn service(&self, name: &ServiceName) -> Result<ServiceInfo, ServiceError> {
+        service_in(
+            &self.root,
+            &format!("svc_{}", name.file_key()),
+            Some(name.as_str()),
+        )
+    }
+}
+
+/// The nodes of the domain of `config`, sorted by id. An absent root is an
+/// empty domain; one that is not to be trusted is an error
+/// ([`DomainView::open`]).
+pub fn nodes(config: &Config) -> io::Result<Vec<NodeInfo>> {
+    match DomainView::open(config)? {
+        Some(view) => view.nodes(),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// Every service of the domain of `config`, sorted by name; one that cannot
-/// be read is an error in its place (labelled by its directory).
+/// be read is an error in its place (labelled by its directory). An absent
+/// root is an empty domain; one that is not to be trusted is an error
+/// ([`DomainView::open`]).
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -196,50 +265,64 @@ pub fn nodes(config: &Config) -> io::Result<Vec<NodeInfo>> {
 /// # Ok(()) }
 /// ```
 pub fn services(config: &Config) -> io::Result<Vec<Result<ServiceInfo, ServiceError>>> {
-    let root = &config.root;
-    let entries = match std::fs::read_dir(root) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let mut out: Vec<_> = entries
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("svc_"))
-        .map(|e| service_in(root, &e.path(), None))
-        .collect();
-    out.sort_by(|a, b| match (a, b) {
-        (Ok(a), Ok(b)) => a.name.cmp(&b.name),
-        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
-        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
-        (Err(a), Err(b)) => a.to_string().cmp(&b.to_string()),
-    });
-    Ok(out)
+    match DomainView::open(config)? {
+        Some(view) => view.services(),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// The service `name` of the domain of `config`.
 pub fn service(config: &Config, name: &ServiceName) -> Result<ServiceInfo, ServiceError> {
-    let dir = config.root.join(format!("svc_{}", name.file_key()));
-    service_in(&config.root, &dir, Some(name.as_str()))
+    match DomainView::open(config) {
+        Ok(Some(view)) => view.service(name),
+        Ok(None) => Err(ServiceError::DoesNotExist(name.to_string())),
+        Err(e) => Err(match refusal(&e) {
+            Some(why) => ServiceError::Untrusted {
+                service: name.to_string(),
+                path: config.root.clone(),
+                reason: why.to_owned(),
+            },
+            None => ServiceError::Io {
+                action: "open",
+                path: config.root.clone(),
+                source: e,
+            },
+        }),
+    }
 }
 
-fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo, ServiceError> {
-    let label = match name {
-        Some(n) => n.to_string(),
-        None => dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+fn service_in(root: &Dir, key: &str, name: Option<&str>) -> Result<ServiceInfo, ServiceError> {
+    let label = name.unwrap_or(key).to_string();
+    let dir = match root.subdir(key) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(ServiceError::DoesNotExist(label));
+        }
+        Err(e) => {
+            return Err(match refusal(&e) {
+                Some(why) => ServiceError::Untrusted {
+                    service: label,
+                    path: root.join(key),
+                    reason: why.to_owned(),
+                },
+                None => ServiceError::Io {
+                    action: "open",
+                    path: root.join(key),
+                    source: e,
+                },
+            })
+        }
     };
-    let raw = read_description(dir, &label)?;
-    let desc = StaticDescription::from_raw_of(&raw, &label, dir)?;
+    let raw = read_description(&dir, &label)?;
+    let desc = StaticDescription::from_raw_of(&raw, &label, dir.path())?;
     if name.is_some_and(|n| n != desc.name) {
         return Err(ServiceError::Corrupted {
             service: label,
             reason: format!("its directory belongs to service {:?}", desc.name),
-            path: dir.to_path_buf(),
+            path: dir.path().to_path_buf(),
         });
     }
-    let seg = DynSegment::open_with(dir, &desc.name, Some(desc.pattern.tables()), false)?;
+    let seg = DynSegment::open_with(&dir, &desc.name, Some(desc.pattern.tables()), false)?;
     // Relaxed (all table loads): a snapshot for display.
     let nodes = (0..seg.node_count())
         .map(|i| seg.node_slot(i).node_id.load(Ordering::Relaxed))
@@ -257,7 +340,7 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
                     let info = PortInfo {
                         id,
                         node,
-                        node_alive: !retired && node_is_alive(root, node),
+                        node_alive: !retired && node_alive_in(root, node),
                         retired,
                         lossy: kind == PortKind::Subscriber && flags & PORT_LOSSY != 0,
                         counters: PortCounters::None,
@@ -273,8 +356,7 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
     if let Pattern::PublishSubscribe { .. } = desc.pattern {
         let mut segments = Vec::new();
         for (_, p) in &mut publishers {
-            let path = dir.join(format!("pub_{:016x}", p.id));
-            let opened = match open_segment_with(&path, false, None) {
+            let opened = match open_segment_with(&dir, p.id, false, None) {
                 Ok(opened) => opened,
                 Err(what) => {
                     p.corrupted = Some(what.to_owned());
@@ -318,7 +400,7 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
     }
     if let Pattern::RequestResponse { .. } = desc.pattern {
         for (_, p) in &mut publishers {
-            match segment_counters(dir, p.id) {
+            match segment_counters(&dir, p.id) {
                 Ok(Some((sent, in_use, pool))) => {
                     p.counters = PortCounters::Client {
                         requests_sent: sent,
@@ -334,7 +416,7 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
             let (extra, off) = seg.extra(*j);
             // Relaxed: a counter for display.
             let received = extra.atomic(off).load(Ordering::Relaxed);
-            match segment_counters(dir, s.id) {
+            match segment_counters(&dir, s.id) {
                 Ok(Some((sent, in_use, pool))) => {
                     s.counters = PortCounters::Server {
                         requests_received: received,
@@ -350,7 +432,7 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
     }
     Ok(ServiceInfo {
         name: desc.name.clone(),
-        dir: dir.to_path_buf(),
+        dir: dir.path().to_path_buf(),
         description: desc,
         nodes,
         publishers: publishers.into_iter().map(|(_, p)| p).collect(),
@@ -361,9 +443,8 @@ fn service_in(root: &Path, dir: &Path, name: Option<&str>) -> Result<ServiceInfo
 /// Messages sent, chunks in use and pool size of the port `id`'s data
 /// segment in `dir`: `None` if it cannot be read (gone, or not mapped),
 /// an error if it failed validation.
-fn segment_counters(dir: &Path, id: u64) -> Result<Option<(u64, u64, u64)>, &'static str> {
-    let path = dir.join(format!("pub_{id:016x}"));
-    let Some(OpenSegment { fd, geo, header }) = open_segment_with(&path, false, None)? else {
+fn segment_counters(dir: &Dir, id: u64) -> Result<Option<(u64, u64, u64)>, &'static str> {
+    let Some(OpenSegment { fd, geo, header }) = open_segment_with(dir, id, false, None)? else {
         return Ok(None);
     };
     let Ok(map) = Mapping::new(&fd, 0, geo.pool_offset, false) else {

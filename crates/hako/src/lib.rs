@@ -194,6 +194,7 @@ not_under_loom! {
     pub use describe::{Pattern, StaticDescription};
     pub use domain::cleanup::reclaim_dead_nodes;
     pub use domain::config::{self, Config, ConfigError, Defaults, OverflowPolicy};
+    pub use domain::lockfile::NamedLock;
     pub use domain::name::{NameError, NodeName, ServiceName};
     pub use domain::node::{Node, NodeBuilder, NodeCreateError, NodeWaitError};
     pub use domain::nodefile::node_is_alive;

@@ -25,17 +25,19 @@
 //! ports whose node has no file at all.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::config::Config;
-use super::nodefile::{parse_node_file, read_node_info, Liveness};
+use super::lockfile::{reclaim_stale_lock, LOCK_SUFFIX};
+use super::nodefile::{open_root_for_tools, parse_node_file, read_node_info, Liveness};
 use super::service::files::{read_description, remove_service_files, STATIC_FILE};
 use super::service::reclaim::{
     reclaim_service_locked, remove, used_by_the_living, DeadNode, Reclaimed,
 };
 use super::service::tables::DynSegment;
+use crate::os::dir::{refuse, Dir, RootMode};
 use crate::os::lock::DomainLock;
-
+use crate::os::shm::Access;
 
 /// Reclaims everything dead nodes left in the domain of `config`; with
 /// `dry_run`, only reports what it would reclaim. Services whose files
@@ -52,95 +54,122 @@ use crate::os::lock::DomainLock;
 /// # Ok(()) }
 /// ```
 pub fn reclaim_dead_nodes(config: &Config, dry_run: bool) -> io::Result<Reclaimed> {
-    let root = &config.root;
-    if !root.is_dir() {
+    // Checked as a node checks it: nothing is removed from a root that
+    // someone else could have filled.
+    let Some(root) = open_root_for_tools(config, RootMode::Open)? else {
         return Ok(Reclaimed::default());
-    }
-    let _lock = DomainLock::acquire(root)?;
-    Ok(reclaim_domain_locked(root, dry_run, true))
+    };
+    let access = config
+        .access()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    let _lock = DomainLock::acquire(&root)?;
+    Ok(reclaim_domain_locked(&root, access, dry_run, true))
 }
-
 
 /// The whole domain; domain lock held. Unless `thorough`, the services are
 /// looked at only when a dead node's file is found (the cheap check a node
 /// makes when it is created); thorough, also for ports whose node has no
 /// file at all.
-pub(crate) fn reclaim_domain_locked(root: &Path, dry_run: bool, thorough: bool) -> Reclaimed {
+pub(crate) fn reclaim_domain_locked(
+    root: &Dir,
+    access: Access,
+    dry_run: bool,
+    thorough: bool,
+) -> Reclaimed {
     let mut out = Reclaimed::default();
     let mut live = Liveness::new(root);
-    let Ok(entries) = std::fs::read_dir(root) else {
+    let Ok(entries) = root.entries() else {
         return out;
     };
     let mut node_files = Vec::new();
     let mut services = Vec::new();
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
+    for e in entries {
+        let link = e.is_link();
+        let name = e.name;
         // Never through a symbolic link (hako makes none): a link planted
         // as `svc_...` could point at anyone's directory, whose files the
-        // reclaim would then remove.
-        if e.file_type().is_ok_and(|t| t.is_symlink()) {
-            tracing::warn!(entry = %e.path().display(), "ignoring a symbolic link in the domain root");
+        // reclaim would then remove. (Every open below refuses links as
+        // well: this only keeps them out of the report.)
+        if link {
+            tracing::warn!(entry = %root.join(&name).display(), "ignoring a symbolic link in the domain root");
             continue;
         }
-        if let Some(id) = parse_node_file(name) {
-            node_files.push((id, e.path()));
+        if let Some(id) = parse_node_file(&name) {
+            node_files.push((id, name));
         } else if name.starts_with("node_") && name.ends_with(".new") {
             // A node creator that died before publishing its file (creation
             // holds the domain lock, which we hold now).
-            remove(&mut out, e.path(), dry_run);
+            remove(&mut out, root, &name, dry_run);
         } else if name.starts_with("svc_") {
-            services.push(e.path());
+            services.push(name);
+        } else if thorough && name.ends_with(LOCK_SUFFIX) {
+            // A named lock whose holder died (or was stopped) with it.
+            if reclaim_stale_lock(root, &name, access, dry_run) {
+                out.files.push(root.join(&name));
+            }
         }
     }
-    for (id, path) in &node_files {
+    for (id, name) in &node_files {
         if !live.alive(*id) {
-            let (pid, name) = read_node_info(path);
-            out.dead_nodes.push(DeadNode { id: *id, pid, name });
+            let (pid, node) = read_node_info(root, name);
+            out.dead_nodes.push(DeadNode {
+                id: *id,
+                pid,
+                name: node,
+            });
         }
     }
     if out.dead_nodes.is_empty() && !thorough {
         return out;
     }
-    for dir in services {
-        reclaim_service_dir_locked(&dir, &mut live, dry_run, &mut out);
+    for key in services {
+        reclaim_service_dir_locked(root, access, &key, &mut live, dry_run, &mut out);
     }
-    for (id, path) in node_files {
+    for (id, name) in node_files {
         if out.dead_nodes.iter().any(|d| d.id == id) {
-            remove(&mut out, path, dry_run);
+            remove(&mut out, root, &name, dry_run);
         }
     }
     out
 }
 
 fn reclaim_service_dir_locked(
-    dir: &Path,
+    root: &Dir,
+    access: Access,
+    key: &str,
     live: &mut Liveness<'_>,
     dry_run: bool,
     out: &mut Reclaimed,
 ) {
-    let label = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if !dir.join(STATIC_FILE).exists() {
+    let dir = match root.subdir(key).and_then(|dir| {
+        // Made by someone the domain trusts, or left alone.
+        dir.trust(access).map_err(refuse)?;
+        Ok(dir)
+    }) {
+        Ok(dir) => dir,
+        Err(e) => {
+            tracing::warn!(dir = %root.join(key).display(), error = %e, "skipping a service directory hako may not touch");
+            return;
+        }
+    };
+    if !dir.has(STATIC_FILE) {
         // Services are created under the domain lock, which we hold: one
         // without a static description is the debris of a creator that died.
-        remove_service(dir, dry_run, out);
-        out.services.push(label);
+        remove_service(root, key, &dir, dry_run, out);
+        out.services.push(key.to_owned());
         return;
     }
-    let seg = match read_description(dir, &label)
-        .and_then(|desc| DynSegment::open_any(dir, &desc.name).map(|s| (s, desc)))
+    let seg = match read_description(&dir, key)
+        .and_then(|desc| DynSegment::open_any(&dir, &desc.name).map(|s| (s, desc)))
     {
         Ok(s) => s,
         Err(e) => {
-            tracing::warn!(dir = %dir.display(), error = %e, "skipping a service that cannot be read");
+            tracing::warn!(dir = %dir.path().display(), error = %e, "skipping a service that cannot be read");
             return;
         }
     };
     let (seg, desc) = seg;
-    reclaim_service_locked(dir, &seg, live, dry_run, out);
+    reclaim_service_locked(&dir, &seg, live, dry_run, out);
     let unused = if dry_run {
         !used_by_the_living(&seg, live)
     } else {
@@ -149,19 +178,20 @@ fn reclaim_service_dir_locked(
     if unused {
         drop(seg);
         out.services.push(desc.name);
-        remove_service(dir, dry_run, out);
+        remove_service(root, key, &dir, dry_run, out);
     }
 }
 
 /// Removes (or, in a dry run, lists) every file of a service nobody uses.
-fn remove_service(dir: &Path, dry_run: bool, out: &mut Reclaimed) {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|es| es.flatten().map(|e| e.path()).collect())
+fn remove_service(root: &Dir, key: &str, dir: &Dir, dry_run: bool, out: &mut Reclaimed) {
+    let mut files: Vec<PathBuf> = dir
+        .entries()
+        .map(|es| es.into_iter().map(|e| dir.join(&e.name)).collect())
         .unwrap_or_default();
     files.sort();
     files.retain(|f| !out.files.contains(f));
     if !dry_run {
-        remove_service_files(dir);
+        remove_service_files(root, key, dir);
     }
     out.files.extend(files);
 }

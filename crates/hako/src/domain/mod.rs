@@ -6,10 +6,11 @@
 //! shared port machinery (`port/`).
 //!
 //! Within the folder, imports point down this list: `config`, `name` →
-//! `nodefile` → `service` → `cleanup` → `node`.
+//! `nodefile` → `lockfile` → `service` → `cleanup` → `node`.
 
 pub mod cleanup;
 pub mod config;
+pub mod lockfile;
 pub mod name;
 pub mod node;
 pub(crate) mod nodefile;

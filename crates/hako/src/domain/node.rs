@@ -10,11 +10,12 @@ use std::sync::Arc;
 
 use super::cleanup::reclaim_domain_locked;
 use super::config::{Config, ConfigError};
+use super::lockfile::NamedLock;
 use super::name::{NameError, NodeName, ServiceName};
-use super::nodefile::{ensure_dir, new_id, trust_dir, NodeInner};
+use super::nodefile::{new_id, node_file, NodeInner};
 use super::service::builder::ServiceBuilder;
+use crate::os::dir::{write_all, Dir, RootError, RootMode};
 use crate::os::lock::{self, DomainLock};
-use crate::os::shm;
 
 /// Why a node could not be created.
 #[derive(Debug, thiserror::Error)]
@@ -163,31 +164,35 @@ impl NodeBuilder {
             Some(c) => c,
             None => Config::from_env()?,
         };
-        let root = config.root.clone();
+        let root_path = config.root.clone();
         let access = config.access()?;
-        ensure_dir(&root, access).map_err(|source| NodeCreateError::Root {
-            root: root.clone(),
-            source,
-        })?;
-        trust_dir(&root, access).map_err(|e| NodeCreateError::UntrustedRoot {
-            root: root.clone(),
-            why: e.to_string(),
+        let root = Dir::open_root(&root_path, access, RootMode::Create).map_err(|e| match e {
+            RootError::Io(source) => NodeCreateError::Root {
+                root: root_path.clone(),
+                source,
+            },
+            RootError::Untrusted(why) => NodeCreateError::UntrustedRoot {
+                root: root_path.clone(),
+                why,
+            },
         })?;
         let id = new_id();
-        let path = root.join(format!("node_{id:016x}"));
+        let name = node_file(id);
         // The file is made under a temporary name and appears under its real
         // name only once locked, so nobody ever finds it unlocked and takes
         // its owner for dead. The domain lock keeps a reclaimer from removing
         // the temporary file meanwhile.
         let domain = DomainLock::acquire(&root).map_err(|source| NodeCreateError::Root {
-            root: root.clone(),
+            root: root_path.clone(),
             source,
         })?;
-        let tmp = root.join(format!("node_{id:016x}.new"));
-        let fd = shm::create(&tmp, 0, access).map_err(|source| NodeCreateError::NodeFile {
-            path: tmp.clone(),
-            source,
-        })?;
+        let tmp = format!("{name}.new");
+        let fd = root
+            .create_file(&tmp, 0, access)
+            .map_err(|source| NodeCreateError::NodeFile {
+                path: root.join(&tmp),
+                source,
+            })?;
         let info = format!(
             "pid = {}\nname = {:?}\n",
             std::process::id(),
@@ -201,14 +206,17 @@ impl NodeBuilder {
                     Err(io::Error::other("node file locked by someone else"))
                 }
             })
-            .and_then(|()| std::fs::write(&tmp, info))
-            .and_then(|()| std::fs::rename(&tmp, &path));
+            .and_then(|()| write_all(&fd, info.as_bytes()))
+            .and_then(|()| root.rename(&tmp, &name));
         if let Err(source) = made {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(NodeCreateError::NodeFile { path, source });
+            let _ = root.remove_file(&tmp);
+            return Err(NodeCreateError::NodeFile {
+                path: root.join(&name),
+                source,
+            });
         }
         // What dead nodes left behind goes now, while we hold the lock.
-        let reclaimed = reclaim_domain_locked(&root, false, false);
+        let reclaimed = reclaim_domain_locked(&root, access, false, false);
         drop(domain);
         if !reclaimed.is_empty() {
             tracing::info!(
@@ -224,7 +232,7 @@ impl NodeBuilder {
                 name: self.name,
                 config,
                 access,
-                path,
+                root,
                 _lock: fd,
                 signals: self.signals,
             }),
@@ -328,6 +336,30 @@ impl Node {
                 Err(e) => return Err(NodeWaitError::Io(e.into())),
             }
         }
+    }
+
+    /// Takes the named lock `name` of the node's domain (a file
+    /// `<name>.lock` in the root) unless another process holds it, in
+    /// which case `Ok(None)`: for a program of which one instance at a
+    /// time should serve a domain, as the bridge to other hosts does. The
+    /// lock is released when the [`NamedLock`] drops or its process dies;
+    /// `hako clean` removes the file of a lock nobody holds. `name`
+    /// follows the rules of node names.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-named-lock", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let held = node.try_lock_named("recorder")?.expect("nobody else records");
+    /// assert!(node.try_lock_named("recorder")?.is_none()); // taken
+    /// drop(held);
+    /// assert!(node.try_lock_named("recorder")?.is_some());
+    /// # Ok(()) }
+    /// ```
+    pub fn try_lock_named(&self, name: &str) -> io::Result<Option<NamedLock>> {
+        NamedLock::try_take(&self.inner.root, name, self.inner.access)
     }
 
     /// Starts building a service with the given name; its pattern is

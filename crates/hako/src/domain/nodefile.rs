@@ -10,79 +10,36 @@
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::config::Config;
 use super::name::NodeName;
+use crate::os::dir::{refuse, Dir, RootError, RootMode};
 use crate::os::lock;
-use crate::os::shm::{self, Access};
+use crate::os::shm::Access;
 
-/// Creates `dir` (and parents) if missing; a directory made here gets the
-/// permissions of `access` (owner-only by default). An existing one is left
-/// as it is.
-pub(crate) fn ensure_dir(dir: &Path, access: Access) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.is_dir() {
-        return Ok(());
-    }
-    match std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-    {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => return Ok(()),
-        Err(e) => return Err(e),
-    }
-    if access != Access::default() {
-        let fd = rustix::fs::open(
-            dir,
-            rustix::fs::OFlags::RDONLY
-                | rustix::fs::OFlags::DIRECTORY
-                | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )?;
-        access.apply(&fd, true)?;
-    }
-    Ok(())
-}
-
-/// Whether `dir` may be trusted with this user's files, as ssh's
-/// StrictModes trusts a home directory: it must belong to this user or to
-/// root, and nobody but its owner and the configured group (`access`) may
-/// write to it; otherwise whoever can write to it could rename this user's
-/// files away and put their own in their place. The error says what is
-/// wrong and how to fix it.
-pub(crate) fn trust_dir(dir: &Path, access: Access) -> io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(dir)?;
-    match crate::os::shm::distrust(m.uid(), m.gid(), m.mode(), access, false) {
-        Some(why) => Err(io::Error::new(io::ErrorKind::PermissionDenied, why)),
-        None => Ok(()),
+/// Opens the domain root of `config` for the tools (`mode` `Open` or
+/// `ReadAnyway`: never made here); `Ok(None)` if there is none. A root
+/// that is not to be trusted is an `io::Error` carrying the refusal.
+pub(crate) fn open_root_for_tools(config: &Config, mode: RootMode) -> io::Result<Option<Dir>> {
+    let root = &config.root;
+    let access = config
+        .access()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    match Dir::open_root(root, access, mode) {
+        Ok(dir) => Ok(Some(dir)),
+        Err(RootError::Io(e)) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(RootError::Io(e)) => Err(e),
+        Err(RootError::Untrusted(why)) => Err(refuse(format!(
+            "refusing domain root {}: {why}",
+            root.display()
+        ))),
     }
 }
 
-/// Whether a service's directory or file (`path`, not followed if it is a
-/// symbolic link) may be trusted inside a trusted domain root: the rule of
-/// [`trust_dir`], with one more owner admitted when the config shares the
-/// domain with a group, a member of it (a file of the group's). A symbolic
-/// link is never trusted; a missing entry is not judged. `Err` says what
-/// is wrong and how to fix it.
-pub(crate) fn trust_entry(path: &Path, access: Access) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    let m = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        // Nothing there to trust: whoever reads it reports the absence.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e.to_string()),
-    };
-    if m.file_type().is_symlink() {
-        return Err("it is a symbolic link (hako makes none); remove it".into());
-    }
-    match crate::os::shm::distrust(m.uid(), m.gid(), m.mode(), access, true) {
-        Some(why) => Err(why),
-        None => Ok(()),
-    }
+/// The name of node `id`'s file in the domain root.
+pub(crate) fn node_file(id: u64) -> String {
+    format!("node_{id:016x}")
 }
 
 /// A fresh random non-zero 64-bit id.
@@ -118,11 +75,18 @@ pub(crate) fn new_id() -> u64 {
     }
 }
 
-/// Whether the node `id` in `root` is alive: its file exists and its lock is
-/// held. A node whose file is gone counts as dead.
+/// Whether the node `id` of the domain at `root` is alive: its file
+/// exists and its lock is held. A node whose file is gone counts as dead.
+/// The root is opened as a node opens it (checked, never through a link);
+/// one that cannot be opened holds no live node.
 pub fn node_is_alive(root: &Path, id: u64) -> bool {
-    let path = root.join(format!("node_{id:016x}"));
-    match shm::open_existing(&path, false) {
+    Dir::open_root(root, Access::default(), RootMode::ReadAnyway)
+        .is_ok_and(|dir| node_alive_in(&dir, id))
+}
+
+/// [`node_is_alive`] in a root held open.
+pub(crate) fn node_alive_in(root: &Dir, id: u64) -> bool {
+    match root.open_file(&node_file(id), false) {
         // If we got the lock, nobody holds it: the owner is dead. Dropping
         // the descriptor releases our lock again.
         Ok(fd) => !matches!(lock::try_lock(&fd), Ok(true)),
@@ -137,7 +101,9 @@ pub(crate) struct NodeInner {
     pub(crate) config: Config,
     /// Who may use the files this node creates (from the config's group).
     pub(crate) access: Access,
-    pub(crate) path: PathBuf,
+    /// The domain root, held open: every file of the domain is reached
+    /// through it.
+    pub(crate) root: Dir,
     pub(crate) _lock: OwnedFd,
     /// Its ports' blocking waits end on SIGINT and SIGTERM
     /// ([`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
@@ -148,18 +114,18 @@ impl Drop for NodeInner {
     fn drop(&mut self) {
         // Remove the file while still holding the lock; the lock goes with
         // the descriptor right after.
-        let _ = std::fs::remove_file(&self.path);
+        let _ = self.root.remove_file(&node_file(self.id));
     }
 }
 
 /// Liveness of node ids, asked once each per reclaim.
 pub(crate) struct Liveness<'a> {
-    root: &'a Path,
+    root: &'a Dir,
     known: HashMap<u64, bool>,
 }
 
 impl<'a> Liveness<'a> {
-    pub(crate) fn new(root: &'a Path) -> Self {
+    pub(crate) fn new(root: &'a Dir) -> Self {
         Self {
             root,
             known: HashMap::new(),
@@ -170,7 +136,7 @@ impl<'a> Liveness<'a> {
         *self
             .known
             .entry(id)
-            .or_insert_with(|| node_is_alive(self.root, id))
+            .or_insert_with(|| node_alive_in(self.root, id))
     }
 }
 
@@ -182,15 +148,14 @@ pub(crate) fn parse_node_file(name: &str) -> Option<u64> {
         .flatten()
 }
 
-
-/// The pid and name a node wrote into its file (best effort).
-pub(crate) fn read_node_info(path: &Path) -> (Option<u32>, String) {
+/// The pid and name a node wrote into its file `name` (best effort).
+pub(crate) fn read_node_info(root: &Dir, name: &str) -> (Option<u32>, String) {
     #[derive(serde::Deserialize)]
     struct Info {
         pid: Option<u32>,
         name: Option<String>,
     }
-    std::fs::read_to_string(path)
+    root.read_text(name, 4096)
         .ok()
         .and_then(|t| toml::from_str::<Info>(&t).ok())
         .map(|i| (i.pid, i.name.unwrap_or_default()))

@@ -1,14 +1,14 @@
 //! Listeners: wait for events, learn which ids fired and how often.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::counters::counters;
 use super::settings::{EventId, EventPortCreateError, EventQos};
-use crate::domain::nodefile::{new_id, node_is_alive};
+use crate::domain::nodefile::{new_id, node_alive_in};
+use crate::domain::service::files::fifo_file;
 use crate::domain::service::error::io_err;
 use crate::domain::service::inner::{NewPort, ServiceInner};
 use crate::domain::service::tables::PortKind;
@@ -71,9 +71,11 @@ impl ListenerBuilder {
         let svc = self.service;
         let q = self.qos;
         let port_id = new_id();
-        let fifo_path = svc.fifo_path(port_id);
-        let fifo =
-            fifo::create(&fifo_path, svc.node.access).map_err(io_err("create FIFO", &fifo_path))?;
+        let fifo_name = fifo_file(port_id);
+        let fifo = svc
+            .dir
+            .make_fifo(&fifo_name, svc.node.access)
+            .map_err(io_err("create FIFO", &svc.dir.join(&fifo_name)))?;
         let entry = NewPort {
             kind: PortKind::Subscriber,
             port_id,
@@ -91,7 +93,7 @@ impl ListenerBuilder {
         }) {
             Ok(Some(i)) => i,
             Ok(None) => {
-                let _ = std::fs::remove_file(&fifo_path);
+                let _ = svc.dir.remove_file(&fifo_name);
                 return Err(EventPortCreateError::TooMany {
                     service: svc.name.to_string(),
                     kind: "listeners",
@@ -99,7 +101,7 @@ impl ListenerBuilder {
                 });
             }
             Err(e) => {
-                let _ = std::fs::remove_file(&fifo_path);
+                let _ = svc.dir.remove_file(&fifo_name);
                 return Err(e.into());
             }
         };
@@ -108,7 +110,7 @@ impl ListenerBuilder {
             port_id,
             index,
             fifo,
-            fifo_path,
+            fifo_name,
             strategy: self.strategy,
             adaptive: Adaptive::default(),
             saw_notifier: AtomicBool::new(false),
@@ -142,7 +144,8 @@ pub struct Listener {
     port_id: u64,
     index: usize,
     fifo: OwnedFd,
-    fifo_path: PathBuf,
+    /// Its name in the service's directory.
+    fifo_name: String,
     strategy: WaitStrategy,
     adaptive: Adaptive,
     saw_notifier: AtomicBool,
@@ -343,7 +346,7 @@ impl Listener {
             // ORDERING: Acquire; pairs with the Release store in register().
             slot.port_id.load(Ordering::Acquire) != 0
                 // Relaxed: published with the port id.
-                && node_is_alive(&svc.node.config.root, slot.node_id.load(Ordering::Relaxed))
+                && node_alive_in(&svc.node.root, slot.node_id.load(Ordering::Relaxed))
         })
     }
 
@@ -398,6 +401,6 @@ impl Drop for Listener {
     fn drop(&mut self) {
         self.service
             .unregister(PortKind::Subscriber, self.index, self.port_id);
-        let _ = std::fs::remove_file(&self.fifo_path);
+        let _ = self.service.dir.remove_file(&self.fifo_name);
     }
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::counters::counters;
 use super::settings::{EventId, EventPortCreateError, EventQos};
 use crate::domain::nodefile::new_id;
+use crate::domain::service::files::fifo_file;
 use crate::domain::service::inner::{NewPort, ServiceInner};
 use crate::domain::service::tables::PortKind;
 use crate::os::fifo;
@@ -197,7 +198,10 @@ impl Notifier {
         let mut fifos = self.fifos.lock().unwrap_or_else(|e| e.into_inner());
         let entry = &mut fifos[j];
         if entry.as_ref().is_none_or(|(p, _)| *p != pid) {
-            *entry = fifo::open_writer(&self.service.fifo_path(pid))
+            *entry = self
+                .service
+                .dir
+                .open_fifo_writer(&fifo_file(pid))
                 .ok()
                 .map(|fd| (pid, fd));
         }

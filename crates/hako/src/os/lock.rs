@@ -6,9 +6,9 @@
 
 use std::io;
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use rustix::fs::{flock, FlockOperation};
 
-use rustix::fs::{flock, open, FlockOperation, Mode, OFlags};
+use super::dir::Dir;
 
 /// Exclusive lock on a domain root directory, held while port tables and
 /// service files are changed. Released on drop (or on process death).
@@ -18,13 +18,11 @@ pub struct DomainLock {
 }
 
 impl DomainLock {
-    /// Blocks until the lock on directory `dir` is ours.
-    pub fn acquire(dir: &Path) -> io::Result<Self> {
-        let fd = open(
-            dir,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+    /// Blocks until the lock on the directory `dir` is ours (through a
+    /// description of its own, so that threads of this process exclude
+    /// each other too).
+    pub fn acquire(dir: &Dir) -> io::Result<Self> {
+        let fd = dir.reopen()?;
         loop {
             match flock(&fd, FlockOperation::LockExclusive) {
                 Ok(()) => return Ok(Self { _fd: fd }),

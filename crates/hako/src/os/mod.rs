@@ -1,8 +1,11 @@
 //! The OS layer: shared-memory files, mappings and locks.
 //!
 //! This is the only part of hako that calls the kernel (through `rustix`,
-//! and `libc` for the SIGBUS handler, which rustix does not cover).
+//! and `libc` for the SIGBUS handler, which rustix does not cover). Every
+//! file of a domain is reached through a directory held open by `dir.rs`,
+//! never by a path.
 
+pub mod dir;
 pub mod fifo;
 pub mod futex;
 pub mod lock;

@@ -1,15 +1,16 @@
 //! Shared-memory files and their mappings.
 //!
 //! Segments are ordinary files on a tmpfs (the domain root, by default under
-//! `/dev/shm`). Their space is reserved with `fallocate` when they are
-//! created, so a full tmpfs is an error at creation, never a `SIGBUS` later.
+//! `/dev/shm`), made and opened relative to their directory (`os::dir`).
+//! Their space is reserved with `fallocate` when they are created, so a full
+//! tmpfs is an error at creation, never a `SIGBUS` later. This module says
+//! who may use them ([`Access`], [`distrust`]) and maps them.
 
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+use std::os::fd::AsFd;
 use std::ptr::NonNull;
 
-use rustix::fs::{fallocate, fchmod, fchown, fstat, open, FallocateFlags, Gid, Mode, OFlags};
+use rustix::fs::{fchmod, fchown, fstat, Gid, Mode};
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
 /// Permissions of the files hako creates by default: owner read/write only.
@@ -59,62 +60,13 @@ impl Access {
     }
 }
 
-/// Creates `path` exclusively with `size` bytes reserved, with the
-/// permissions of `access`.
-///
-/// Fails with `AlreadyExists` if the file exists, and with `StorageFull`
-/// (ENOSPC) when the file system cannot hold `size` bytes; the partial file is
-/// removed in that case.
-pub fn create(path: &Path, size: u64, access: Access) -> io::Result<OwnedFd> {
-    let fd = open(
-        path,
-        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-        Mode::from_raw_mode(FILE_MODE),
-    )?;
-    if access != Access::default() {
-        if let Err(e) = access.apply(&fd, false) {
-            let _ = std::fs::remove_file(path);
-            return Err(e);
-        }
-    }
-    if size > 0 {
-        if let Err(e) = fallocate(&fd, FallocateFlags::empty(), 0, size) {
-            let _ = std::fs::remove_file(path);
-            return Err(e.into());
-        }
-    }
-    Ok(fd)
-}
-
-/// Opens an existing file read-write (or read-only); never through a
-/// symbolic link (hako makes none: one is someone else's doing).
-pub fn open_existing(path: &Path, writable: bool) -> io::Result<OwnedFd> {
-    let mode = if writable {
-        OFlags::RDWR
-    } else {
-        OFlags::RDONLY
-    };
-    Ok(open(path, mode | OFlags::CLOEXEC | OFlags::NOFOLLOW, Mode::empty())?)
-}
-
 /// Size of an open file.
 pub fn file_size(fd: &impl AsFd) -> io::Result<u64> {
     Ok(fstat(fd)?.st_size as u64)
 }
 
-/// Whether the open file `fd` may be trusted in a domain of `access`: a
-/// regular file that passes [`distrust`] (a member of a shared domain's
-/// group may own it).
-pub fn trusted(fd: &impl AsFd, access: Access) -> bool {
-    let Ok(st) = fstat(fd) else {
-        return false;
-    };
-    rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
-        && distrust(st.st_uid, st.st_gid, st.st_mode, access, true).is_none()
-}
-
 /// Why an entry owned by `uid`/`gid` with `mode` is not to be trusted
-/// (see `domain::nodefile::trust_dir`); `group_owner`: a member of the configured group
+/// (see `os::dir`); `group_owner`: a member of the configured group
 /// may own it (files in a shared domain), else only this user or root.
 pub fn distrust(uid: u32, gid: u32, mode: u32, access: Access, group_owner: bool) -> Option<String> {
     let me = rustix::process::geteuid().as_raw();

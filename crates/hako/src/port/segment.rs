@@ -9,17 +9,18 @@
 //! needs the file removes the entry and the file ([`reap_retired`]).
 
 use std::os::fd::OwnedFd;
-use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use crate::core::layout::{
     SegmentGeometry, SegmentHeader, ATTACHED_OFFSET, LINE, PAGE, PORT_RETIRED,
 };
 use crate::core::ring::Submission;
-use crate::os::lock::DomainLock;
-use crate::os::shm::{self, Mapping};
+use crate::domain::service::files::publisher_file;
 use crate::domain::service::inner::ServiceInner;
 use crate::domain::service::tables::PortKind;
+use crate::os::dir::{refusal, trusted_file, Dir};
+use crate::os::lock::DomainLock;
+use crate::os::shm::{self, Mapping};
 
 /// An opened, validated segment file.
 pub(crate) struct OpenSegment {
@@ -28,36 +29,45 @@ pub(crate) struct OpenSegment {
     pub geo: SegmentGeometry,
 }
 
-/// Opens the segment at `path` and validates its header. `Ok(None)` if the
-/// file does not exist (its publisher left).
+/// Opens the data segment of the sending port `port` in `dir` and
+/// validates its header. `Ok(None)` if the file does not exist (its
+/// publisher left).
 pub(crate) fn open_segment(
-    path: &Path,
+    dir: &Dir,
+    port: u64,
     access: shm::Access,
 ) -> Result<Option<OpenSegment>, &'static str> {
-    open_segment_with(path, true, Some(access))
+    open_segment_with(dir, port, true, Some(access))
 }
 
 /// What a segment file of an untrusted owner or mode is called in errors.
 pub(crate) const UNTRUSTED_SEGMENT: &str =
     "its segment file belongs to a user outside the domain, or others may write to it";
 
+/// What a segment that is a link (or no regular file) is called in errors.
+pub(crate) const LINKED_SEGMENT: &str =
+    "its segment file is a symbolic link or not a regular file (hako makes neither)";
+
 /// [`open_segment`], the file opened read-only unless `writable`; its
 /// owner and mode checked unless `access` is `None` (the inspectors, which
 /// only read).
 pub(crate) fn open_segment_with(
-    path: &Path,
+    dir: &Dir,
+    port: u64,
     writable: bool,
     access: Option<shm::Access>,
 ) -> Result<Option<OpenSegment>, &'static str> {
-    let fd = match shm::open_existing(path, writable) {
+    let fd = match dir.open_file(&publisher_file(port), writable) {
         Ok(fd) => fd,
+        Err(e) if refusal(&e).is_some() => return Err(LINKED_SEGMENT),
+        // Gone (its publisher left), or not ours to open.
         Err(_) => return Ok(None),
     };
     let size = shm::file_size(&fd).map_err(|_| "cannot stat the segment")?;
     if let Some(access) = access {
         // Owner and mode of the file opened (not of a path that could
         // change meanwhile): as for the service's own files.
-        if !shm::trusted(&fd, access) {
+        if !trusted_file(&fd, access) {
             return Err(UNTRUSTED_SEGMENT);
         }
     }
@@ -119,8 +129,7 @@ pub(crate) fn reap_retired(svc: &ServiceInner) {
     if !any {
         return;
     }
-    let root = &svc.node.config.root;
-    let Ok(_lock) = DomainLock::acquire(root) else {
+    let Ok(_lock) = DomainLock::acquire(&svc.node.root) else {
         return;
     };
     reap_retired_locked(svc);
@@ -137,8 +146,7 @@ pub(crate) fn reap_retired_locked(svc: &ServiceInner) {
         if pid == 0 || slot.flags.load(Ordering::Relaxed) != PORT_RETIRED {
             continue;
         }
-        let path = svc.publisher_path(pid);
-        let needed = match open_segment(&path, svc.node.access) {
+        let needed = match open_segment(&svc.dir, pid, svc.node.access) {
             // A segment that disagrees with the service is garbage: remove it.
             Ok(Some(seg))
                 if seg.header.port_id == pid
@@ -154,7 +162,7 @@ pub(crate) fn reap_retired_locked(svc: &ServiceInner) {
         };
         if !needed {
             svc.remove_port_locked(PortKind::Publisher, i, pid);
-            let _ = std::fs::remove_file(&path);
+            let _ = svc.dir.remove_file(&publisher_file(pid));
         }
     }
 }

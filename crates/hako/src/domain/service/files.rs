@@ -18,17 +18,27 @@
 //! ```
 
 use std::io;
-use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::error::{io_err, ServiceError};
 use crate::core::layout::LAYOUT_VERSION;
+use crate::os::dir::{refusal, Dir};
 use crate::os::shm;
 
 pub(crate) const STATIC_FILE: &str = "static.toml";
 pub(crate) const DYNAMIC_FILE: &str = "dynamic";
+
+/// The name of a publisher's data segment in its service's directory.
+pub(crate) fn publisher_file(port_id: u64) -> String {
+    format!("pub_{port_id:016x}")
+}
+
+/// The name of a port's wake-up FIFO in its service's directory.
+pub(crate) fn fifo_file(port_id: u64) -> String {
+    format!("wake_{port_id:016x}")
+}
 
 /// A static description: the fields every pattern has, then the pattern's
 /// settings `S`, flattened into the same table.
@@ -82,24 +92,34 @@ pub(crate) enum DescriptionError {
     Parse(String),
 }
 
+/// The largest `static.toml` read: a description is a few hundred bytes;
+/// a file larger than this was not written by hako.
+const STATIC_LIMIT: usize = 64 * 1024;
+
 /// Reads and parses the static description of the service in `dir`
 /// (called `name` in errors).
-pub(crate) fn read_description(dir: &Path, name: &str) -> Result<RawDescription, ServiceError> {
+pub(crate) fn read_description(dir: &Dir, name: &str) -> Result<RawDescription, ServiceError> {
     let corrupted = |reason: String| ServiceError::Corrupted {
         service: name.to_owned(),
         reason,
-        path: dir.to_owned(),
+        path: dir.path().to_owned(),
     };
-    let static_path = dir.join(STATIC_FILE);
-    let text = match std::fs::read_to_string(&static_path) {
+    let text = match dir.read_text(STATIC_FILE, STATIC_LIMIT) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(ServiceError::DoesNotExist(name.to_owned()));
         }
-        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-            return Err(corrupted("static.toml is not UTF-8 text".into()));
+        Err(e) if refusal(&e).is_some() => {
+            return Err(ServiceError::Untrusted {
+                service: name.to_owned(),
+                path: dir.join(STATIC_FILE),
+                reason: refusal(&e).unwrap_or_default().to_owned(),
+            });
         }
-        Err(e) => return Err(io_err("read", &static_path)(e)),
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            return Err(corrupted(e.to_string()));
+        }
+        Err(e) => return Err(io_err("read", &dir.join(STATIC_FILE))(e)),
     };
     RawDescription::parse(&text).map_err(|e| match e {
         DescriptionError::Version(found) => ServiceError::VersionMismatch {
@@ -115,7 +135,7 @@ pub(crate) fn read_description(dir: &Path, name: &str) -> Result<RawDescription,
 /// temporary name and renames it into place, so that it is either absent
 /// or whole.
 pub(crate) fn publish_description<S: Serialize>(
-    dir: &Path,
+    dir: &Dir,
     desc: &Described<S>,
     access: shm::Access,
 ) -> Result<(), ServiceError> {
@@ -125,34 +145,28 @@ pub(crate) fn publish_description<S: Serialize>(
         path: fin.clone(),
         source: io::Error::other(e),
     })?;
-    let tmp = dir.join("static.toml.tmp");
-    write_private(&tmp, text.as_bytes(), access).map_err(io_err("write", &tmp))?;
-    std::fs::rename(&tmp, &fin).map_err(io_err("publish", &fin))
+    const TMP: &str = "static.toml.tmp";
+    dir.write_file(TMP, text.as_bytes(), access)
+        .map_err(io_err("write", &dir.join(TMP)))?;
+    dir.rename(TMP, STATIC_FILE)
+        .map_err(io_err("publish", &fin))
 }
 
-fn write_private(path: &Path, data: &[u8], access: shm::Access) -> io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(shm::FILE_MODE)
-        .open(path)?;
-    if access != shm::Access::default() {
-        access.apply(&f, false)?;
-    }
-    f.write_all(data)
-}
-
-/// Removes every file of a service directory and the directory.
-pub(crate) fn remove_service_files(dir: &Path) {
+/// Removes every file of the service directory `dir`, then the directory
+/// (the entry `key` of `root`, if it is still that directory).
+pub(crate) fn remove_service_files(root: &Dir, key: &str, dir: &Dir) {
     // static.toml first, so the service stops existing before its parts go.
-    let _ = std::fs::remove_file(dir.join(STATIC_FILE));
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let _ = std::fs::remove_file(e.path());
+    let _ = dir.remove_file(STATIC_FILE);
+    if let Ok(entries) = dir.entries() {
+        for e in entries {
+            // Through the directory's own descriptor: a file of it, never
+            // of wherever a link or a renamed directory may lead.
+            let _ = dir.remove_file(&e.name);
         }
     }
-    let _ = std::fs::remove_dir(dir);
+    if let Ok(Some(st)) = root.stat_entry(key) {
+        if dir.same_as(&st) {
+            let _ = root.remove_dir(key);
+        }
+    }
 }

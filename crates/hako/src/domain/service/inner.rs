@@ -1,18 +1,18 @@
 //! An open service as every pattern shares it: its node's membership, its
 //! tables, the registration of ports and the paths of its files.
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::error::{io_err, ServiceError};
-use super::files::{remove_service_files, DYNAMIC_FILE};
+use super::files::{publisher_file, remove_service_files, DYNAMIC_FILE};
 use super::reclaim::{reclaim_service_locked, Reclaimed};
 use super::tables::{DynSegment, PortKind};
 use crate::core::layout::{DynHeader, NodeSlot, PortSlot, PORT_RETIRED};
 use crate::core::park::WakeBlock;
 use crate::domain::name::ServiceName;
 use crate::domain::nodefile::{Liveness, NodeInner};
+use crate::os::dir::Dir;
 use crate::os::lock::DomainLock;
 use crate::os::shm::Mapping;
 
@@ -21,7 +21,9 @@ use crate::os::shm::Mapping;
 pub(crate) struct ServiceInner {
     pub(crate) node: Arc<NodeInner>,
     pub(crate) name: ServiceName,
-    pub(crate) dir: PathBuf,
+    /// The service's directory, held open: its files are made, opened and
+    /// removed through it.
+    pub(crate) dir: Dir,
     seg: DynSegment,
     node_slot: usize,
 }
@@ -55,7 +57,7 @@ impl ServiceInner {
     pub(crate) fn attach(
         node: Arc<NodeInner>,
         name: ServiceName,
-        dir: PathBuf,
+        dir: Dir,
         seg: DynSegment,
     ) -> Result<Self, ServiceError> {
         let max = seg.node_count() as u32;
@@ -153,8 +155,8 @@ impl ServiceInner {
             chunk_count,
             limit,
         } = port;
-        let root = &self.node.config.root;
-        let _lock = DomainLock::acquire(root).map_err(io_err("lock", root))?;
+        let root = &self.node.root;
+        let _lock = DomainLock::acquire(root).map_err(io_err("lock", root.path()))?;
         prepare(self);
         let limit = limit.min(self.table_len(kind));
         // Relaxed (both loads): writers are serialised by the domain lock.
@@ -182,7 +184,7 @@ impl ServiceInner {
                     "evicting a departed publisher whose queued samples were never collected"
                 );
                 self.remove_port_locked(kind, i, pid);
-                let _ = std::fs::remove_file(self.publisher_path(pid));
+                let _ = self.dir.remove_file(&publisher_file(pid));
             }
         }
         for i in 0..self.table_len(kind) {
@@ -210,8 +212,7 @@ impl ServiceInner {
 
     /// Removes a port from its table.
     pub(crate) fn unregister(&self, kind: PortKind, index: usize, port_id: u64) {
-        let root = &self.node.config.root;
-        let _lock = DomainLock::acquire(root);
+        let _lock = DomainLock::acquire(&self.node.root);
         self.remove_port_locked(kind, index, port_id);
     }
 
@@ -236,7 +237,7 @@ impl ServiceInner {
     /// called when a port follows a change of the tables. Without the domain
     /// lock unless one is found dead (a liveness probe per port).
     pub(crate) fn reclaim_dead_ports(&self) {
-        let root = &self.node.config.root;
+        let root = &self.node.root;
         let mut live = Liveness::new(root);
         let dead = [PortKind::Publisher, PortKind::Subscriber]
             .iter()
@@ -269,14 +270,10 @@ impl ServiceInner {
         }
     }
 
-    /// Path of a publisher's data segment.
-    pub(crate) fn publisher_path(&self, port_id: u64) -> PathBuf {
-        self.dir.join(format!("pub_{port_id:016x}"))
-    }
-
-    /// Path of a port's wake-up FIFO.
-    pub(crate) fn fifo_path(&self, port_id: u64) -> PathBuf {
-        self.dir.join(format!("wake_{port_id:016x}"))
+    /// The key of the service's directory in the domain root
+    /// (`svc_<hash>`).
+    pub(crate) fn key(&self) -> String {
+        format!("svc_{}", self.name.file_key())
     }
 }
 
@@ -285,8 +282,7 @@ impl Drop for ServiceInner {
         if self.node_slot == usize::MAX {
             return;
         }
-        let root = &self.node.config.root;
-        let Ok(_lock) = DomainLock::acquire(root) else {
+        let Ok(_lock) = DomainLock::acquire(&self.node.root) else {
             return;
         };
         let slot = self.node_slot_ref(self.node_slot);
@@ -298,11 +294,14 @@ impl Drop for ServiceInner {
         // others' use: the files go only if the file itself was cut short
         // (then the service is broken for everyone).
         let truncated = || {
-            std::fs::symlink_metadata(self.dir.join(DYNAMIC_FILE))
-                .map_or(true, |m| m.len() < self.seg.size())
+            self.dir
+                .stat_entry(DYNAMIC_FILE)
+                .ok()
+                .flatten()
+                .is_none_or(|st| (st.st_size as u64) < self.seg.size())
         };
         if !self.seg.in_use() && (!self.seg.lost() || truncated()) {
-            remove_service_files(&self.dir);
+            remove_service_files(&self.node.root, &self.key(), &self.dir);
         }
     }
 }

@@ -2,6 +2,7 @@
 //! under the domain lock, with the pattern's part asked of its
 //! [`PatternRequest`].
 
+use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -19,7 +20,8 @@ use super::tables::{DynSegment, Tables};
 use crate::core::layout::LAYOUT_VERSION;
 use crate::domain::config::Defaults;
 use crate::domain::name::ServiceName;
-use crate::domain::nodefile::{ensure_dir, trust_entry, Liveness, NodeInner};
+use crate::domain::nodefile::{Liveness, NodeInner};
+use crate::os::dir::{refusal, Dir};
 use crate::os::lock::DomainLock;
 
 /// A pattern's settings as they stand in `static.toml`, after the fields
@@ -60,14 +62,38 @@ pub(crate) fn acquire<R: PatternRequest>(
     req: &R,
     mode: Mode,
 ) -> Result<(ServiceInner, R::Settings), ServiceError> {
-    let root = node.config.root.clone();
-    let dir = root.join(format!("svc_{}", name.file_key()));
-    let _lock = DomainLock::acquire(&root).map_err(io_err("lock", &root))?;
-    let exists = dir.join(STATIC_FILE).exists();
-    match (mode, exists) {
-        (Mode::Create, true) => Err(ServiceError::AlreadyExists(name.to_string())),
-        (Mode::Open, _) | (Mode::OpenOrCreate, true) => open_locked(node, name, req, dir),
-        (Mode::Create, false) | (Mode::OpenOrCreate, false) => create_locked(node, name, req, dir),
+    let root = &node.root;
+    let key = format!("svc_{}", name.file_key());
+    let _lock = DomainLock::acquire(root).map_err(io_err("lock", root.path()))?;
+    let untrusted = |path: PathBuf, reason: String| ServiceError::Untrusted {
+        service: name.to_string(),
+        path,
+        reason,
+    };
+    // The service's directory, held open from here on: never a link, and
+    // made by someone the domain trusts before anything in it is read,
+    // written or removed (so nobody else can swap its files afterwards).
+    let dir = match root.subdir(&key) {
+        Ok(dir) => {
+            dir.trust(node.access)
+                .map_err(|why| untrusted(dir.path().to_owned(), why))?;
+            Some(dir)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(match refusal(&e) {
+                Some(why) => untrusted(root.join(&key), why.to_owned()),
+                None => io_err("open", &root.join(&key))(e),
+            })
+        }
+    };
+    let exists = dir.as_ref().is_some_and(|d| d.has(STATIC_FILE));
+    match (mode, dir) {
+        (Mode::Create, Some(_)) if exists => Err(ServiceError::AlreadyExists(name.to_string())),
+        (Mode::Open, None) => Err(ServiceError::DoesNotExist(name.to_string())),
+        (Mode::Open, Some(dir)) => open_locked(node, name, req, dir),
+        (Mode::OpenOrCreate, Some(dir)) if exists => open_locked(node, name, req, dir),
+        (_, debris) => create_locked(node, name, req, &key, debris),
     }
 }
 
@@ -75,23 +101,37 @@ fn create_locked<R: PatternRequest>(
     node: &Arc<NodeInner>,
     name: &ServiceName,
     req: &R,
-    dir: PathBuf,
+    key: &str,
+    debris: Option<Dir>,
 ) -> Result<(ServiceInner, R::Settings), ServiceError> {
+    // Settings first: a request that cannot be met leaves nothing behind.
     let settings = req.for_create(&node.config.defaults)?;
+    let root = &node.root;
     // Debris of a creator that died before publishing static.toml.
-    if dir.exists() {
-        tracing::warn!(dir = %dir.display(), "removing a half-created service");
-        remove_service_files(&dir);
+    if let Some(dir) = debris {
+        tracing::warn!(dir = %dir.path().display(), "removing a half-created service");
+        remove_service_files(root, key, &dir);
     }
-    ensure_dir(&dir, node.access).map_err(io_err("create directory", &dir))?;
-    let seg = DynSegment::create(&dir, settings.tables(), node.access)?;
-    let desc = Described {
-        version: LAYOUT_VERSION,
-        name: name.to_string(),
-        pattern: R::Settings::NAME.to_owned(),
-        settings,
+    let dir = root
+        .make_subdir(key, node.access)
+        .map_err(io_err("create directory", &root.join(key)))?;
+    let made = DynSegment::create(&dir, settings.tables(), node.access).and_then(|seg| {
+        let desc = Described {
+            version: LAYOUT_VERSION,
+            name: name.to_string(),
+            pattern: R::Settings::NAME.to_owned(),
+            settings,
+        };
+        publish_description(&dir, &desc, node.access)?;
+        Ok((seg, desc))
+    });
+    let (seg, desc) = match made {
+        Ok(m) => m,
+        Err(e) => {
+            remove_service_files(root, key, &dir);
+            return Err(e);
+        }
     };
-    publish_description(&dir, &desc, node.access)?;
     let inner = ServiceInner::attach(node.clone(), name.clone(), dir, seg)?;
     Ok((inner, desc.settings))
 }
@@ -100,24 +140,24 @@ fn open_locked<R: PatternRequest>(
     node: &Arc<NodeInner>,
     name: &ServiceName,
     req: &R,
-    dir: PathBuf,
+    dir: Dir,
 ) -> Result<(ServiceInner, R::Settings), ServiceError> {
     let svc = name.to_string();
     let corrupted = |reason: String| ServiceError::Corrupted {
         service: svc.clone(),
         reason,
-        path: dir.clone(),
+        path: dir.path().to_owned(),
     };
-    // The root is trusted (NodeBuilder::create checked it), so what is in
-    // it was made by a trusted user; what those made must be trusted too
-    // before it is read (the directory, then its files: once the directory
-    // is trusted, nobody else can swap them after the check).
-    for path in [dir.clone(), dir.join(STATIC_FILE), dir.join(DYNAMIC_FILE)] {
-        trust_entry(&path, node.access).map_err(|reason| ServiceError::Untrusted {
-            service: svc.clone(),
-            path,
-            reason,
-        })?;
+    // The directory is trusted (acquire checked it), so what is in it was
+    // made by a trusted user; its files must be trusted too before they
+    // are read.
+    for file in [STATIC_FILE, DYNAMIC_FILE] {
+        dir.trust_entry(file, node.access)
+            .map_err(|reason| ServiceError::Untrusted {
+                service: svc.clone(),
+                path: dir.join(file),
+                reason,
+            })?;
     }
     let desc = read_description(&dir, &svc)?;
     if desc.name != svc {
@@ -142,7 +182,7 @@ fn open_locked<R: PatternRequest>(
         .map_err(|e| corrupted(format!("static.toml: {e}")))?;
     let seg = DynSegment::open(&dir, &svc, settings.tables())?;
     // Ports and node entries of dead processes go before we take an entry.
-    let mut live = Liveness::new(&node.config.root);
+    let mut live = Liveness::new(&node.root);
     let mut reclaimed = Reclaimed::default();
     reclaim_service_locked(&dir, &seg, &mut live, false, &mut reclaimed);
     if reclaimed.ports > 0 {

@@ -2,12 +2,14 @@
 //! report of what a reclaim removed. The whole-domain sweep that calls it
 //! for every service is `domain/cleanup.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
+use super::files::{fifo_file, publisher_file};
 use super::tables::{DynSegment, PortKind};
 use crate::core::layout::PORT_RETIRED;
 use crate::domain::nodefile::Liveness;
+use crate::os::dir::Dir;
 
 /// A node found dead.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +44,7 @@ impl Reclaimed {
 
 /// One service's tables; domain lock held. Used on open, too.
 pub(crate) fn reclaim_service_locked(
-    dir: &Path,
+    dir: &Dir,
     seg: &DynSegment,
     live: &mut Liveness<'_>,
     dry_run: bool,
@@ -62,21 +64,11 @@ pub(crate) fn reclaim_service_locked(
                 continue;
             }
             out.ports += 1;
-            if dry_run {
-                // What the real run removes with the port.
-                for f in [format!("pub_{port:016x}"), format!("wake_{port:016x}")] {
-                    let path = dir.join(f);
-                    if path.exists() {
-                        remove(out, path, true);
-                    }
-                }
-                continue;
-            }
-            if seg.remove_port(kind, i, port) {
-                for f in [format!("pub_{port:016x}"), format!("wake_{port:016x}")] {
-                    let path = dir.join(f);
-                    if path.exists() {
-                        remove(out, path, false);
+            if dry_run || seg.remove_port(kind, i, port) {
+                // (A dry run lists what the real run removes with the port.)
+                for f in [publisher_file(port), fifo_file(port)] {
+                    if dir.has(&f) {
+                        remove(out, dir, &f, dry_run);
                     }
                 }
             }
@@ -115,8 +107,9 @@ pub(crate) fn used_by_the_living(seg: &DynSegment, live: &mut Liveness<'_>) -> b
         })
 }
 
-pub(crate) fn remove(out: &mut Reclaimed, path: PathBuf, dry_run: bool) {
-    if dry_run || std::fs::remove_file(&path).is_ok() {
-        out.files.push(path);
+/// Removes the file `name` of `dir` (in a dry run, only reports it).
+pub(crate) fn remove(out: &mut Reclaimed, dir: &Dir, name: &str, dry_run: bool) {
+    if dry_run || dir.remove_file(name).is_ok() {
+        out.files.push(dir.join(name));
     }
 }

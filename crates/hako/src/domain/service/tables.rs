@@ -8,7 +8,6 @@
 //! (subscribers, listeners), which is all the domain needs to know of them.
 
 use std::io;
-use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::error::{io_err, ServiceError};
@@ -16,6 +15,7 @@ use super::files::DYNAMIC_FILE;
 use crate::core::layout::{
     DynGeometry, DynHeader, NodeSlot, PortSlot, DYN_MAGIC, LAYOUT_VERSION, PAGE, PORT_SLOT_SIZE,
 };
+use crate::os::dir::{refusal, Dir};
 use crate::os::shm::{self, Mapping};
 
 /// Which port table. Publish/subscribe: publishers, subscribers. Events:
@@ -83,14 +83,15 @@ impl DynSegment {
     /// Creates the dynamic segment of a new service in `dir` (domain lock
     /// held), its header written.
     pub(crate) fn create(
-        dir: &Path,
+        dir: &Dir,
         tables: Tables,
         access: shm::Access,
     ) -> Result<Self, ServiceError> {
         let geo = tables.geometry();
         let dyn_path = dir.join(DYNAMIC_FILE);
-        let fd =
-            shm::create(&dyn_path, geo.total_size, access).map_err(io_err("create", &dyn_path))?;
+        let fd = dir
+            .create_file(DYNAMIC_FILE, geo.total_size, access)
+            .map_err(io_err("create", &dyn_path))?;
         let map = Mapping::new(&fd, 0, geo.total_size, true).map_err(io_err("map", &dyn_path))?;
         map.write(
             0,
@@ -108,21 +109,21 @@ impl DynSegment {
     /// Opens and validates the dynamic segment of the service in `dir`,
     /// whose pattern gives its `tables`: the file must have exactly their
     /// size and its header must agree.
-    pub(crate) fn open(dir: &Path, svc: &str, tables: Tables) -> Result<Self, ServiceError> {
+    pub(crate) fn open(dir: &Dir, svc: &str, tables: Tables) -> Result<Self, ServiceError> {
         Self::open_with(dir, svc, Some(tables), true)
     }
 
     /// Opens the dynamic segment of a service whose pattern the caller does
     /// not know (the cleaner): the table sizes come from its header,
     /// checked against the file's size, and its extra area is left out.
-    pub(crate) fn open_any(dir: &Path, svc: &str) -> Result<Self, ServiceError> {
+    pub(crate) fn open_any(dir: &Dir, svc: &str) -> Result<Self, ServiceError> {
         Self::open_with(dir, svc, None, true)
     }
 
     /// [`open`](Self::open) (with `tables`) or [`open_any`](Self::open_any)
     /// (without), mapped read-only unless `writable`.
     pub(crate) fn open_with(
-        dir: &Path,
+        dir: &Dir,
         svc: &str,
         tables: Option<Tables>,
         writable: bool,
@@ -130,13 +131,20 @@ impl DynSegment {
         let corrupted = |reason: String| ServiceError::Corrupted {
             service: svc.to_string(),
             reason,
-            path: dir.to_path_buf(),
+            path: dir.path().to_path_buf(),
         };
         let dyn_path = dir.join(DYNAMIC_FILE);
-        let fd = match shm::open_existing(&dyn_path, writable) {
+        let fd = match dir.open_file(DYNAMIC_FILE, writable) {
             Ok(fd) => fd,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err(corrupted("the dynamic segment is missing".into()));
+            }
+            Err(e) if refusal(&e).is_some() => {
+                return Err(ServiceError::Untrusted {
+                    service: svc.to_string(),
+                    path: dyn_path,
+                    reason: refusal(&e).unwrap_or_default().to_owned(),
+                });
             }
             Err(e) => return Err(io_err("open", &dyn_path)(e)),
         };

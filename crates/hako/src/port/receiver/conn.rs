@@ -4,7 +4,6 @@
 
 use std::ops::Deref;
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -27,7 +26,8 @@ pub(crate) struct Registration {
     pub(crate) index: usize,
     /// Read end of the wake-up FIFO a waitset polls.
     pub(crate) fifo: OwnedFd,
-    pub(crate) fifo_path: PathBuf,
+    /// Its name in the service's directory.
+    pub(crate) fifo_name: String,
     /// Samples received in all, for inspectors: in the service's extra area
     /// for this subscriber (kept mapped by `service`).
     pub(crate) received_total: &'static AtomicU64,
@@ -55,7 +55,7 @@ impl Drop for Registration {
         if self.settings.shared.is_none() {
             reap_retired(&self.service);
         }
-        let _ = std::fs::remove_file(&self.fifo_path);
+        let _ = self.service.dir.remove_file(&self.fifo_name);
         if let Some(p) = self.own_total {
             // SAFETY: leaked from a Box in Receiver::create for this
             // registration alone; `received_total` (the only other
@@ -103,7 +103,7 @@ pub(crate) struct SubConn {
 impl SubConn {
     pub(super) fn open(reg: &Arc<Registration>, slot: usize, pid: u64) -> Result<Option<Self>, &'static str> {
         let svc = &reg.service;
-        let Some(OpenSegment { fd, header: h, geo }) = open_segment(&svc.publisher_path(pid), svc.node.access)?
+        let Some(OpenSegment { fd, header: h, geo }) = open_segment(&svc.dir, pid, svc.node.access)?
         else {
             return Ok(None);
         };

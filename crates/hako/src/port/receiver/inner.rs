@@ -14,7 +14,8 @@ use super::sample::RawSample;
 use super::settings::{ReceiveError, ReceiverSettings};
 use super::state::{PublisherChanges, SubState};
 use crate::core::layout::{PORT_LOSSY, PORT_SKIP_OWN_NODE};
-use crate::domain::nodefile::{new_id, node_is_alive};
+use crate::domain::nodefile::{new_id, node_alive_in};
+use crate::domain::service::files::fifo_file;
 use crate::domain::service::error::{io_err, ServiceError};
 use crate::domain::service::inner::{NewPort, ServiceInner};
 use crate::domain::service::tables::PortKind;
@@ -59,9 +60,13 @@ impl Receiver {
             Some((id, _)) => id,
             None => new_id(),
         };
-        let fifo_path = svc.fifo_path(port_id);
-        let fifo = fifo::create(&fifo_path, svc.node.access)
-            .map_err(|e| ReceiverCreateError::Service(io_err("create FIFO", &fifo_path)(e)))?;
+        let fifo_name = fifo_file(port_id);
+        let fifo = svc
+            .dir
+            .make_fifo(&fifo_name, svc.node.access)
+            .map_err(|e| {
+                ReceiverCreateError::Service(io_err("create FIFO", &svc.dir.join(&fifo_name))(e))
+            })?;
         let index = match settings.shared {
             Some((_, index)) => index,
             None => {
@@ -85,7 +90,7 @@ impl Receiver {
                 match svc.register(entry, |_| {}, mark) {
                     Ok(Some(i)) => i,
                     other => {
-                        let _ = std::fs::remove_file(&fifo_path);
+                        let _ = svc.dir.remove_file(&fifo_name);
                         return Err(match other {
                             Err(e) => ReceiverCreateError::Service(e),
                             _ => ReceiverCreateError::TooMany,
@@ -118,7 +123,7 @@ impl Receiver {
             port_id,
             index,
             fifo,
-            fifo_path,
+            fifo_name,
             received_total,
             settings,
             own_total,
@@ -302,7 +307,7 @@ impl Receiver {
             slot.port_id.load(Ordering::Acquire) != 0
                 // Relaxed (both): published with the port id.
                 && slot.flags.load(Ordering::Relaxed) == 0
-                && node_is_alive(&svc.node.config.root, slot.node_id.load(Ordering::Relaxed))
+                && node_alive_in(&svc.node.root, slot.node_id.load(Ordering::Relaxed))
         })
     }
 

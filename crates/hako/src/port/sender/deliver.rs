@@ -11,7 +11,8 @@ use crate::core::park::{publish_barrier, Kernel, Wake};
 use crate::core::pool::ChunkBook;
 use crate::core::ring::{Corrupted, Push, Tag, NO_TAG};
 use crate::domain::config::OverflowPolicy;
-use crate::domain::nodefile::node_is_alive;
+use crate::domain::nodefile::node_alive_in;
+use crate::domain::service::files::fifo_file;
 use crate::os::fifo;
 use crate::os::futex::OsKernel;
 
@@ -429,7 +430,7 @@ impl SenderState {
         }
         // Relaxed: node_id is stable while port_id is (published by it).
         let node = slot.node_id.load(Ordering::Relaxed);
-        node_is_alive(&p.service.node.config.root, node)
+        node_alive_in(&p.service.node.root, node)
     }
 }
 
@@ -492,7 +493,7 @@ impl ConnState {
         }
         if w.fd {
             if self.fifo.is_none() {
-                self.fifo = fifo::open_writer(&p.service.fifo_path(self.sub_port)).ok();
+                self.fifo = p.service.dir.open_fifo_writer(&fifo_file(self.sub_port)).ok();
             }
             if let Some(fd) = &self.fifo {
                 fifo::poke(fd);

@@ -18,11 +18,12 @@ use crate::core::layout::{
 use crate::core::pool::{ChunkBook, Outstanding};
 use crate::core::returns::Returns;
 use crate::core::ring::{Producer, Submission};
-use crate::domain::nodefile::{new_id, node_is_alive};
+use crate::domain::nodefile::{new_id, node_alive_in};
 use crate::domain::service::error::io_err;
+use crate::domain::service::files::publisher_file;
 use crate::domain::service::inner::{NewPort, ServiceInner};
 use crate::os::lock::DomainLock;
-use crate::os::shm::{self, Mapping};
+use crate::os::shm::Mapping;
 use crate::port::lock::{PortGuard, PortLock};
 use crate::port::segment;
 
@@ -57,17 +58,20 @@ impl SenderInner {
         };
         let geo = params.geometry().ok_or(SenderCreateError::Geometry)?;
         let port_id = s.shared_id.unwrap_or_else(new_id);
-        let path = svc.publisher_path(port_id);
+        let file = publisher_file(port_id);
+        let path = svc.dir.join(&file);
         let seg_err = |source| SenderCreateError::Segment {
             size: geo.total_size,
             source,
         };
-        let fd = shm::create(&path, geo.total_size, svc.node.access)
+        let fd = svc
+            .dir
+            .create_file(&file, geo.total_size, svc.node.access)
             .map_err(|e| seg_err(io_err("create", &path)(e)))?;
         let map = match Mapping::new(&fd, 0, geo.total_size, true) {
             Ok(m) => m,
             Err(e) => {
-                let _ = std::fs::remove_file(&path);
+                let _ = svc.dir.remove_file(&file);
                 return Err(seg_err(io_err("map", &path)(e)));
             }
         };
@@ -96,11 +100,11 @@ impl SenderInner {
                 match svc.register(entry, segment::reap_retired_locked, |_| {}) {
                     Ok(Some(i)) => Some(i),
                     Ok(None) => {
-                        let _ = std::fs::remove_file(&path);
+                        let _ = svc.dir.remove_file(&file);
                         return Err(SenderCreateError::TooMany);
                     }
                     Err(e) => {
-                        let _ = std::fs::remove_file(&path);
+                        let _ = svc.dir.remove_file(&file);
                         return Err(seg_err(e));
                     }
                 }
@@ -197,7 +201,7 @@ impl SenderInner {
                 index,
                 own: s.own,
                 peers: s.peers,
-                path,
+                file,
                 map,
                 service: svc,
             },
@@ -303,7 +307,7 @@ impl SenderInner {
         }
         // Relaxed: published by the port id.
         let node = slot.node_id.load(Ordering::Relaxed);
-        if node_is_alive(&svc.node.config.root, node) {
+        if node_alive_in(&svc.node.root, node) {
             return true;
         }
         svc.reclaim_dead_ports();
@@ -340,11 +344,10 @@ impl Drop for SenderInner {
             // The entry is its pattern's: receivers that mapped the segment
             // keep their mappings, and what they had not mapped yet is lost
             // with the file (see SenderSettings::shared_id).
-            let _ = std::fs::remove_file(&p.path);
+            let _ = svc.dir.remove_file(&p.file);
             return;
         };
-        let root = &svc.node.config.root;
-        let _lock = DomainLock::acquire(root);
+        let _lock = DomainLock::acquire(&svc.node.root);
         // Receivers that mapped the segment keep their mappings: samples they
         // hold or have queued stay readable after the file is gone. One that
         // has samples queued but has not mapped it yet still needs the file.
@@ -352,7 +355,7 @@ impl Drop for SenderInner {
             svc.retire_locked(index, p.port_id);
         } else {
             svc.remove_port_locked(p.own, index, p.port_id);
-            let _ = std::fs::remove_file(&p.path);
+            let _ = svc.dir.remove_file(&p.file);
         }
     }
 }

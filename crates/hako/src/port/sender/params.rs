@@ -31,7 +31,8 @@ pub(crate) struct SenderParams {
     /// The table of its own entry, and the one whose entries it serves.
     pub(super) own: PortKind,
     pub(super) peers: PortKind,
-    pub(super) path: std::path::PathBuf,
+    /// The name of its data segment in the service's directory.
+    pub(super) file: String,
     pub(super) map: Mapping,
     /// The service's generation word (in its mapping, kept alive by `service`).
     pub(super) generation: &'static std::sync::atomic::AtomicU64,
