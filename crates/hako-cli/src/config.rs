@@ -43,7 +43,15 @@ fn file_keys(path: Option<&std::path::Path>) -> Result<(toml::Table, toml::Table
         .map_err(|e| CliError::failure(format!("cannot read {}: {e}", path.display())))?;
     let mut top: toml::Table = text
         .parse()
-        .map_err(|e| CliError::failure(format!("{}: {e}", path.display())))?;
+        // The parser's message without the text it quotes (the file may
+        // have been named by mistake: /etc/shadow must not be shown).
+        .map_err(|e: toml::de::Error| {
+            CliError::failure(format!(
+                "{}: not a config file: {}",
+                path.display(),
+                e.message()
+            ))
+        })?;
     let defaults = match top.remove("defaults") {
         Some(toml::Value::Table(t)) => t,
         _ => toml::Table::new(),

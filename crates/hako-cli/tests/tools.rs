@@ -20,6 +20,10 @@ mod bridge;
 #[path = "tools/json.rs"]
 mod json;
 
+/// Roots and entries the tools must not trust or follow.
+#[path = "tools/trust.rs"]
+mod trust;
+
 /// `monitor`'s rates, and a corrupted segment as `inspect` and `monitor`
 /// show it.
 #[path = "tools/monitor.rs"]

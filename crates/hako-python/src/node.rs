@@ -60,12 +60,27 @@ impl Payload {
             pyo3::types::PyTuple::new(py, shape.try_iter()?.collect::<PyResult<Vec<_>>>()?)?
                 .into_any()
         };
-        let count: usize = np
-            .call_method1("prod", (&shape,))?
-            .call_method0("item")?
-            .extract()?;
+        // Multiplied here, checked: numpy's prod wraps around silently
+        // (2**32 x 2**32 gives 0), which would loan an empty array.
         let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
-        let n = self.elements_of(count * itemsize)?;
+        let mut bytes = Some(itemsize);
+        for dim in shape.try_iter()? {
+            let dim: i64 = dim?.extract()?;
+            let dim = usize::try_from(dim).map_err(|_| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "shape {shape}: a dimension is negative ({dim})"
+                ))
+            })?;
+            bytes = bytes.and_then(|b| b.checked_mul(dim));
+        }
+        let bytes = bytes
+            .filter(|&b| isize::try_from(b).is_ok())
+            .ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "shape {shape} of {dtype} holds more bytes than any loan can"
+                ))
+            })?;
+        let n = self.elements_of(bytes)?;
         Ok((
             n,
             crate::sample::ArraySpec {

@@ -139,6 +139,18 @@ def test_numpy_zero_copy_both_ways(node, root):
         b[0, 0] = 1
 
 
+def test_an_array_larger_than_memory_is_refused(node):
+    # numpy's prod wraps 2**32 * 2**32 around to 0: that must not loan an
+    # empty array.
+    pub = node.publish_subscribe("T/Huge").publisher(max_slice_len=64)
+    for shape in [(2**32, 2**32), (2**62, 4), (-1, 8)]:
+        with pytest.raises(ValueError, match="shape"):
+            pub.loan_array(shape, np.uint8)
+    with pytest.raises(ValueError, match="shape"):
+        pub.loan_array((2**31, 2**31), np.float64)
+    assert pub.loan_array((8, 8), np.uint8).numpy().shape == (8, 8)
+
+
 def inside_a_mapping_of(address: int, root: str) -> bool:
     """Whether `address` lies in a mapping of a file under `root`."""
     with open("/proc/self/maps") as maps:

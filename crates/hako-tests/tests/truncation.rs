@@ -3,8 +3,9 @@
 //! service's mapped files at a random moment: the dynamic segment (the
 //! service's tables) or the publisher's data segment (to 0, or to 4 or 8
 //! KiB, below its pool). Every process must survive (no SIGBUS) and report
-//! it: the subscriber with `CorruptedService` / `CorruptedPublisher`, the
-//! publisher through `is_corrupted()`; afterwards the reclaim that `hako
+//! it: the subscriber with `CorruptedService` / `CorruptedPublisher` and
+//! never a sample whose payload was lost, the publisher through
+//! `is_corrupted()`; afterwards the reclaim that `hako
 //! clean` runs leaves the domain empty. The seed of the random moments is
 //! printed (set HAKO_TRUNCATION_SEED to replay one).
 
@@ -92,6 +93,9 @@ fn round(target: Target, n: usize, rng: &mut Rng) {
     );
     assert_eq!(p.num("corrupted"), 1, "the publisher reports it: {what}");
     assert_eq!(s.num("other_errors"), 0, "{what}");
+    // A sample from a mapping that was lost never reaches the application
+    // (the old code handed out one all-zero sample before the error).
+    assert_eq!(s.num("zeroed"), 0, "a sample read zeros: {what}");
     match target {
         Target::Service => assert!(s.num("corrupted_service") >= 1, "{what}"),
         Target::Segment(_) => assert!(s.num("corrupted_publisher") >= 1, "{what}"),

@@ -202,7 +202,7 @@ impl Config {
     pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
         toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: None,
-            message: e.to_string(),
+            message: where_and_why(text, &e),
         })
     }
 
@@ -225,7 +225,7 @@ impl Config {
         })?;
         toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: Some(path.to_owned()),
-            message: e.to_string(),
+            message: where_and_why(&text, &e),
         })
     }
 
@@ -279,6 +279,19 @@ impl Config {
     }
 }
 
+/// A parse error as "line L, column C: what": where the parser stopped
+/// and why, never the text there (a file named by mistake, such as
+/// /etc/shadow, must not be shown in an error).
+fn where_and_why(text: &str, e: &toml::de::Error) -> String {
+    let Some(at) = e.span().map(|s| s.start.min(text.len())) else {
+        return e.message().to_owned();
+    };
+    let before = text.as_bytes().get(..at).unwrap_or_default();
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = at - before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+    format!("line {line}, column {column}: {}", e.message())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,6 +327,23 @@ mod tests {
         let c = Config::from_toml_str("group = \"no-such-group-here\"").unwrap();
         assert!(matches!(c.access(), Err(ConfigError::UnknownGroup(_))));
         assert_eq!(Config::default().access().unwrap().group, None);
+    }
+
+    #[test]
+    fn parse_errors_say_where_but_never_show_the_text() {
+        let secret = "root:$6$c2VjcmV0$hash:19000:0:99999:7:::\n";
+        let e = Config::from_toml_str(secret).unwrap_err().to_string();
+        assert!(e.contains("line 1, column"), "{e}");
+        assert!(!e.contains("c2VjcmV0") && !e.contains("root:"), "{e}");
+        let e = Config::from_toml_str("[defaults]\nhistory_size = \"many\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2"), "{e}");
+        let path = std::env::temp_dir().join(format!("hako-secret-{}.toml", std::process::id()));
+        std::fs::write(&path, secret).unwrap();
+        let e = Config::from_file(&path).unwrap_err().to_string();
+        std::fs::remove_file(&path).unwrap();
+        assert!(!e.contains("c2VjcmV0") && e.contains(&path.display().to_string()), "{e}");
     }
 
     #[test]

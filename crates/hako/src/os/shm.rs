@@ -173,6 +173,13 @@ impl Mapping {
         self.tracked.lost()
     }
 
+    /// The flag [`lost`](Self::lost) reads, for the hot path's
+    /// `sigbus::touch_then_lost`; set (never cleared) while the mapping
+    /// lives.
+    pub fn lost_flag(&self) -> &'static std::sync::atomic::AtomicBool {
+        self.tracked.lost_flag()
+    }
+
     /// Start of the mapping.
     pub fn ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()

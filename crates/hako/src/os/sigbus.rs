@@ -134,7 +134,16 @@ pub fn track(start: *mut u8, len: usize, writable: bool, beside: Option<&Tracked
     Tracked(None, group)
 }
 
+/// The flag of an untracked mapping: never set.
+static NEVER_LOST: AtomicBool = AtomicBool::new(false);
+
 impl Tracked {
+    /// The flag that [`lost`](Self::lost) reads, for
+    /// [`touch_then_lost`]: valid while this stays tracked.
+    pub fn lost_flag(&self) -> &'static AtomicBool {
+        self.0.map_or(&NEVER_LOST, |i| &TABLE[i].lost)
+    }
+
     /// Whether a fault replaced the mapping with zeros (its file was
     /// truncated while it was mapped).
     pub fn lost(&self) -> bool {
@@ -164,6 +173,46 @@ impl Tracked {
 impl Drop for Tracked {
     fn drop(&mut self) {
         self.untrack();
+    }
+}
+
+/// Reads the byte at `addr`, then the flag `lost` (a mapping's,
+/// [`Tracked::lost_flag`]), and says whether it is set: a fault of that
+/// very read counts, as the handler runs before the read completes. For
+/// the hot path: on x86-64 both loads are one `asm!` block that only reads
+/// memory, so the compiler keeps what it holds in registers across it (a
+/// volatile read followed by an Acquire load made it reload them).
+///
+/// # Safety
+/// `addr` must lie in a mapping of this process.
+#[inline(always)]
+pub unsafe fn touch_then_lost(addr: *const u8, lost: &AtomicBool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let flag: u32;
+        // SAFETY: the caller vouches for `addr`; `lost` is an AtomicBool
+        // (a byte load is atomic). The block reads those two bytes and
+        // writes only its output registers.
+        unsafe {
+            std::arch::asm!(
+                "movzx {t:e}, byte ptr [{a}]",
+                "movzx {l:e}, byte ptr [{f}]",
+                a = in(reg) addr,
+                f = in(reg) lost.as_ptr(),
+                t = out(reg) _,
+                l = out(reg) flag,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        flag != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        // SAFETY: the caller vouches for `addr`.
+        unsafe { std::ptr::read_volatile(addr) };
+        // ORDERING: Acquire, after the volatile read: a fault of that read
+        // has run the handler (its Release store) by now.
+        lost.load(Ordering::Acquire)
     }
 }
 

@@ -5,7 +5,7 @@
 use std::ops::Deref;
 use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::settings::ReceiverSettings;
@@ -98,6 +98,9 @@ pub(crate) struct SubConn {
     /// server's segment, see `Receiver::withdraw`; empty for others).
     pub(super) withdrawn: &'static [AtomicU64],
     pub(super) pool_base: usize,
+    /// The pool mapping's lost flag (`Mapping::lost_flag`; set if either
+    /// mapping of the connection faulted, as they are beside each other).
+    pub(super) pool_lost: &'static AtomicBool,
 }
 
 impl SubConn {
@@ -171,6 +174,7 @@ impl SubConn {
             publisher: pid,
             slot,
             pool_base: pool.ptr() as usize,
+            pool_lost: pool.lost_flag(),
             rw,
             pool,
             geo,

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use super::conn::ConnHandle;
 use super::inner::Receiver;
 use super::sample::RawSample;
-use super::settings::{ReceiveError, GARBAGE_IN_QUEUE};
+use super::settings::{ReceiveError, GARBAGE_IN_QUEUE, TRUNCATED};
 use super::state::{ConnEntry, SubState, Taken};
 use crate::core::ring::{Corrupted, Pop, Tag};
 use crate::core::sync::{prefetch_read, prefetch_write};
@@ -199,17 +199,64 @@ impl Receiver {
             conn.returns.release(ret, stamp);
             return Err(bad("payload length out of range"));
         }
+        let payload = conn.payload_addr(idx);
+        // A payload the file no longer holds (truncated under the mapping)
+        // must not reach the application as a sample of zeros. Truncation
+        // cuts a file's tail, so the payload is whole if its last byte is
+        // there: reading it (a line the previous take prefetched; the
+        // first byte of an empty payload, a chunk has 64 at least) faults
+        // if not, the SIGBUS handler maps zeros and marks the mapping
+        // lost, and its flag tells.
+        // SAFETY: in the pool mapping, which `conn` keeps alive: the chunk
+        // index and the length were checked against its geometry.
+        let lost = unsafe {
+            crate::os::sigbus::touch_then_lost(
+                (payload + (len * conn.elem_size).saturating_sub(1) as usize) as *const u8,
+                conn.pool_lost,
+            )
+        };
+        if lost {
+            return Err(truncated(conn.publisher));
+        }
         conn.count.received_one();
         // Relaxed (both): only this thread writes the total (a counter for
         // inspectors, on a line of this subscriber's own).
         let total = self.reg.received_total;
         total.store(total.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        let payload = conn.payload_addr(idx);
+        // A payload the file no longer holds (truncated under the mapping)
+        // must not reach the application as a sample of zeros. Truncation
+        // cuts a file's tail, so the payload is whole if its last byte is
+        // there: reading it (a line the previous take prefetched) faults
+        // if not, the SIGBUS handler maps zeros and counts the loss, and
+        // its count, one load of a line nobody writes, tells (see
+        // `receive_tagged`; once any mapping of the process was lost, the
+        // connection's own say, in `lost_sample`).
+        let bytes = len * conn.elem_size;
+        if bytes > 0 {
+            // SAFETY: in the pool mapping, which `conn` keeps alive: the
+            // chunk index and the length were checked against the geometry
+            // it was made from. A volatile read of a byte, which any value
+            // may have.
+            unsafe { std::ptr::read_volatile((payload + bytes as usize - 1) as *const u8) };
+        }
         Ok(RawSample {
             conn: conn.0,
-            payload: conn.payload_addr(idx) as *const u8,
+            payload: payload as *const u8,
             ret,
             stamp,
             len: len as usize,
         })
+    }
+}
+
+/// The error of a sample whose payload the file no longer holds (cold: a
+/// hint to keep its branch out of the hot path's way).
+#[cold]
+#[inline(never)]
+fn truncated(publisher: u64) -> ReceiveError {
+    ReceiveError::CorruptedPublisher {
+        publisher,
+        what: TRUNCATED,
     }
 }
