@@ -13,7 +13,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use hako::aio::{AsyncListener, AsyncSubscriber};
 use hako::NodeBuilder;
-use hako_examples::{Transmission, EVENT_ID_MAX, EVENT_SERVICE, SERVICE};
+use hako_examples::{transmission_service, EVENT_ID_MAX, EVENT_SERVICE};
 
 #[tokio::main]
 async fn main() -> Result<(), hako_examples::Report> {
@@ -23,11 +23,7 @@ async fn main() -> Result<(), hako_examples::Report> {
         .transpose()?
         .unwrap_or(u64::MAX);
     let node = NodeBuilder::new().name("async_subscriber")?.create()?;
-    let topic = node
-        .service_builder(&SERVICE.try_into()?)
-        .publish_subscribe::<Transmission>()
-        .history_size(3) // as the publisher and subscriber examples
-        .open_or_create()?;
+    let topic = transmission_service(&node)?; // as the publisher and subscriber examples
     let bell = node
         .service_builder(&EVENT_SERVICE.try_into()?)
         .event()

@@ -20,6 +20,21 @@ pub struct Transmission {
 /// The service both programs use.
 pub const SERVICE: &str = "Examples/Transmission";
 
+/// The transmission service, defined once for every program of the
+/// examples (the C ones ask for the same, `c/transmission.h`): whichever
+/// starts first creates it with these settings, and the others open it
+/// and find what they ask for, in any start order.
+pub fn transmission_service(
+    node: &hako::Node,
+) -> Result<hako::PubSubService<Transmission>, Box<dyn std::error::Error + Send + Sync>> {
+    Ok(node
+        .service_builder(&SERVICE.try_into()?)
+        .publish_subscribe::<Transmission>()
+        .subscriber_max_buffer_size(4) // each subscriber's queue
+        .history_size(3) // the last 3, for a subscriber that comes late
+        .open_or_create()?)
+}
+
 /// The event service of the notifier/listener pair.
 pub const EVENT_SERVICE: &str = "Examples/Doorbell";
 
@@ -56,18 +71,6 @@ pub const COUNT_SERVICE: &str = "Examples/Counter";
 /// client uses them all). Every program opens the services with the same
 /// settings, so any may start first.
 pub const IN_FLIGHT: u32 = 16;
-
-/// Waits up to ten seconds for a server, so a client may start first.
-pub fn wait_for_server(servers: impl Fn() -> usize) -> Result<(), String> {
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while servers() == 0 {
-        if std::time::Instant::now() > end {
-            return Err("no server came within 10 s; start the `server` example".into());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    Ok(())
-}
 
 /// The first command-line argument as a number, or `default`.
 pub fn arg_or(default: u64) -> Result<u64, std::num::ParseIntError> {

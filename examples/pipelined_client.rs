@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use hako::NodeBuilder;
-use hako_examples::{wait_for_server, AddRequest, AddResponse, ADD_SERVICE, IN_FLIGHT};
+use hako_examples::{AddRequest, AddResponse, ADD_SERVICE, IN_FLIGHT};
 
 fn main() -> Result<(), hako_examples::Report> {
     let count: u64 = hako_examples::arg_or(1000)?;
@@ -20,7 +20,8 @@ fn main() -> Result<(), hako_examples::Report> {
         .max_requests_in_flight(IN_FLIGHT)
         .open_or_create()?;
     let client = service.client_builder().create()?;
-    wait_for_server(|| client.server_count())?;
+    // A client may start first: it sleeps until a server comes.
+    client.wait_for_server(std::time::Duration::from_secs(10))?;
 
     let start = std::time::Instant::now();
     let mut in_flight = VecDeque::new();

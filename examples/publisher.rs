@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use hako::NodeBuilder;
-use hako_examples::{Transmission, SERVICE};
+use hako_examples::{transmission_service, Transmission};
 
 fn main() -> Result<(), hako_examples::Report> {
     let count: u64 = std::env::args()
@@ -17,11 +17,7 @@ fn main() -> Result<(), hako_examples::Report> {
         .transpose()?
         .unwrap_or(u64::MAX);
     let node = NodeBuilder::new().name("publisher")?.create()?;
-    let service = node
-        .service_builder(&SERVICE.try_into()?)
-        .publish_subscribe::<Transmission>()
-        .history_size(3)
-        .open_or_create()?;
+    let service = transmission_service(&node)?;
     let publisher = service.publisher_builder().create()?;
 
     for seq in 0..count {

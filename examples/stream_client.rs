@@ -7,7 +7,7 @@
 //! ```
 
 use hako::NodeBuilder;
-use hako_examples::{wait_for_server, COUNT_SERVICE, IN_FLIGHT};
+use hako_examples::{COUNT_SERVICE, IN_FLIGHT};
 
 fn main() -> Result<(), hako_examples::Report> {
     let n: u64 = hako_examples::arg_or(10)?;
@@ -19,7 +19,8 @@ fn main() -> Result<(), hako_examples::Report> {
         .max_response_buffer(64)
         .open_or_create()?;
     let client = service.client_builder().create()?;
-    wait_for_server(|| client.server_count())?;
+    // A client may start first: it sleeps until a server comes.
+    client.wait_for_server(std::time::Duration::from_secs(10))?;
 
     let pending = client.send_copy(n)?;
     let mut next = 0;

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     if (s != HAKO_OK) return fail("node", s);
 
     hako_payload_type type = {TRANSMISSION_TYPE, sizeof(transmission), _Alignof(transmission), false};
-    hako_pubsub_options opts = {.history_size = TRANSMISSION_HISTORY};
+    hako_pubsub_options opts = {.history_size = TRANSMISSION_HISTORY, .buffer_size = TRANSMISSION_BUFFER};
     hako_pubsub_service* service = NULL;
     s = hako_pubsub_service_open(node, TRANSMISSION_SERVICE, &type, &opts, HAKO_OPEN_OR_CREATE, &service);
     if (s != HAKO_OK) return fail("service", s);

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
         hako::Node node("pubsub_cpp");
         hako::PubSubOptions options{};
         options.history_size = TRANSMISSION_HISTORY;
+        options.buffer_size = TRANSMISSION_BUFFER;
         auto topic = hako::PubSubService<transmission>::open_or_create(node, TRANSMISSION_SERVICE,
                                                                        TRANSMISSION_TYPE, options);
         if (std::strcmp(argv[1], "publish") == 0) {

@@ -12,10 +12,13 @@ typedef struct transmission {
     uint8_t note[32];
 } transmission;
 
-/* The Rust type's full name, its service, and the settings both sides use. */
+/* The Rust type's full name, its service, and the settings every program
+ * of the examples gives it (as examples/common.rs does), so that whichever
+ * starts first creates it as the others ask. */
 #define TRANSMISSION_TYPE "hako_examples::Transmission"
 #define TRANSMISSION_SERVICE "Examples/Transmission"
 #define TRANSMISSION_HISTORY 3
+#define TRANSMISSION_BUFFER 4
 
 #define DOORBELL_SERVICE "Examples/Doorbell"
 

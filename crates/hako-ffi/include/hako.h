@@ -57,6 +57,9 @@ typedef enum hako_status {
   // handles signals, the default): stop. A second signal ends the
   // process.
   HAKO_ERROR_TERMINATED = 14,
+  // Nothing came within the timeout of a wait that needs something
+  // (`hako_client_wait_for_server`).
+  HAKO_ERROR_TIMED_OUT = 15,
 } hako_status;
 
 // Whether a service is created, opened, or either.
@@ -598,6 +601,16 @@ enum hako_status hako_reqres_service_drop(struct hako_reqres_service **service);
 enum hako_status hako_client_create(const struct hako_reqres_service *service,
                                     const struct hako_port_options *options,
                                     struct hako_client **out);
+
+// Waits until a server of the client's service is there to take a
+// request, at most `timeout_us` microseconds (`HAKO_FOREVER`: no limit),
+// asleep, so that a client may start before its server:
+// `HAKO_ERROR_TIMED_OUT` when none came, `HAKO_ERROR_TERMINATED` on
+// SIGINT or SIGTERM (unless the node leaves signals alone).
+//
+// # Safety
+// `client` is a client handle.
+enum hako_status hako_client_wait_for_server(const struct hako_client *client, uint64_t timeout_us);
 
 // Drops a client and sets `*client` to NULL; refused
 // (`HAKO_ERROR_MISUSE`) while loans or pending responses of it live.

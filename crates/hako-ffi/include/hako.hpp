@@ -119,7 +119,8 @@ struct Timeout {
 /// A node: this process's membership of a domain.
 class Node {
 public:
-    /// A node of the domain in effect (HAKO_CONFIG, HAKO_ROOT, else /dev/shm/hako).
+    /// A node of the domain in effect (HAKO_CONFIG, HAKO_ROOT, else the
+    /// user's own /dev/shm/hako-<uid>).
     Node() { detail::check(hako_node_create(nullptr, h_.out())); }
     /// A named node, in `root` if not empty. `signal_handling` false: hako
     /// leaves SIGINT and SIGTERM alone (for programs that handle them).
@@ -608,6 +609,14 @@ public:
         return p;
     }
     const hako_client* get() const noexcept { return h_.get(); }
+    /// Waits (asleep) until a server is there to take a request: false if
+    /// none came within `timeout`. Throws hako::Error on SIGINT/SIGTERM.
+    bool wait_for_server(Timeout timeout = Timeout::forever()) {
+        hako_status s = hako_client_wait_for_server(h_.get(), timeout.us);
+        if (s == HAKO_ERROR_TIMED_OUT) return false;
+        detail::check(s);
+        return true;
+    }
     /// Loans, copies `value` and sends.
     Pending<Resp> send_copy(const Element& value) {
         auto m = loan();

@@ -47,6 +47,9 @@ pub enum hako_status {
     /// handles signals, the default): stop. A second signal ends the
     /// process.
     HAKO_ERROR_TERMINATED = 14,
+    /// Nothing came within the timeout of a wait that needs something
+    /// (`hako_client_wait_for_server`).
+    HAKO_ERROR_TIMED_OUT = 15,
 }
 
 pub(crate) use hako_status::*;
@@ -129,6 +132,7 @@ pub extern "C" fn hako_error_string(status: hako_status) -> *const c_char {
         HAKO_ERROR_BUFFER_TOO_SMALL => b"the buffer is too small\0",
         HAKO_ERROR_INTERNAL => b"internal error\0",
         HAKO_ERROR_TERMINATED => b"termination requested (SIGINT or SIGTERM)\0",
+        HAKO_ERROR_TIMED_OUT => b"nothing came within the timeout\0",
     };
     s.as_ptr().cast()
 }
@@ -164,7 +168,9 @@ impl ToFailure for hako::ServiceError {
             | E::VersionMismatch { .. } => HAKO_ERROR_INCOMPATIBLE,
             E::Corrupted { .. } => HAKO_ERROR_CORRUPTED,
             E::TooManyNodes { .. } => HAKO_ERROR_TOO_MANY,
-            E::InvalidSetting { .. } => HAKO_ERROR_INVALID_ARGUMENT,
+            E::InvalidSetting { .. } | E::HistoryExceedsBuffer { .. } => {
+                HAKO_ERROR_INVALID_ARGUMENT
+            }
             E::Io { .. } => HAKO_ERROR_IO,
             _ => HAKO_ERROR_IO,
         }

@@ -229,3 +229,52 @@ fn responses_go_to_their_own_request_and_send_last_consumes_it() {
     ok!(hako_reqres_service_drop(&mut svc));
     ok!(hako_node_drop(&mut n));
 }
+
+#[test]
+fn a_c_client_waits_for_a_server_that_comes_later() {
+    let root = Root::new("rr-wait");
+    let (mut n, mut svc) = c_side(&root, c"ffi/later");
+    let mut client = null_mut();
+    ok!(hako_client_create(svc, null(), &mut client));
+    // SAFETY: a live client.
+    let none = unsafe { hako_client_wait_for_server(client, 1000) };
+    assert_eq!(none, hako_status::HAKO_ERROR_TIMED_OUT);
+    let rust = NodeBuilder::new()
+        .config(&Config::default().with_root(&root.0))
+        .create()
+        .unwrap();
+    let rust_svc = rust
+        .service_builder(&"ffi/later".try_into().unwrap())
+        .request_response::<u64, u64>()
+        .open()
+        .unwrap();
+    let server = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        let server = rust_svc.server_builder().create().unwrap();
+        let request = server.blocking_receive().unwrap();
+        let asked = *request;
+        request.send_last_copy(asked + 1).unwrap();
+    });
+    ok!(hako_client_wait_for_server(client, HAKO_FOREVER));
+    let mut pending = null_mut();
+    let mut m = message();
+    ok!(hako_client_loan(client, 1, &mut m));
+    // SAFETY: a live loan of 8 bytes.
+    unsafe { m.data.cast::<u64>().write(41) };
+    ok!(hako_client_send(client, &mut m, &mut pending));
+    let mut r = response();
+    ok!(hako_pending_receive(
+        pending,
+        HAKO_FOREVER,
+        &mut r,
+        null_mut()
+    ));
+    // SAFETY: a live response of 8 bytes.
+    assert_eq!(unsafe { r.data.cast::<u64>().read() }, 42);
+    ok!(hako_response_drop(&mut r));
+    ok!(hako_pending_drop(&mut pending));
+    server.join().unwrap();
+    ok!(hako_client_drop(&mut client));
+    ok!(hako_reqres_service_drop(&mut svc));
+    ok!(hako_node_drop(&mut n));
+}

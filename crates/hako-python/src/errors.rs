@@ -119,11 +119,36 @@ pub trait ToPy {
     fn to_py(self) -> PyErr;
 }
 
+/// A Rust error's message in the words of a Python user: the keywords
+/// this package's functions take where the Rust library names its own
+/// settings and types.
+pub fn python_words(text: &str) -> String {
+    const WORDS: [(&str, &str); 8] = [
+        ("subscriber_max_buffer_size", "buffer_size"),
+        ("subscriber_max_borrowed_samples", "max_borrowed"),
+        ("max_loaned_samples", "max_loans"),
+        ("max_loaned_requests", "max_loans"),
+        ("max_loaned_responses", "max_loans"),
+        (
+            "drop a PendingResponse, or finish or drop a Ticket, first",
+            "close a PendingResponse first",
+        ),
+        ("#[hako(type_name = \"...\")]", "_hako_type_name_"),
+        (
+            "(one function in a library every program uses)",
+            "(one function every program imports)",
+        ),
+    ];
+    WORDS
+        .iter()
+        .fold(text.to_owned(), |t, (rust, python)| t.replace(rust, python))
+}
+
 macro_rules! plain {
     ($($rust:ty => $class:ident),* $(,)?) => {$(
         impl ToPy for $rust {
             fn to_py(self) -> PyErr {
-                $class::new_err(self.to_string())
+                $class::new_err(python_words(&self.to_string()))
             }
         }
     )*};
@@ -148,7 +173,7 @@ impl ToPy for hako::RequestSendError {
     fn to_py(self) -> PyErr {
         match self {
             hako::RequestSendError::Loan(e) => e.to_py(),
-            e => RequestSendError::new_err(e.to_string()),
+            e => RequestSendError::new_err(python_words(&e.to_string())),
         }
     }
 }
@@ -157,14 +182,14 @@ impl ToPy for hako::ResponseSendError {
     fn to_py(self) -> PyErr {
         match self {
             hako::ResponseSendError::Loan(e) => e.to_py(),
-            e => ResponseSendError::new_err(e.to_string()),
+            e => ResponseSendError::new_err(python_words(&e.to_string())),
         }
     }
 }
 
 impl ToPy for hako::ReceiveError {
     fn to_py(self) -> PyErr {
-        let text = self.to_string();
+        let text = python_words(&self.to_string());
         match self {
             hako::ReceiveError::PublishersGone(_) => PeersGoneError::new_err(text),
             hako::ReceiveError::CorruptedPublisher { .. }
@@ -178,7 +203,7 @@ impl ToPy for hako::ReceiveError {
 
 impl ToPy for hako::ReqResReceiveError {
     fn to_py(self) -> PyErr {
-        let text = self.to_string();
+        let text = python_words(&self.to_string());
         match self {
             hako::ReqResReceiveError::ServerGone
             | hako::ReqResReceiveError::ServersGone(_)

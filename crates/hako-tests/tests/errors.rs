@@ -235,7 +235,7 @@ fn loans_beyond_max_loaned_samples() {
         o.error_line(),
         &[
             "ExceedsMaxLoans",
-            "2 samples are loaned already",
+            "as many samples as it may (2",
             "max_loaned_samples",
         ],
     );

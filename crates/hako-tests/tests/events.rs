@@ -356,7 +356,7 @@ fn more_ports_than_the_service_admits() {
         o.assert_code(exit::TOO_MANY_PORTS);
         assert_contains(
             o.error_line(),
-            &["TooMany", "it/one-each", "already has 1", kind],
+            &["TooMany", "it/one-each", "admits no more", kind],
         );
     }
     // Once the first listener is gone, another fits.

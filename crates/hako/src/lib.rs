@@ -218,10 +218,11 @@ not_under_loom! {
     pub use pubsub::service::{PubSubBuilder, PubSubService};
     pub use pubsub::settings::PubSubQos;
     pub use pubsub::subscriber::{Subscriber, SubscriberBuilder, SubscriberCreateError};
-    pub use reqres::client::{Client, ClientBuilder, RequestMut, RequestMutUninit, ToServer};
+    pub use reqres::client::{Client, RequestMut, RequestMutUninit, ToServer};
+    pub use reqres::client_builder::ClientBuilder;
     pub use reqres::errors::{
         PortCreateError as ReqResPortCreateError, ReqResReceiveError, RequestSendError,
-        ResponseSendError,
+        ResponseSendError, ServerWaitError,
     };
     pub use reqres::message::{Destination, MessageMut, MessageMutUninit};
     pub use reqres::pending::{PendingResponse, Response, Ticket};

@@ -9,7 +9,9 @@ use super::{
 };
 use hako::{Response, ResponseMutUninit};
 
-use crate::error::{guard, hako_status, Failure, HAKO_ERROR_MISUSE};
+use crate::error::{
+    guard, hako_status, Failure, HAKO_ERROR_MISUSE, HAKO_ERROR_TERMINATED, HAKO_ERROR_TIMED_OUT,
+};
 use crate::handle::{get, get_mut, give, put, take};
 use crate::node::HAKO_FOREVER;
 use crate::sample::{load, load_at, store, store_at, LIVE, TAG};
@@ -48,6 +50,36 @@ pub unsafe extern "C" fn hako_client_create(
         };
         // SAFETY: writable (the caller's promise).
         unsafe { give(out, c) }
+    })
+}
+
+/// Waits until a server of the client's service is there to take a
+/// request, at most `timeout_us` microseconds (`HAKO_FOREVER`: no limit),
+/// asleep, so that a client may start before its server:
+/// `HAKO_ERROR_TIMED_OUT` when none came, `HAKO_ERROR_TERMINATED` on
+/// SIGINT or SIGTERM (unless the node leaves signals alone).
+///
+/// # Safety
+/// `client` is a client handle.
+#[no_mangle]
+pub unsafe extern "C" fn hako_client_wait_for_server(
+    client: *const hako_client,
+    timeout_us: u64,
+) -> hako_status {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let c = unsafe { get(client, "the client") }?;
+        let timeout = match timeout_us {
+            HAKO_FOREVER => Duration::MAX,
+            us => Duration::from_micros(us),
+        };
+        c.client.wait_for_server(timeout).map_err(|e| {
+            let status = match e {
+                hako::ServerWaitError::TerminationRequest => HAKO_ERROR_TERMINATED,
+                _ => HAKO_ERROR_TIMED_OUT,
+            };
+            Failure::new(status, e.to_string())
+        })
     })
 }
 

@@ -73,6 +73,10 @@ struct ServeArgs {
     /// dead nodes, which the test runs first).
     #[arg(long)]
     report_free: bool,
+    /// Sleep this long before making the server (a client that starts
+    /// first waits for it).
+    #[arg(long, default_value_t = 0)]
+    delay_start_ms: u64,
 }
 
 #[derive(Args)]
@@ -122,6 +126,7 @@ fn node() -> Node {
 }
 
 fn serve(a: ServeArgs) {
+    std::thread::sleep(Duration::from_millis(a.delay_start_ms));
     let node = node();
     let svc = service(&node, &a.svc);
     let server = svc.server_builder().create().unwrap_or_else(|e| fail(e));
@@ -181,12 +186,8 @@ fn serve(a: ServeArgs) {
 }
 
 fn wait_for_server(client: &hako::Client<u64, u64>) {
-    let end = Instant::now() + Duration::from_secs(20);
-    while client.server_count() == 0 {
-        if Instant::now() > end {
-            fail("no server came");
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    if let Err(e) = client.wait_for_server(Duration::from_secs(20)) {
+        fail(e);
     }
 }
 

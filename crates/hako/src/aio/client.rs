@@ -5,13 +5,14 @@ use std::future::Future;
 use std::os::fd::AsFd;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use super::error::AsyncError;
 use super::readiness::{Readiness, Waitable};
 use super::room::{Ready, RoomPort, RoomWait};
-use crate::port::payload::Payload;
+use crate::port::payload::{Payload, ShmSafe};
 use crate::reqres::client::Client;
-use crate::reqres::errors::ReqResReceiveError;
+use crate::reqres::errors::{ReqResReceiveError, RequestSendError, ServerWaitError};
 use crate::reqres::pending::{Response, Ticket};
 
 /// A client waiting for the responses of one of its requests.
@@ -190,10 +191,35 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsyncClient<Req, Resp> {
     /// Ends `ticket`'s request on our side, as dropping its pending
     /// response would: responses still on their way go back to the server
     /// unread, and its slot is free for another request.
-    pub fn finish(&mut self, ticket: Ticket) {
+    pub fn finish(&mut self, mut ticket: Ticket) {
+        ticket.disarm();
         let inbox = self.client.inbox();
         if inbox.current(ticket.slot, ticket.generation) {
             inbox.release(ticket.slot);
+        }
+    }
+
+    /// Waits until a server is there to take a request, at most `timeout`
+    /// (see [`Client::wait_for_server`]; here it looks every few
+    /// milliseconds on a tokio timer, as a futex cannot be awaited).
+    /// Cancel-safe.
+    pub async fn wait_for_server(&self, timeout: Duration) -> Result<(), ServerWaitError> {
+        let end = tokio::time::Instant::now().checked_add(timeout);
+        let mut pause = Duration::from_millis(1);
+        loop {
+            if self.client.server_count() > 0 {
+                return Ok(());
+            }
+            let now = tokio::time::Instant::now();
+            let left = end.map_or(pause, |e| e.saturating_duration_since(now));
+            if left.is_zero() {
+                return Err(ServerWaitError::NoServer {
+                    service: self.client.inbox().name.clone(),
+                    waited: timeout,
+                });
+            }
+            tokio::time::sleep(pause.min(left)).await;
+            pause = (pause * 2).min(Duration::from_millis(20));
         }
     }
 
@@ -215,6 +241,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsyncClient<Req, Resp> {
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Response<Resp>>, AsyncError<ReqResReceiveError>>> {
         let inbox = self.client.inbox();
+        inbox.release_dropped();
         if !inbox.current(ticket.slot, ticket.generation) {
             // Over already (its end or its server's death was taken).
             return Poll::Ready(Ok(None));
@@ -240,10 +267,58 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> AsyncClient<Req, Resp> {
                     ))
             )
         );
-        if over {
+        // Over, or the response taken was its last (it came with the end,
+        // `send_last`): the slot is free for another request now, not at
+        // the next receive.
+        let last = matches!(&got, Poll::Ready(Ok(Some(_)))) && inbox.finished(ticket.slot);
+        if over || last {
             inbox.release(ticket.slot);
         }
         got
+    }
+}
+
+impl<Req: ShmSafe, Resp: Payload + ?Sized> AsyncClient<Req, Resp> {
+    /// Sends a copy of `value` as a request and returns its [`Ticket`]
+    /// (the blocking client's [`send_copy`](Client::send_copy) gives a
+    /// pending response, which borrows the client across an `.await`).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-async-send-copy", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node
+    ///     .service_builder(&"Doc/AsyncSendCopy".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let server = service.server_builder().create()?;
+    /// let mut client = hako::aio::AsyncClient::new(service.client_builder().create()?)?;
+    /// let ticket = match client.send_copy(20) {
+    ///     Ok(ticket) => ticket,
+    ///     Err(e) => return Err(e.into()),
+    /// };
+    /// server.receive()?.ok_or("no request")?.send_last_copy(21)?;
+    /// let response = client.receive(&ticket).await?.ok_or("no response")?;
+    /// assert_eq!(*response, 21);
+    /// # Ok(()) }
+    /// ```
+    pub fn send_copy(&self, value: Req) -> Result<Ticket, RequestSendError> {
+        Ok(self.client.send_copy(value)?.into_ticket())
+    }
+
+}
+
+impl<Req: ShmSafe, Resp: Payload + ?Sized> AsyncClient<[Req], Resp> {
+    /// Sends a copy of `data` as a request and returns its [`Ticket`] (see
+    /// [`send_copy`](AsyncClient::send_copy)).
+    pub fn send_slice_copy(&self, data: &[Req]) -> Result<Ticket, RequestSendError>
+    where
+        Req: Copy,
+    {
+        Ok(self.client.send_slice_copy(data)?.into_ticket())
     }
 }
 
@@ -292,7 +367,9 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> futures_core::Stream
         match got {
             Ok(Some(r)) => Poll::Ready(Some(Ok(r))),
             Ok(None) => {
-                this.ticket = None;
+                if let Some(mut done) = this.ticket.take() {
+                    done.disarm();
+                }
                 Poll::Ready(None)
             }
             Err(e) => {

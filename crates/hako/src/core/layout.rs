@@ -50,7 +50,7 @@
 //! slot is in use while `port_id != 0`; `generation` counts table changes.
 
 use core::mem::{offset_of, size_of};
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicU32, AtomicU64};
 
 use super::ring::{MAX_RETURN_SLOTS, SLOT_WORDS, TAGGED_SLOT_WORDS};
 
@@ -65,8 +65,10 @@ pub const PAGE: u64 = 4096;
 /// 7: return words are indexed by a return slot the descriptor names, one
 /// per delivery a connection may have outstanding, instead of by chunk;
 /// 8: a server's connection blocks end with a withdrawal word per request
-/// slot of its client).
-pub const LAYOUT_VERSION: u32 = 8;
+/// slot of its client;
+/// 9: a service's dynamic header counts table changes in a futex word, so
+/// that a process can sleep until a port comes or goes).
+pub const LAYOUT_VERSION: u32 = 9;
 /// Magic of a publisher data segment ("HAKOPUB1").
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
 /// Magic of a service dynamic segment ("HAKODYN1").
@@ -311,6 +313,11 @@ pub struct DynHeader {
     pub max_subscribers: u32,
     /// Bumped after every change of the port tables.
     pub generation: AtomicU64,
+    /// Bumped with `generation`, and the futex its waiters sleep on
+    /// (`Client::wait_for_server`): whoever bumps it wakes them all.
+    pub changes: AtomicU32,
+    /// Padding, zero.
+    pub _reserved: u32,
 }
 
 const _: () = assert!(offset_of!(DynHeader, magic) == 0);
@@ -319,7 +326,10 @@ const _: () = assert!(offset_of!(DynHeader, max_nodes) == 12);
 const _: () = assert!(offset_of!(DynHeader, max_publishers) == 16);
 const _: () = assert!(offset_of!(DynHeader, max_subscribers) == 20);
 const _: () = assert!(offset_of!(DynHeader, generation) == 24);
-const _: () = assert!(size_of::<DynHeader>() == 32);
+const _: () = assert!(offset_of!(DynHeader, changes) == 32);
+const _: () = assert!(size_of::<DynHeader>() == 40);
+// The header fits the line before the node table.
+const _: () = assert!(size_of::<DynHeader>() as u64 <= LINE);
 
 /// A node that holds the service open, and how many handles it holds.
 #[repr(C)]

@@ -99,7 +99,7 @@ pub(crate) fn validate_qos(q: &EventQos) -> Result<(), ServiceError> {
 #[non_exhaustive]
 pub enum EventPortCreateError {
     /// The service's table for this kind of port is full.
-    #[error("service {service:?} already has {max} {kind} (max_{kind}); raise it when creating the service")]
+    #[error("service {service:?} admits no more {kind} (max_{kind} = {max}); raise it when creating the service")]
     TooMany {
         /// The service.
         service: String,

@@ -21,7 +21,7 @@ use crate::port::sender::settings::{
 #[non_exhaustive]
 pub enum PublisherCreateError {
     /// The service admits no more publishers.
-    #[error("service {service:?} already has {max} publishers (max_publishers); raise it when creating the service")]
+    #[error("service {service:?} admits no more publishers (max_publishers = {max}); raise it when creating the service")]
     TooManyPublishers {
         /// The service.
         service: String,

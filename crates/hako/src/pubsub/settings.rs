@@ -106,5 +106,15 @@ pub(crate) fn validate_qos(q: &PubSubQos) -> Result<(), ServiceError> {
         0,
         1 << 20,
         "at most 1048576",
-    )
+    )?;
+    // A late subscriber gets the history in its queue, all of it: a longer
+    // history would lose its oldest samples on the way (drop-oldest) or
+    // hold the publisher (backpressure).
+    if q.history_size > q.subscriber_max_buffer_size {
+        return Err(ServiceError::HistoryExceedsBuffer {
+            history: q.history_size,
+            buffer: q.subscriber_max_buffer_size,
+        });
+    }
+    Ok(())
 }

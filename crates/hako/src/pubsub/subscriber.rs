@@ -22,7 +22,7 @@ use crate::port::wait::WaitStrategy;
 #[non_exhaustive]
 pub enum SubscriberCreateError {
     /// The service admits no more subscribers.
-    #[error("service {service:?} already has {max} subscribers (max_subscribers); raise it when creating the service")]
+    #[error("service {service:?} admits no more subscribers (max_subscribers = {max}); raise it when creating the service")]
     TooManySubscribers {
         /// The service.
         service: String,

@@ -9,27 +9,18 @@
 //! (kept until that one asks), or, for a slot whose pending response was
 //! dropped (an older generation), back to the server at once.
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::Arc;
 
-use super::duplex::PortSpec;
 use super::envelope::{request_id, Envelope, NO_RESPONSE};
-use super::errors::{PortCreateError, RequestSendError};
-use super::inbox::{Inbox, Routed, Slot, Slots};
+use super::errors::{RequestSendError, ServerWaitError};
+use super::inbox::{Inbox, Routed, Slots};
 use super::message::{Destination, MessageMut, MessageMutUninit, Sealed};
 use super::pending::PendingResponse;
-use super::settings::{request_queue, ReqResSettings, Types};
-use crate::domain::config::OverflowPolicy;
-use crate::domain::service::inner::ServiceInner;
-use crate::domain::service::tables::PortKind;
+use super::settings::Types;
 use crate::port::payload::{Payload, ShmSafe};
-use crate::port::receiver::settings::ReceiverSettings;
 use crate::port::sender::loan::RawLoan;
-use crate::port::sender::settings::{BackpressureStrategy, SenderSettings};
-use crate::port::wait::WaitStrategy;
 
 /// Most responses a send routes before it sends.
 const ROUTE_BEFORE_SEND: usize = 64;
@@ -85,202 +76,6 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> MessageMut<Req, ToServer<'_,
     }
 }
 
-/// Builds a [`Client`]; returned by
-/// [`ReqResService::client_builder`](crate::ReqResService::client_builder).
-///
-/// ```
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # struct Rm(std::path::PathBuf);
-/// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
-/// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-client-builder", std::process::id())));
-/// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
-/// let service = node
-///     .service_builder(&"Doc/Upload".try_into()?)
-///     .request_response::<[u8], u64>()
-///     .open_or_create()?;
-/// let client = service
-///     .client_builder()
-///     .max_slice_len(64 * 1024) // requests up to 64 KiB
-///     .max_loaned_requests(2)
-///     // A full server queue fails the send at once rather than waiting.
-///     .backpressure(hako::BackpressureStrategy::Discard)
-///     .wait_strategy(hako::WaitStrategy::Park)
-///     .create()?;
-/// # Ok(()) }
-/// ```
-pub struct ClientBuilder<Req: Payload + ?Sized, Resp: Payload + ?Sized> {
-    service: Arc<ServiceInner>,
-    settings: Arc<ReqResSettings>,
-    max_loans: Option<u32>,
-    max_slice_len: usize,
-    strategy: BackpressureStrategy,
-    wait: WaitStrategy,
-    _t: Types<Req, Resp>,
-}
-
-impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> std::fmt::Debug for ClientBuilder<Req, Resp> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientBuilder")
-            .field("service", &self.service.name)
-            .field("max_loans", &self.max_loans)
-            .field("max_slice_len", &self.max_slice_len)
-            .finish()
-    }
-}
-
-impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
-    pub(crate) fn new(service: Arc<ServiceInner>, settings: Arc<ReqResSettings>) -> Self {
-        Self {
-            service,
-            settings,
-            max_loans: None,
-            max_slice_len: 1,
-            strategy: BackpressureStrategy::Block,
-            wait: WaitStrategy::default(),
-            _t: PhantomData,
-        }
-    }
-
-    /// Requests that may be loaned (not yet sent or dropped) at once.
-    /// Default: the service's `max_requests_in_flight`.
-    pub fn max_loaned_requests(mut self, n: u32) -> Self {
-        self.max_loans = Some(n);
-        self
-    }
-
-    /// What a send does while the chosen server's queue for this client is
-    /// full (default: wait until it makes room, or goes).
-    pub fn backpressure(mut self, strategy: BackpressureStrategy) -> Self {
-        self.strategy = strategy;
-        self
-    }
-
-    /// How the blocking receives of pending responses wait (default: spin,
-    /// then park).
-    pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
-        self.wait = strategy;
-        self
-    }
-
-    /// Creates the client: its data segment for requests and its entry in
-    /// the service.
-    pub fn create(self) -> Result<Client<Req, Resp>, PortCreateError> {
-        let q = &self.settings.qos;
-        let spec = PortSpec {
-            kind: "clients",
-            max: q.max_clients,
-            max_slice_len: self.max_slice_len,
-        };
-        let in_flight = u64::from(q.max_requests_in_flight);
-        let max_loans = spec.loans(
-            "max_loaned_requests",
-            self.max_loans,
-            q.max_requests_in_flight,
-        )?;
-        let req_env = Envelope::described(&self.settings.request, self.max_slice_len);
-        let resp_env = Envelope::described(&self.settings.response, 1);
-        let max_len = spec.max_len(&req_env)?;
-        // A request goes to one server; each server may have queued, held
-        // or returned (before the client took it back) a queue's worth.
-        let queue = request_queue(q);
-        let tx = SenderSettings {
-            overflow: OverflowPolicy::Backpressure,
-            strategy: self.strategy,
-            history_size: 0,
-            buffer: queue,
-            borrowed: in_flight,
-            max_receivers: q.max_servers,
-            max_senders: q.max_clients,
-            max_loans,
-            max_len,
-            elem_size: 1,
-            align: req_env.align,
-            chunk_count: u64::from(q.max_servers) * queue + u64::from(max_loans),
-            own: PortKind::Publisher,
-            peers: PortKind::Subscriber,
-            shared_id: None,
-            tagged: true,
-            withdrawals: 0,
-        };
-        let rx = response_queue(q, resp_env.align, self.wait);
-        let name = self.service.name.to_string();
-        let port = spec.create(self.service, tx, rx)?;
-        let n = q.max_requests_in_flight as usize;
-        let per = q.max_response_buffer as usize;
-        Ok(Client {
-            inbox: Inbox {
-                port,
-                resp_env,
-                slots: RefCell::new(Slots {
-                slot: (0..n)
-                    .map(|_| Slot {
-                        generation: 0,
-                        active: false,
-                        server: 0,
-                        conn: 0,
-                        ended: false,
-                        aborted: false,
-                        listed_at: u64::MAX,
-                        queue: VecDeque::with_capacity(per),
-                    })
-                    .collect(),
-                    free: (0..n as u32).rev().collect(),
-                    stale: 0,
-                }),
-                name,
-            },
-            req_env,
-            next_server: Cell::new(0),
-            _t: PhantomData,
-        })
-    }
-}
-
-impl<Req: ShmSafe, Resp: Payload + ?Sized> ClientBuilder<[Req], Resp> {
-    /// Largest request slice (in elements) this client can send. Default 1.
-    pub fn max_slice_len(mut self, n: usize) -> Self {
-        self.max_slice_len = n;
-        self
-    }
-}
-
-/// What a client's responses queue in: per server, the responses and ends
-/// of every request in flight and of as many more that the client dropped
-/// while the server still held them (a server holds or has queued at most
-/// twice the requests in flight of a client); the client may hold a full
-/// buffer of each request in flight.
-fn response_queue(
-    q: &super::settings::ReqResQos,
-    align: u64,
-    wait: WaitStrategy,
-) -> ReceiverSettings {
-    let in_flight = u64::from(q.max_requests_in_flight);
-    let per = u64::from(q.max_response_buffer);
-    ReceiverSettings {
-        elem_size: 1,
-        align,
-        slice: true,
-        max_receivers: q.max_clients,
-        buffer: 2 * in_flight * (per + 1),
-        borrowed: in_flight * per,
-        // One more than a full buffer of every request: the end of a
-        // stream (or a stale response) must be taken to be seen.
-        max_held: (in_flight * per) as usize + 1,
-        backpressure: true,
-        tagged: true,
-        withdrawals: in_flight,
-        strategy: wait,
-        // Their patterns judge peers gone themselves.
-        end_when_gone: false,
-        skip_own_node: false,
-        lossy: false,
-        own: PortKind::Publisher,
-        peers: PortKind::Subscriber,
-        shared: None,
-    }
-}
-
-
 /// Sends requests of `Req` to the servers of a service and receives their
 /// responses of `Resp`.
 ///
@@ -333,6 +128,17 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Drop for Client<Req, Resp> {
 }
 
 impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
+    /// A client on `inbox`'s port, whose requests are laid out as `req_env`
+    /// says (made by its builder).
+    pub(super) fn new(inbox: Inbox, req_env: Envelope) -> Self {
+        Self {
+            inbox,
+            req_env,
+            next_server: Cell::new(0),
+            _t: PhantomData,
+        }
+    }
+
     /// The client's unique port id.
     pub fn id(&self) -> u64 {
         self.inbox.port.port_id
@@ -341,6 +147,41 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
     /// Number of servers the client can send to now.
     pub fn server_count(&self) -> usize {
         self.inbox.port.tx.receiver_count()
+    }
+
+    /// Waits until a server is there to take a request, at most `timeout`,
+    /// sleeping (a futex in the service's tables, which a server's arrival
+    /// wakes) rather than polling: so a client may start before its
+    /// server. `Ok` at once if one is there. Ends early with
+    /// [`ServerWaitError::TerminationRequest`] on SIGINT or SIGTERM, as the
+    /// node's blocking waits do (looked at least every 100 ms).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-wait-for-server", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// # use std::time::Duration;
+    /// let service = node
+    ///     .service_builder(&"Doc/Later".try_into()?)
+    ///     .request_response::<u64, u64>()
+    ///     .open_or_create()?;
+    /// let client = service.client_builder().create()?;
+    /// assert!(client.wait_for_server(Duration::from_millis(10)).is_err()); // nobody yet
+    /// let server = service.server_builder().create()?; // usually another process
+    /// client.wait_for_server(Duration::from_secs(10))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn wait_for_server(&self, timeout: std::time::Duration) -> Result<(), ServerWaitError> {
+        let tx = &self.inbox.port.tx;
+        tx.wait_for_receivers(timeout).map_err(|waited| match waited {
+            Some(waited) => ServerWaitError::NoServer {
+                service: self.inbox.name.clone(),
+                waited,
+            },
+            None => ServerWaitError::TerminationRequest,
+        })
     }
 
     /// Whether responses wait, taken or not yet taken from the queues (a
@@ -411,7 +252,9 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
 
     /// The port's wait strategy and its spin state, for an async wait.
     #[cfg(feature = "tokio")]
-    pub(crate) fn wait_spin_policy(&self) -> (WaitStrategy, &crate::port::wait::Adaptive) {
+    pub(crate) fn wait_spin_policy(
+        &self,
+    ) -> (crate::port::wait::WaitStrategy, &crate::port::wait::Adaptive) {
         self.inbox.port.rx.spin_policy()
     }
 
@@ -440,6 +283,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Client<Req, Resp> {
     #[inline(always)]
     fn send(&self, raw: RawLoan, no_response: bool) -> Result<(u32, u32), RequestSendError> {
         self.route_stale(); // so that they do not fill our queues
+        self.inbox.release_dropped();
         // Map the segments of servers that came, before one answers.
         self.inbox.port.rx.update();
         let mut slots = self.inbox.slots.borrow_mut();

@@ -9,7 +9,7 @@ use crate::port::sender::settings::LoanError;
 #[non_exhaustive]
 pub enum PortCreateError {
     /// The service admits no more ports of this kind.
-    #[error("service {service:?} already has {max} {kind} (max_{kind}); raise it when creating the service")]
+    #[error("service {service:?} admits no more {kind} (max_{kind} = {max}); raise it when creating the service")]
     TooMany {
         /// The service.
         service: String,
@@ -42,7 +42,7 @@ pub enum RequestSendError {
     #[error(transparent)]
     Loan(#[from] LoanError),
     /// The client has `max_requests_in_flight` pending responses already.
-    #[error("{0} requests are in flight already (max_requests_in_flight); drop a pending response first")]
+    #[error("as many requests are in flight as the service allows ({0}, max_requests_in_flight); drop a PendingResponse, or finish or drop a Ticket, first")]
     TooManyRequestsInFlight(usize),
     /// No server is there to take it.
     #[error("service {0:?} has no server; start one, or retry later")]
@@ -51,6 +51,24 @@ pub enum RequestSendError {
     /// strategy that gives up), or the server left as the request went.
     #[error("the server did not take the request (it left, or its queue stayed full)")]
     NotDelivered,
+}
+
+/// Why [`Client::wait_for_server`](crate::Client::wait_for_server) gave up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerWaitError {
+    /// No server came within the time given.
+    #[error("no server of service {service:?} came within {waited:?}; start one")]
+    NoServer {
+        /// The service.
+        service: String,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+    /// SIGINT or SIGTERM arrived while it waited (see
+    /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
+    #[error("termination requested (SIGINT or SIGTERM)")]
+    TerminationRequest,
 }
 
 /// Why a response could not be sent.
@@ -98,7 +116,7 @@ pub enum ReqResReceiveError {
     ServersGone(String),
     /// The port holds as many samples as it may: for a client, responses
     /// of its other requests wait in its buffer; read or drop them.
-    #[error("{0} samples are held already; drop one (or read the other requests' responses) first")]
+    #[error("the port holds as many messages as it may ({0}); drop one (or read the other requests' responses) first")]
     ExceedsMaxBorrowed(usize),
     /// A peer wrote something the protocol cannot produce (a bad header or
     /// length); the message is dropped, the connection and other peers are

@@ -4,6 +4,8 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::duplex::Duplex;
 use super::envelope::{request_id, withdrawal, Envelope};
@@ -54,6 +56,38 @@ pub(super) enum Routed {
     Mine(RawSample, usize),
 }
 
+/// Tickets dropped (on any thread) while their requests were in flight:
+/// the client releases their slots at its next send or receive.
+#[derive(Default)]
+pub(crate) struct DroppedTickets {
+    /// Whether `list` may hold something: one load for the common case.
+    any: AtomicBool,
+    /// Slot and generation of each dropped ticket.
+    list: Mutex<Vec<(u32, u32)>>,
+}
+
+impl DroppedTickets {
+    /// A ticket of `slot` and `generation` dropped.
+    pub(crate) fn push(&self, slot: u32, generation: u32) {
+        self.list
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((slot, generation));
+        // ORDERING: Release; pairs with the Acquire swap in take(): the
+        // entry pushed is seen by whoever sees the flag.
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// What was dropped since the last call.
+    fn take(&self) -> Vec<(u32, u32)> {
+        // ORDERING: Acquire; pairs with the Release store in push().
+        if !self.any.swap(false, Ordering::Acquire) {
+            return Vec::new();
+        }
+        std::mem::take(&mut *self.list.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// The port of a client and the routing of its responses.
 pub(crate) struct Inbox {
     pub(crate) port: Duplex,
@@ -61,7 +95,9 @@ pub(crate) struct Inbox {
     pub(super) resp_env: Envelope,
     pub(super) slots: RefCell<Slots>,
     /// The service's name, for errors.
-    pub(super) name: String,
+    pub(crate) name: String,
+    /// Tickets of this client's requests dropped while in flight.
+    pub(crate) dropped: Arc<DroppedTickets>,
 }
 
 impl Inbox {
@@ -158,7 +194,6 @@ impl Inbox {
 
     /// Whether `slot` still holds the request of `generation` (its pending
     /// response or ticket did not end it).
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn current(&self, slot: u32, generation: u32) -> bool {
         let slots = self.slots.borrow();
         slots
@@ -170,6 +205,21 @@ impl Inbox {
     /// Streams ended on our side whose responses may still come.
     pub(super) fn stale_streams(&self) -> u32 {
         self.slots.borrow().stale
+    }
+
+    /// Releases the slots of tickets dropped while their requests were in
+    /// flight (their responses go back to the server unread, as a dropped
+    /// pending response's do). One load when there are none.
+    #[inline]
+    pub(crate) fn release_dropped(&self) {
+        // Relaxed: a hint; take() looks again with Acquire.
+        if self.dropped.any.load(Ordering::Relaxed) {
+            for (slot, generation) in self.dropped.take() {
+                if self.current(slot, generation) {
+                    self.release(slot);
+                }
+            }
+        }
     }
 
     /// Ends a slot's request when its pending response goes.

@@ -11,11 +11,12 @@
 //! generation (`envelope.rs`).
 //!
 //! Within the folder imports point down: `settings`, `envelope`, `errors`
-//! → `message`, `duplex` → `inbox` → `pending` → `client`; `message` →
+//! → `message`, `duplex` → `inbox` → `pending` → `client` → `client_builder`; `message` →
 //! `active` → `server`; both → `service`.
 
 pub(crate) mod active;
 pub(crate) mod client;
+pub(crate) mod client_builder;
 pub(crate) mod duplex;
 pub mod envelope;
 pub(crate) mod errors;

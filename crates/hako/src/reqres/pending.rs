@@ -6,7 +6,8 @@ use std::ops::Deref;
 use std::time::{Duration, Instant};
 
 use super::errors::ReqResReceiveError;
-use super::inbox::Inbox;
+use super::inbox::{DroppedTickets, Inbox};
+use std::sync::Arc;
 use super::settings::Types;
 use crate::port::payload::Payload;
 use crate::port::receiver::sample::RawSample;
@@ -131,6 +132,7 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
         let t = Ticket {
             slot: self.slot,
             generation: self.generation,
+            dropped: Some(self.client.dropped.clone()),
         };
         // The slot is the ticket's now: released when its stream is over
         // or the ticket is finished, not as this drops.
@@ -242,13 +244,43 @@ impl<'c, Req: Payload + ?Sized, Resp: Payload + ?Sized> PendingResponse<'c, Req,
 
 /// A request in flight whose responses an async client takes (see
 /// [`PendingResponse::into_ticket`]): its slot and the slot's generation.
-/// Not `Clone`: one owner takes its responses and finishes it.
-#[derive(Debug)]
-#[must_use = "a ticket holds its request's slot until its stream ends or it is finished"]
+/// Not `Clone`: one owner takes its responses and finishes it. Dropping it
+/// ends the request as dropping its pending response would (its slot is
+/// freed at the client's next send or receive, and its responses go back
+/// to the server unread); a ticket whose stream ended holds nothing.
+#[must_use = "a ticket's request is given up when the ticket is dropped"]
 #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 pub struct Ticket {
     pub(crate) slot: u32,
     pub(crate) generation: u32,
+    /// Where its drop is told (`None` once it was finished).
+    dropped: Option<Arc<DroppedTickets>>,
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticket")
+            .field("slot", &self.slot)
+            .field("generation", &self.generation)
+            .finish()
+    }
+}
+
+impl Ticket {
+    /// The ticket's request is over, ended by its client: its drop tells
+    /// nothing.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn disarm(&mut self) {
+        self.dropped = None;
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if let Some(d) = self.dropped.take() {
+            d.push(self.slot, self.generation);
+        }
+    }
 }
 
 /// A response received by a client: dereferences to the payload in shared

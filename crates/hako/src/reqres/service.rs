@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::client::ClientBuilder;
+use super::client_builder::ClientBuilder;
 use super::server::ServerBuilder;
 use super::settings::{validate_qos, ReqResQos, ReqResSettings, Types};
 use crate::core::layout::MAX_ALIGN;

@@ -15,7 +15,7 @@ pub enum ServiceError {
     #[error("service {0:?} does not exist; create it first or use open_or_create()")]
     DoesNotExist(String),
     /// The service carries another payload type.
-    #[error("service {service:?} has an incompatible payload: {field} is {actual} there, {requested} here; use the same payload type in every process")]
+    #[error("service {service:?} has an incompatible payload: {field} is {actual} there, {requested} here; {}", type_advice(field))]
     IncompatibleType {
         /// The service.
         service: String,
@@ -27,7 +27,7 @@ pub enum ServiceError {
         actual: String,
     },
     /// The service's quality of service does not meet what was requested.
-    #[error("service {service:?} has incompatible quality of service: {field} is {actual} there, {requested} requested; ask for what the service offers or create it under another name")]
+    #[error("service {service:?} has incompatible quality of service: {field} is {actual} there, {requested} requested; the program that created the service chose its settings: define the service once (one function in a library every program uses) so that all ask for the same, or ask for no more than it has")]
     IncompatibleQos {
         /// The service.
         service: String,
@@ -80,8 +80,17 @@ pub enum ServiceError {
         /// What is wrong with it, and how to fix it.
         reason: String,
     },
+    /// A history longer than a subscriber's queue: a late subscriber could
+    /// not be given all of it.
+    #[error("history_size {history} is more than subscriber_max_buffer_size {buffer}: a late subscriber's queue must hold the whole history; raise subscriber_max_buffer_size to at least {history}")]
+    HistoryExceedsBuffer {
+        /// The history asked for.
+        history: u32,
+        /// The queue of each subscriber.
+        buffer: u32,
+    },
     /// Every node slot of the service is taken.
-    #[error("service {service:?} is open in {max} nodes already (max_nodes); raise max_nodes when creating it")]
+    #[error("service {service:?} is open in as many nodes as it admits (max_nodes = {max}); raise max_nodes when creating it")]
     TooManyNodes {
         /// The service.
         service: String,
@@ -108,6 +117,17 @@ pub enum ServiceError {
         /// Why.
         source: io::Error,
     },
+}
+
+/// What to do about a payload that differs from the service's.
+fn type_advice(field: &str) -> &'static str {
+    if field == "type_name" {
+        "a type is known by its full path (crate::module::Type), so a struct copied into a second \
+         program is another type: define it once in a library both programs use, or give each \
+         copy the same name with #[hako(type_name = \"...\")]"
+    } else {
+        "use the same payload type in every process"
+    }
 }
 
 pub(crate) fn io_err<'a>(

@@ -108,6 +108,18 @@ impl ServiceInner {
         self.seg.generation()
     }
 
+    /// The count of changes of the port tables (see
+    /// [`wait_for_changes`](Self::wait_for_changes)).
+    pub(crate) fn changes(&self) -> u32 {
+        self.seg.changes()
+    }
+
+    /// Sleeps until the port tables change after `seen`, or `timeout`
+    /// passes (a futex in the dynamic segment; may return early).
+    pub(crate) fn wait_for_changes(&self, seen: u32, timeout: std::time::Duration) {
+        self.seg.wait_for_changes(seen, timeout);
+    }
+
     /// Whether the service's dynamic file was truncated under its mapping
     /// (which reads zeros now): the service is corrupted for good.
     pub(crate) fn lost(&self) -> bool {

@@ -15,7 +15,9 @@ use super::files::DYNAMIC_FILE;
 use crate::core::layout::{
     DynGeometry, DynHeader, NodeSlot, PortSlot, DYN_MAGIC, LAYOUT_VERSION, PAGE, PORT_SLOT_SIZE,
 };
+use crate::core::park::Kernel;
 use crate::os::dir::{refusal, Dir};
+use crate::os::futex::OsKernel;
 use crate::os::shm::{self, Mapping};
 
 /// Which port table. Publish/subscribe: publishers, subscribers. Events:
@@ -228,6 +230,26 @@ impl DynSegment {
     pub(crate) fn bump(&self) {
         // ORDERING: Release; pairs with the Acquire load in generation().
         self.header().generation.fetch_add(1, Ordering::Release);
+        let changes = &self.header().changes;
+        // ORDERING: Release; pairs with the Acquire load in changes(): a
+        // waiter that sees the new count sees the tables changed.
+        changes.fetch_add(1, Ordering::Release);
+        // Off every hot path (a port came or went): one system call wakes
+        // whoever sleeps in wait_for_changes.
+        OsKernel.futex_wake(changes);
+    }
+
+    /// The count of table changes, for [`wait_for_changes`](Self::wait_for_changes).
+    pub(crate) fn changes(&self) -> u32 {
+        // ORDERING: Acquire; pairs with the Release increment in bump().
+        self.header().changes.load(Ordering::Acquire)
+    }
+
+    /// Sleeps until the tables change after `seen` (a count from
+    /// [`changes`](Self::changes) taken before the caller looked at them),
+    /// or `timeout` passes; may return early.
+    pub(crate) fn wait_for_changes(&self, seen: u32, timeout: std::time::Duration) {
+        OsKernel.futex_wait(&self.header().changes, seen, Some(timeout));
     }
 
     pub(crate) fn table_len(&self, kind: PortKind) -> usize {

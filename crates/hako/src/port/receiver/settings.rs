@@ -21,7 +21,7 @@ pub enum ReceiveError {
     #[error("every publisher of service {0:?} is gone and nothing is queued")]
     PublishersGone(String),
     /// The subscriber already holds `subscriber_max_borrowed_samples` samples.
-    #[error("{0} samples are held already (subscriber_max_borrowed_samples); drop one before receiving more")]
+    #[error("the subscriber holds as many samples as it may ({0}, subscriber_max_borrowed_samples); drop one before receiving more")]
     ExceedsMaxBorrowed(usize),
     /// A publisher wrote something the protocol cannot produce (a bad
     /// descriptor or segment header). Its connection is closed;

@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::conn::{ConnState, FillClock, REUSE_MIN_CHUNK};
 use super::params::SenderParams;
@@ -239,6 +240,31 @@ impl SenderInner {
         let mut st = self.lock_unclaimed();
         st.update_connections(&self.params);
         st.connected_count()
+    }
+
+    /// Waits until a receiver is connected, at most `timeout`, sleeping on
+    /// the service's count of table changes: `Err(Some(timeout))` when
+    /// none came, `Err(None)` on SIGINT or SIGTERM (for a node that
+    /// handles them; looked at least every 100 ms).
+    pub(crate) fn wait_for_receivers(&self, timeout: Duration) -> Result<(), Option<Duration>> {
+        let svc = &self.params.service;
+        // No end for a timeout too long to add (Duration::MAX: forever).
+        let end = Instant::now().checked_add(timeout);
+        let slice = Duration::from_millis(100);
+        loop {
+            let seen = svc.changes();
+            if self.receiver_count() > 0 {
+                return Ok(());
+            }
+            if svc.node.signals && crate::os::signal::requested() {
+                return Err(None);
+            }
+            let left = end.map_or(slice, |e| e.saturating_duration_since(Instant::now()));
+            if left.is_zero() {
+                return Err(Some(timeout));
+            }
+            svc.wait_for_changes(seen, left.min(slice));
+        }
     }
 
     /// Whether this port's segment or its service's file was truncated

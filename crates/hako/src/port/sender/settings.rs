@@ -29,10 +29,10 @@ pub enum BackpressureStrategy {
 #[non_exhaustive]
 pub enum LoanError {
     /// The publisher already has `max_loaned_samples` samples loaned out.
-    #[error("{0} samples are loaned already (max_loaned_samples); send or drop one first")]
+    #[error("the publisher has loaned as many samples as it may ({0}, max_loaned_samples); send or drop one first")]
     ExceedsMaxLoans(usize),
     /// Every chunk of the pool is in use by subscribers, history and loans.
-    #[error("the publisher's pool is exhausted: all {0} chunks are in use; subscribers must release samples")]
+    #[error("the publisher's pool is exhausted: every one of its {0} chunks is in use; subscribers must release samples")]
     OutOfMemory(u32),
     /// The requested slice length exceeds the publisher's maximum.
     #[error("slice of {requested} elements requested; this publisher allows at most {max} (max_slice_len)")]
