@@ -3,8 +3,10 @@ tasks (here a heartbeat), with no thread and no busy loop.
 
     python asyncio_subscriber.py [SAMPLES]
 
-It also starts a publisher thread of its own, so it runs alone; point
-`camera.py publish` style publishers at "Examples/Ticks" the same way.
+It starts a publisher thread of its own, so it runs alone; any other
+process that publishes 8-byte slices on the service "Examples/Ticks"
+(another Python program, or `hako pub --hex Examples/Ticks ...`) is
+awaited the same way.
 """
 
 import asyncio

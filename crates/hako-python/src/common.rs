@@ -247,6 +247,12 @@ impl Exports {
         Ok(())
     }
 
+    /// A view made without the buffer protocol (a numpy array of
+    /// `view.rs`) counted; its base releases it.
+    pub fn count(&self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+
     /// A view went (`__releasebuffer__`).
     pub fn release(&self) {
         self.0.fetch_sub(1, Relaxed);

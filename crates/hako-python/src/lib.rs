@@ -18,6 +18,7 @@ mod node;
 mod pubsub;
 mod reqres;
 mod sample;
+mod view;
 mod waitset;
 
 use pyo3::prelude::*;
@@ -25,6 +26,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _hako(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<node::Node>()?;
     m.add_class::<pubsub::PubSubService>()?;
     m.add_class::<pubsub::Publisher>()?;

@@ -24,9 +24,22 @@ pub struct Payload {
     pub elem_size: usize,
     /// Samples are slices of elements.
     pub slice: bool,
+    /// The numpy dtype of an element, made at the first `numpy()`.
+    pub dtype: Arc<pyo3::sync::PyOnceLock<Py<numpy::PyArrayDescr>>>,
 }
 
 impl Payload {
+    /// The numpy dtype of one element (uint8 for bytes), made once.
+    pub fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArrayDescr>> {
+        let d = self.dtype.get_or_try_init(py, || {
+            let d = py
+                .import("hako._types")?
+                .call_method1("dtype", (self.class.bind(py),))?;
+            Ok::<_, PyErr>(crate::view::dtype_of(&d)?.unbind())
+        })?;
+        Ok(d.bind(py).clone())
+    }
+
     /// Elements in `nbytes` bytes, or an error.
     pub fn elements_of(&self, nbytes: usize) -> PyResult<usize> {
         let size = self.elem_size;
@@ -107,6 +120,7 @@ impl Payload {
                 class: Arc::new(class.unbind()),
                 elem_size,
                 slice,
+                dtype: Arc::new(pyo3::sync::PyOnceLock::new()),
             },
             hako::TypeDetails {
                 type_name,
@@ -129,7 +143,19 @@ impl Payload {
 ///     config: a TOML config file to read instead of the environment's.
 #[pyclass(module = "hako", frozen)]
 pub struct Node {
-    pub(crate) node: Arc<hako::Node>,
+    /// `None` once closed.
+    node: std::sync::RwLock<Option<Arc<hako::Node>>>,
+}
+
+impl Node {
+    /// The node, or the error of a use after ``close()``.
+    fn get(&self) -> PyResult<Arc<hako::Node>> {
+        self.node
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("the node is closed"))
+    }
 }
 
 #[pymethods]
@@ -152,26 +178,47 @@ impl Node {
             b = b.name(n).py()?;
         }
         Ok(Node {
-            node: Arc::new(b.create().py()?),
+            node: std::sync::RwLock::new(Some(Arc::new(b.create().py()?))),
         })
+    }
+
+    /// Lets go of the node: its file goes once the services and ports made
+    /// through it are closed too (they hold it). Using it afterwards
+    /// raises ``ValueError``; closing twice is harmless. ``with
+    /// hako.Node(...) as node:`` closes it at the block's end.
+    fn close(&self) {
+        self.node.write().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        _t: Option<Bound<'_, PyAny>>,
+        _v: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) {
+        self.close();
     }
 
     /// The node's unique id.
     #[getter]
-    fn id(&self) -> u64 {
-        self.node.id()
+    fn id(&self) -> PyResult<u64> {
+        Ok(self.get()?.id())
     }
 
     /// The node's name, if it has one.
     #[getter]
-    fn name(&self) -> Option<String> {
-        self.node.name().map(|n| n.to_string())
+    fn name(&self) -> PyResult<Option<String>> {
+        Ok(self.get()?.name().map(|n| n.to_string()))
     }
 
     /// The domain root the node lives in.
     #[getter]
-    fn root(&self) -> String {
-        self.node.config().root.display().to_string()
+    fn root(&self) -> PyResult<String> {
+        Ok(self.get()?.config().root.display().to_string())
     }
 
     /// Sleeps one cycle of ``cycle`` seconds, for a plain cyclic loop:
@@ -185,7 +232,7 @@ impl Node {
                 u.saturating_duration_since(std::time::Instant::now())
             });
             let step = left.min(crate::common::SLICE);
-            let node = &self.node;
+            let node = self.get()?;
             let r = py.detach(|| node.wait(step));
             py.check_signals()?;
             match r {
@@ -206,7 +253,7 @@ impl Node {
     /// does; hako also does it by itself when it meets a dead peer.
     /// Returns ``{"dead_nodes": n, "ports": n, "services": [names]}``.
     fn reclaim_dead_nodes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let config = self.node.config().clone();
+        let config = self.get()?.config().clone();
         let r = py
             .detach(|| hako::reclaim_dead_nodes(&config, false))
             .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
@@ -250,7 +297,7 @@ impl Node {
     ) -> PyResult<PubSubService> {
         let (payload, details) = Payload::describe(py, payload, slice)?;
         let mut b = self
-            .node
+            .get()?
             .service_builder(&service.try_into().py()?)
             .publish_subscribe::<[u8]>()
             .payload_type(details);
@@ -297,7 +344,10 @@ impl Node {
         max_nodes: Option<u32>,
         event_id_max: Option<u64>,
     ) -> PyResult<EventService> {
-        let mut b = self.node.service_builder(&service.try_into().py()?).event();
+        let mut b = self
+            .get()?
+            .service_builder(&service.try_into().py()?)
+            .event();
         if let Some(v) = max_notifiers {
             b = b.max_notifiers(v);
         }
@@ -344,7 +394,7 @@ impl Node {
         let (req, req_details) = Payload::describe(py, request, request_slice)?;
         let (resp, resp_details) = Payload::describe(py, response, response_slice)?;
         let mut b = self
-            .node
+            .get()?
             .service_builder(&service.try_into().py()?)
             .request_response::<[u8], [u8]>()
             .payload_types(req_details, resp_details);
@@ -373,13 +423,15 @@ impl Node {
     }
 
     fn __repr__(&self) -> String {
+        let Ok(node) = self.get() else {
+            return "hako.Node(closed)".to_owned();
+        };
         format!(
             "hako.Node(id={:016x}, name={}, root={:?})",
-            self.node.id(),
-            self.node
-                .name()
+            node.id(),
+            node.name()
                 .map_or_else(|| "None".to_owned(), |n| format!("{:?}", n.to_string())),
-            self.node.config().root
+            node.config().root
         )
     }
 }

@@ -21,6 +21,7 @@ use crate::common::{with_bytes, Exports, Owned, Slot};
 use crate::errors::PyResultExt;
 use crate::node::Payload;
 use crate::reqres::{Client, PendingResponse};
+use crate::view::{array_over, Memory};
 
 /// What a [`Loan`] holds.
 pub enum LoanKind {
@@ -134,8 +135,20 @@ impl Loan {
         shape: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let me = slf.get();
-        let spec = me.array.as_ref();
-        array(slf.as_any(), &me.payload, dtype, shape, spec)
+        let (dtype, shape) = array_form(slf.py(), &me.payload, dtype, shape, me.array.as_ref())?;
+        let mut g = me.state.lock(slf.py());
+        let k = g
+            .as_mut()
+            .ok_or_else(|| PyBufferError::new_err("the loan was sent or released already"))?;
+        let mem = Memory {
+            ptr: k.ptr(),
+            len: me.nbytes(),
+            writable: true,
+        };
+        // SAFETY: as in __getbuffer__: the chunk stays ours until `send`
+        // or `release`, both refused while the view counted here lasts,
+        // and we hold the lock they take.
+        unsafe { array_over(slf.as_any(), &me.exports, mem, &dtype, shape.as_deref()) }
     }
 
     /// The payload as its ctypes type, zero-copy (``Frame.from_buffer``):
@@ -348,7 +361,21 @@ impl Sample {
         dtype: Option<Bound<'py, PyAny>>,
         shape: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        array(slf.as_any(), &slf.get().payload, dtype, shape, None)
+        let me = slf.get();
+        let (dtype, shape) = array_form(slf.py(), &me.payload, dtype, shape, None)?;
+        let g = me.state.lock(slf.py());
+        let r = g
+            .as_ref()
+            .ok_or_else(|| PyBufferError::new_err("the sample was released"))?;
+        let mem = Memory {
+            ptr: r.ptr().cast_mut(),
+            len: me.elements * me.payload.elem_size,
+            writable: false,
+        };
+        // SAFETY: as in __getbuffer__: the chunk stays mapped and unchanged
+        // until the sample is dropped, which `release` refuses while the
+        // view counted here lasts. Read-only.
+        unsafe { array_over(slf.as_any(), &me.exports, mem, &dtype, shape.as_deref()) }
     }
 
     /// A copy of the payload as its ctypes type (``Frame.from_buffer_copy``);
@@ -414,29 +441,26 @@ impl Sample {
     }
 }
 
-/// `obj` (a loan, sample or request) as a numpy array.
-pub fn array<'py>(
-    obj: &Bound<'py, PyAny>,
+/// The dtype and shape of a `numpy()` call: those given, else the
+/// array's of `loan_array` (`spec`), else the payload type's and flat.
+pub fn array_form<'py>(
+    py: Python<'py>,
     payload: &Payload,
     dtype: Option<Bound<'py, PyAny>>,
     shape: Option<Bound<'py, PyAny>>,
     spec: Option<&ArraySpec>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let py = obj.py();
-    let np = py.import("numpy")?;
+) -> PyResult<(Bound<'py, numpy::PyArrayDescr>, Option<Vec<isize>>)> {
     let dtype = match (dtype, spec) {
-        (Some(d), _) => d,
-        (None, Some(s)) => s.dtype.bind(py).clone(),
-        (None, None) => py
-            .import("hako._types")?
-            .call_method1("dtype", (payload.class.bind(py),))?,
+        (Some(d), _) => crate::view::dtype_of(&d)?,
+        (None, Some(s)) => crate::view::dtype_of(s.dtype.bind(py))?,
+        (None, None) => payload.dtype(py)?,
     };
-    let a = np.call_method1("frombuffer", (obj, dtype))?;
-    match (shape, spec) {
-        (Some(s), _) => a.call_method1("reshape", (s,)),
-        (None, Some(s)) => a.call_method1("reshape", (s.shape.bind(py),)),
-        (None, None) => Ok(a),
-    }
+    let shape = match (shape, spec) {
+        (Some(s), _) => Some(crate::view::shape_of(&s)?),
+        (None, Some(s)) => Some(crate::view::shape_of(s.shape.bind(py))?),
+        (None, None) => None,
+    };
+    Ok((dtype, shape))
 }
 
 /// `obj` as its payload's ctypes type, by `how` (`from_buffer`, zero-copy,

@@ -177,7 +177,7 @@ def test_a_view_keeps_the_sample_alive(node):
     # The array still reads the chunk; the subscriber still holds it.
     assert bytes(view) == b"12345678"
     pub.send_copy(b"abcdefgh")
-    with pytest.raises(hako.ReceiveError, match="held already"):
+    with pytest.raises(hako.ReceiveError, match="holds as many samples"):
         sub.receive()
     del view
     gc.collect()
@@ -260,3 +260,35 @@ def test_a_lossy_subscriber_never_holds_a_publisher_back(node):
         assert pub.send_copy(bytes([i])) == 1  # never waits for it
     assert [bytes(forwarder.receive()) for _ in range(2)] == [b"\x08", b"\x09"]
     assert forwarder.receive() is None
+
+
+def test_version_and_closing_a_node(root):
+    assert isinstance(hako.__version__, str) and hako.__version__.count(".") == 2
+    with hako.Node("closing", root=root) as node:
+        svc = node.publish_subscribe("T/Closing")
+        pub = svc.publisher(max_slice_len=8)
+        assert "closed" not in repr(node)
+    # Closed at the block's end: using it raises, closing again is harmless;
+    # what was made through it works on.
+    with pytest.raises(ValueError, match="closed"):
+        node.publish_subscribe("T/Other")
+    assert "closed" in repr(node)
+    node.close()
+    pub.send_copy(b"12345678")
+    pub.close()
+
+
+def test_errors_name_the_python_keywords(node):
+    made = node.publish_subscribe("T/Kw", buffer_size=2)
+    with pytest.raises(hako.ServiceError) as e:
+        node.publish_subscribe("T/Kw", buffer_size=16)
+    assert "buffer_size" in str(e.value) and "subscriber_max_buffer_size" not in str(e.value)
+    pub = node.publish_subscribe("T/Kw").publisher(max_slice_len=4, max_loans=1)
+    held = pub.loan(1)
+    with pytest.raises(hako.LoanError) as e:
+        pub.loan(1)
+    assert "max_loans" in str(e.value) and "max_loaned_samples" not in str(e.value)
+    held.release()
+    with pytest.raises(hako.ServiceError, match="buffer_size to at least 3"):
+        node.publish_subscribe("T/History", history_size=3)
+    del made

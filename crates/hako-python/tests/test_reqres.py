@@ -126,3 +126,26 @@ def test_client_and_server_in_two_threads(node):
         text = f"message {i}".encode()
         assert [bytes(x) for x in client.send_copy(text)] == [text[::-1]]
     t.join()
+
+
+def test_a_client_waits_for_a_server_that_comes_later(node):
+    svc = node.request_response("R/Later", bytes, bytes)
+    client = svc.client(max_slice_len=8)
+    assert client.wait_for_server(timeout=0.05) is False
+    made = []
+
+    def serve():
+        import time
+        time.sleep(0.2)
+        server = svc.server(max_slice_len=8)
+        made.append(server)
+        request = server.receive(timeout=5)
+        request.respond(bytes(request))
+        request.finish()
+
+    t = threading.Thread(target=serve)
+    t.start()
+    assert client.wait_for_server(timeout=10) is True
+    pending = client.send_copy(b"hi")
+    assert [bytes(r) for r in pending] == [b"hi"]
+    t.join()

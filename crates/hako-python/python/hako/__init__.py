@@ -58,6 +58,7 @@ from ._hako import (
     TerminationRequest,
     WaitSet,
     WaitSetError,
+    __version__,
 )
 from ._types import describe as describe_type
 
@@ -68,7 +69,7 @@ __all__ = [
     "PortCreateError", "PubSubService", "Publisher", "ReceiveError",
     "ReqResService", "RequestSendError", "ResponseSendError", "Sample",
     "SendError", "Server", "ServiceError", "Subscriber", "TerminationRequest",
-    "WaitSet", "WaitSetError", "describe_type",
+    "WaitSet", "WaitSetError", "describe_type", "__version__",
 ]
 
 del _hako

@@ -101,6 +101,29 @@ port_methods! { wakeup impl Client {
         self.port.with(py, |c| Ok(c.server_count()))
     }
 
+    /// Waits, asleep, until a server is there to take a request, so that a
+    /// client may start before its server: True once one is, False if none
+    /// came within ``timeout`` seconds (None: no limit). Ctrl-C raises
+    /// ``KeyboardInterrupt``.
+    #[pyo3(signature = (timeout=None))]
+    fn wait_for_server(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let until = deadline(timeout)?;
+        self.port.with(py, |c| {
+            let got = wait_sliced(
+                py,
+                c,
+                until,
+                |c, slice: Duration| match c.wait_for_server(slice) {
+                    Ok(()) => Ok(Some(())),
+                    Err(hako::ServerWaitError::NoServer { .. }) => Ok(None),
+                    Err(e) => Err(PyRuntimeError::new_err(e.to_string())),
+                },
+                |_| Ok(()),
+            )?;
+            Ok(got.is_some())
+        })
+    }
+
     /// Requests sent whose response streams have not ended.
     #[getter]
     fn requests_in_flight(&self, py: Python<'_>) -> PyResult<usize> {

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use crate::common::{deadline, port_methods, wait_sliced, with_bytes, Exports, Slot};
 use crate::errors::PyResultExt;
 use crate::node::Payload;
-use crate::sample::{array, Loan, LoanKind};
+use crate::sample::{Loan, LoanKind};
 
 type RustServer = hako::Server<[u8], [u8]>;
 type RustActive = hako::ActiveRequest<'static, [u8], [u8]>;
@@ -179,7 +179,21 @@ impl ActiveRequest {
         dtype: Option<Bound<'py, PyAny>>,
         shape: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        array(slf.as_any(), &slf.get().req, dtype, shape, None)
+        let me = slf.get();
+        let (dtype, shape) = crate::sample::array_form(slf.py(), &me.req, dtype, shape, None)?;
+        let g = me.active.lock(slf.py());
+        let a = g
+            .as_ref()
+            .ok_or_else(|| PyBufferError::new_err("the request was finished"))?;
+        let mem = crate::view::Memory {
+            ptr: a.as_ptr().cast_mut(),
+            len: me.elements * me.req.elem_size,
+            writable: false,
+        };
+        // SAFETY: as in __getbuffer__: the request's chunk stays mapped and
+        // unchanged until the request is dropped, which `finish` refuses
+        // while the view counted here lasts. Read-only.
+        unsafe { crate::view::array_over(slf.as_any(), &me.exports, mem, &dtype, shape.as_deref()) }
     }
 
     /// A copy of the request as its ctypes type (``bytes`` for bytes).
