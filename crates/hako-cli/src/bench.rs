@@ -30,6 +30,9 @@ const SUITE: Companion = Companion {
     env: BENCH_ENV,
     build: "`cargo build --release -p hako-bench --features peers,bridge` (or ./scripts/bench)",
     what: "the benchmark suite",
+    usage: "Measure hako against the kernel's IPC and peer libraries\n\n\
+            Usage: hako bench [--patterns ...] [--sizes ...] [--transports ...] [--quick] [--json FILE]\n\n\
+            See docs/benchmark.md.",
 };
 
 /// The parsed form of [`forward`] (reached only through `hako --json bench`

@@ -20,6 +20,9 @@ const BRIDGE: Companion = Companion {
     env: BRIDGE_ENV,
     build: "`cargo build --release -p hako-zenoh`",
     what: "the bridge",
+    usage: "Carry the domain's services to and from other hosts over Zenoh\n\n\
+            Usage: hako bridge [--connect ENDPOINT]... [--listen ENDPOINT]... [--service PATTERN]... [OPTIONS]\n\n\
+            See docs/bridge.md for the whole guide.",
 };
 
 /// `hako bridge`: everything after `bridge` goes to `hako-bridge`.

@@ -19,6 +19,8 @@ pub struct Companion {
     pub build: &'static str,
     /// What it does, for that error (`the benchmark suite`).
     pub what: &'static str,
+    /// Its usage, shown by `--help` when the program is not there.
+    pub usage: &'static str,
 }
 
 impl Companion {
@@ -41,14 +43,26 @@ impl Companion {
     pub fn exec(&self, args: &[OsString]) -> Result<(), CliError> {
         let program = self.program();
         let e = std::process::Command::new(&program).args(args).exec();
+        let get = format!(
+            "it is the program {}: `./scripts/install` (in hako's checkout) builds and \
+             installs it with `hako` and the others, or build it alone with {}; put it beside \
+             hako, on PATH, or name it in {}",
+            self.name, self.build, self.env
+        );
+        if args.iter().any(|a| a == "--help" || a == "-h") {
+            // The help says what the command is and how to get it.
+            println!(
+                "{}\n\n{} is not here ({}: {e}); {get}",
+                self.usage,
+                self.name,
+                program.display()
+            );
+            return Ok(());
+        }
         Err(CliError::failure(format!(
-            "cannot run {} {} ({e}): it is the program {}, built with {}; put it \
-             beside hako, on PATH, or name it in {}",
+            "cannot run {} {} ({e}): {get}",
             self.what,
-            program.display(),
-            self.name,
-            self.build,
-            self.env
+            program.display()
         )))
     }
 }

@@ -81,9 +81,28 @@ pub struct MonitorArgs {
     trust: ReadTrust,
 }
 
-/// The domain root of `cfg`, held open for reading (`None`: there is
-/// none); a root the user cannot trust is refused unless `--untrusted`.
-fn open_view(cfg: &hako::Config, trust: &ReadTrust) -> Result<Option<DomainView>, CliError> {
+/// The error of a domain root that does not exist: nothing of hako's ran
+/// there, or the path is mistyped.
+fn no_root(cfg: &hako::Config) -> CliError {
+    CliError {
+        code: exit::NOT_FOUND,
+        message: format!(
+            "no hako domain at {}: no hako program has used it yet (or the path is \
+             mistyped; the root comes from --root, HAKO_ROOT or HAKO_CONFIG's `root`)",
+            cfg.root.display()
+        ),
+    }
+}
+
+/// The domain root of `cfg`, held open for reading; one that does not
+/// exist is an error ([`no_root`]), and one the user cannot trust is
+/// refused unless `--untrusted`.
+fn open_view(cfg: &hako::Config, trust: &ReadTrust) -> Result<DomainView, CliError> {
+    opened_view(cfg, trust)?.ok_or_else(|| no_root(cfg))
+}
+
+/// [`open_view`], `None` if there is no root.
+fn opened_view(cfg: &hako::Config, trust: &ReadTrust) -> Result<Option<DomainView>, CliError> {
     let opened = if trust.untrusted {
         DomainView::open_untrusted(cfg)
     } else {
@@ -169,7 +188,8 @@ struct Rates {
     dead: usize,
     sent: f64,
     delivered: f64,
-    dropped: u64,
+    /// Deliveries lost to overflow per second.
+    dropped: f64,
     corrupted: usize,
 }
 
@@ -177,11 +197,8 @@ struct Rates {
 pub fn list(a: ListArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
     let view = open_view(&cfg, &a.trust)?;
-    let all = match &view {
-        Some(v) => v.services().map_err(|e| CliError::io(&cfg.root, e))?,
-        None => Vec::new(),
-    };
-    let bridges = view.as_ref().map(bridge_nodes).unwrap_or_default();
+    let all = view.services().map_err(|e| CliError::io(&cfg.root, e))?;
+    let bridges = bridge_nodes(&view);
     if a.domain.json() {
         let rows: Vec<_> = all
             .iter()
@@ -241,10 +258,9 @@ pub fn list(a: ListArgs) -> Result<(), CliError> {
 /// Runs `hako nodes`.
 pub fn nodes(a: NodesArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
-    let nodes = match open_view(&cfg, &a.trust)? {
-        Some(v) => v.nodes().map_err(|e| CliError::io(&cfg.root, e))?,
-        None => Vec::new(),
-    };
+    let nodes = open_view(&cfg, &a.trust)?
+        .nodes()
+        .map_err(|e| CliError::io(&cfg.root, e))?;
     if a.domain.json() {
         println!("{}", serde_json::to_string_pretty(&nodes).expect("JSON"));
         return Ok(());
@@ -333,11 +349,7 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
     let name = ServiceName::new(&a.service).map_err(|e| CliError::usage(e.to_string()))?;
     let view = open_view(&cfg, &a.trust)?;
-    let found = match &view {
-        Some(v) => v.service(&name),
-        None => Err(hako::ServiceError::DoesNotExist(name.to_string())),
-    };
-    let info = match found {
+    let info = match view.service(&name) {
         Ok(i) => i,
         Err(hako::ServiceError::DoesNotExist(_)) => {
             return Err(CliError {
@@ -424,6 +436,9 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
 /// Runs `hako clean`.
 pub fn clean(a: CleanArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
+    if matches!(DomainView::open_untrusted(&cfg), Ok(None)) {
+        return Err(no_root(&cfg));
+    }
     let r = hako::reclaim_dead_nodes(&cfg, a.dry_run).map_err(|e| CliError::io(&cfg.root, e))?;
     if a.domain.json() {
         let v = json!({
@@ -452,10 +467,10 @@ pub fn clean(a: CleanArgs) -> Result<(), CliError> {
         );
     }
     println!(
-        "{verb}: {} ports of dead nodes, {} services nobody uses, {} files",
-        r.ports,
-        r.services.len(),
-        r.files.len()
+        "{verb}: {} of dead nodes, {} nobody uses, {}",
+        crate::count(r.ports, "port", "ports"),
+        crate::count(r.services.len(), "service", "services"),
+        crate::count(r.files.len(), "file", "files")
     );
     for f in &r.files {
         println!("  {}", f.display());
@@ -468,7 +483,8 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
     let interval = Duration::from_millis(a.interval);
     let term = crate::termination_flag();
-    let mut last: BTreeMap<(String, u64), (u64, u64)> = BTreeMap::new();
+    // Per port: sent (or requests, responses), deliveries, dropped.
+    let mut last: BTreeMap<(String, u64), (u64, u64, u64)> = BTreeMap::new();
     let mut last_at = Instant::now();
     let mut reports = 0u64;
     let mut primed = false;
@@ -476,14 +492,13 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
         let now = Instant::now();
         let secs = now.duration_since(last_at).as_secs_f64().max(1e-9);
         last_at = now;
-        let all = match open_view(&cfg, &a.trust)? {
-            Some(v) => v.services().map_err(|e| CliError::io(&cfg.root, e))?,
-            None => Vec::new(),
-        };
+        let all = open_view(&cfg, &a.trust)?
+            .services()
+            .map_err(|e| CliError::io(&cfg.root, e))?;
         let mut rows = Vec::new();
         let mut seen = BTreeMap::new();
         for s in all.iter().flatten() {
-            let (mut sent_rate, mut deliv_rate, mut dropped) = (0.0, 0.0, 0u64);
+            let (mut sent_rate, mut deliv_rate, mut dropped) = (0.0, 0.0, 0.0);
             for p in &s.publishers {
                 if let PortCounters::Publisher {
                     sent,
@@ -493,12 +508,12 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                 } = p.counters
                 {
                     let key = (s.name.clone(), p.id);
-                    if let Some((ls, ld)) = last.get(&key) {
+                    if let Some((ls, ld, ldr)) = last.get(&key) {
                         sent_rate += sent.saturating_sub(*ls) as f64 / secs;
                         deliv_rate += deliveries.saturating_sub(*ld) as f64 / secs;
+                        dropped += d.saturating_sub(*ldr) as f64 / secs;
                     }
-                    dropped += d;
-                    seen.insert(key, (sent, deliveries));
+                    seen.insert(key, (sent, deliveries, d));
                 }
             }
             // Request/response: requests per second as sent, responses per
@@ -510,7 +525,7 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                     _ => continue,
                 };
                 let key = (s.name.clone(), p.id);
-                if let Some((ls, _)) = last.get(&key) {
+                if let Some((ls, _, _)) = last.get(&key) {
                     let rate = count.saturating_sub(*ls) as f64 / secs;
                     if requests {
                         sent_rate += rate;
@@ -518,7 +533,7 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                         deliv_rate += rate;
                     }
                 }
-                seen.insert(key, (count, 0));
+                seen.insert(key, (count, 0, 0));
             }
             let corrupted = s
                 .publishers
@@ -549,7 +564,7 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                         json!({"service": r.service, "publishers": r.publishers,
                                "subscribers": r.subscribers, "dead_ports": r.dead,
                                "sent_per_s": r.sent, "delivered_per_s": r.delivered,
-                               "dropped": r.dropped, "corrupted_ports": r.corrupted})
+                               "dropped_per_s": r.dropped, "corrupted_ports": r.corrupted})
                     })
                     .collect();
                 println!("{}", serde_json::to_string(&v).expect("JSON"));
@@ -564,7 +579,7 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                             r.dead.to_string(),
                             format!("{:.1}", r.sent),
                             format!("{:.1}", r.delivered),
-                            r.dropped.to_string(),
+                            format!("{:.1}", r.dropped),
                         ]
                     })
                     .collect();
@@ -576,7 +591,7 @@ pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
                         "DEAD",
                         "SENT/S",
                         "DELIVERED/S",
-                        "DROPPED",
+                        "DROPPED/S",
                     ],
                     &cells,
                 );

@@ -14,10 +14,9 @@
 //!   one runs ([`bridge`]), so that the other commands do not link Zenoh.
 //! * `hako list`, `hako nodes`, `hako inspect SERVICE`, `hako clean`,
 //!   `hako monitor` — what a domain holds, seen from outside ([`domain`]).
-//! * `hako pub`, `hako sub`, `hako notify`, `hako listen` — talking to a
-//!   service from a terminal ([`talk`]).
-//! * `hako call`, `hako serve --echo` — request/response from a terminal
-//!   ([`reqres`]).
+//! * `hako pub`, `hako sub`, `hako notify`, `hako listen`, `hako call`,
+//!   `hako serve --echo` — talking to a service from a terminal
+//!   ([`talk`]).
 //!
 //! The domain is the one of `HAKO_CONFIG` / `HAKO_ROOT` (as for every hako
 //! program), or `--root`. `--json` (a global flag, before or after the
@@ -38,7 +37,6 @@ pub mod bridge;
 pub mod companion;
 pub mod config;
 pub mod domain;
-pub mod reqres;
 pub mod table;
 pub mod talk;
 
@@ -124,6 +122,11 @@ impl CliError {
     }
 }
 
+/// `n` and the noun in its number: "1 port", "2 ports".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Raised by SIGINT or SIGTERM, for subcommands that run until stopped.
 pub fn termination_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -185,9 +188,9 @@ enum Command {
     Config(config::ConfigArgs),
     /// Send requests (bytes / UTF-8) to a `[u8] → [u8]` request/response
     /// service and print every response.
-    Call(reqres::CallArgs),
+    Call(talk::reqres::CallArgs),
     /// Answer the requests of a `[u8] → [u8]` service (`--echo`).
-    Serve(reqres::ServeArgs),
+    Serve(talk::reqres::ServeArgs),
 }
 
 /// Runs the subcommand asked for.
@@ -238,8 +241,8 @@ fn main() -> ExitCode {
         Command::Notify(a) => talk::notify(a),
         Command::Listen(a) => talk::listen(a),
         Command::Config(a) => config::run(a),
-        Command::Call(a) => reqres::call(a),
-        Command::Serve(a) => reqres::serve(a),
+        Command::Call(a) => talk::reqres::call(a),
+        Command::Serve(a) => talk::reqres::serve(a),
     };
     report(result, cli.json)
 }

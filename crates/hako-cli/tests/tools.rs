@@ -88,10 +88,23 @@ impl Domain {
     /// `--create` made it).
     fn service(&self, name: &str) {
         self.until(&format!("service {name}"), || {
-            self.json(&["list", "--json"])
-                .as_array()
-                .is_some_and(|a| a.iter().any(|s| s["name"] == name))
+            // The root may not exist yet (the command that makes it has
+            // just started): `list` fails then.
+            let o = self.run(&["list", "--json"]);
+            o.status.success()
+                && serde_json::from_slice::<Value>(&o.stdout)
+                    .ok()
+                    .and_then(|v| v.as_array().cloned())
+                    .is_some_and(|a| a.iter().any(|s| s["name"] == name))
         });
+    }
+
+    /// Makes the root, empty and this user's alone, as the first program
+    /// of a domain makes it.
+    fn make_root(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(&self.0).unwrap();
+        std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
 
     /// Polls `f` until it holds (under the watchdog).
@@ -149,6 +162,23 @@ fn every_subcommand_has_help() {
 #[test]
 fn an_empty_domain() {
     let d = Domain::new("empty");
+    // No root at all: nothing ran there, or the path is mistyped.
+    for args in [
+        &["list"][..],
+        &["nodes"],
+        &["inspect", "a/b"],
+        &["clean"],
+        &["monitor", "--count", "1"],
+    ] {
+        let o = d.run(args);
+        assert_eq!(o.status.code(), Some(3), "{args:?}");
+        assert!(
+            text(&o.stderr).contains("no hako domain at"),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+    d.make_root();
     assert!(text(&d.run(&["list"]).stdout).contains("no services"));
     assert_eq!(d.json(&["list", "--json"]), Value::Array(vec![]));
     assert_eq!(d.json(&["nodes", "--json"]), Value::Array(vec![]));
@@ -246,7 +276,7 @@ fn notify_and_listen() {
     });
     let o = d.run(&["notify", "demo/bell", "--id", "7"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stdout).contains("event 7 to 1 listeners"));
+    assert!(text(&o.stdout).contains("event 7 to 1 listener\n"));
     let o = wait(listen);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("event 7"), "{}", text(&o.stdout));
@@ -271,13 +301,21 @@ fn call_and_serve() {
     assert_eq!(server["requests_received"], 2, "{i}");
     // Two echoes, each the last of its stream: no separate ends.
     assert_eq!(server["responses_sent"], 2, "{i}");
+    // The client left: an idle server takes its responses back (none is
+    // counted in use for a client that is not there).
+    d.until("the departed client's responses are taken back", || {
+        d.json(&["inspect", "demo/echo", "--json"])["subscribers"][0]["counters"]
+            ["responses_in_use"]
+            == 0
+    });
     let o = d.run(&["inspect", "demo/echo"]);
     assert!(
         text(&o.stdout).contains("requests received 2"),
         "{}",
         text(&o.stdout)
     );
-    let o = d.run(&["call", "demo/echo", "--hex", "--json", "AB"]);
+    // --hex: the request in hex, the response printed in hex.
+    let o = d.run(&["call", "demo/echo", "--hex", "--json", "41 42"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["response"], "4142");

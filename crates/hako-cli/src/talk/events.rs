@@ -73,7 +73,11 @@ pub fn notify(a: NotifyArgs) -> Result<(), CliError> {
         if a.domain.json() {
             println!("{}", serde_json::json!({ "id": a.id, "listeners": n }));
         } else {
-            println!("event {} to {n} listeners", a.id);
+            println!(
+                "event {} to {}",
+                a.id,
+                crate::count(n, "listener", "listeners")
+            );
         }
     }
     Ok(())

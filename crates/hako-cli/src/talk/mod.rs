@@ -1,5 +1,6 @@
-//! `hako pub`, `hako sub`, `hako notify` and `hako listen`: talking to a
-//! service from a terminal, for debugging and scripts.
+//! `hako pub`, `hako sub`, `hako notify`, `hako listen`, `hako call` and
+//! `hako serve`: talking to a service from a terminal, for debugging and
+//! scripts (request/response in `reqres.rs`).
 //!
 //! `pub` and `sub` work on publish/subscribe services of any payload type.
 //! They read the type the service records (name, size, alignment, whether
@@ -26,6 +27,7 @@
 mod events;
 mod payload;
 mod publish;
+pub mod reqres;
 mod subscribe;
 
 use std::time::Duration;
@@ -60,6 +62,17 @@ pub(crate) fn open_error(name: &ServiceName, e: hako::ServiceError) -> CliError 
                 name.as_str()
             ),
         },
+        hako::ServiceError::IncompatiblePattern {
+            service, actual, ..
+        } => CliError::failure(format!(
+            "service {service:?} is a {} service: talk to it with {}",
+            actual.replace('_', "/"),
+            match actual.as_str() {
+                "request_response" => "`hako call` (or `hako serve`)",
+                "event" => "`hako notify` and `hako listen`",
+                _ => "`hako pub` and `hako sub`",
+            }
+        )),
         e => CliError::failure(e.to_string()),
     }
 }

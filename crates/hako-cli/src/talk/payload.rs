@@ -31,7 +31,7 @@ pub(super) struct PayloadType {
 }
 
 impl PayloadType {
-    fn of(d: &PayloadDescription) -> Result<Self, CliError> {
+    pub fn of(d: &PayloadDescription) -> Result<Self, CliError> {
         let size = usize::try_from(d.size).map_err(|_| {
             CliError::failure(format!(
                 "the service's payload type {} has a size of {} bytes, more than this \

@@ -143,6 +143,12 @@ pub fn publish(a: PubArgs) -> Result<(), CliError> {
                     "{}",
                     serde_json::json!({ "bytes": msg.len(), "subscribers": n })
                 );
+            } else {
+                println!(
+                    "sent {} to {}",
+                    crate::count(msg.len(), "byte", "bytes"),
+                    crate::count(n, "subscriber", "subscribers")
+                );
             }
             if a.interval > 0 {
                 std::thread::sleep(Duration::from_millis(a.interval));

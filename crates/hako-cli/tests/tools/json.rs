@@ -14,6 +14,7 @@ fn error_object(o: &Output) -> Value {
 #[test]
 fn json_goes_before_or_after_the_subcommand() {
     let d = Domain::new("json-global");
+    d.make_root();
     for args in [&["--json", "list"][..], &["list", "--json"][..]] {
         let o = d.run(args);
         assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
@@ -25,6 +26,7 @@ fn json_goes_before_or_after_the_subcommand() {
 #[test]
 fn in_json_mode_errors_are_json() {
     let d = Domain::new("json-errors");
+    d.make_root();
     // A usage error of clap's.
     let o = d.run(&["list", "--bogus", "--json"]);
     assert_eq!(o.status.code(), Some(2));

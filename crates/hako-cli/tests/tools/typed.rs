@@ -345,3 +345,54 @@ fn a_bytes_service_takes_hex_and_binary_too() {
         text(&o.stderr)
     );
 }
+
+/// `hako call` on a service of typed requests and responses: requests in
+/// hex (refused as text, or when they do not fit the type), responses as
+/// hex dumps headed by the type. And a command of another pattern is
+/// told which commands talk to the service.
+#[test]
+fn call_talks_to_a_typed_service_in_hex() {
+    let d = Domain::new("typed-call");
+    let node = node(&d);
+    let svc = node
+        .service_builder(&"demo/double".try_into().unwrap())
+        .request_response::<Reading, u64>()
+        .create()
+        .unwrap();
+    let server = svc.server_builder().create().unwrap();
+    let serve = std::thread::spawn(move || {
+        let request = server.blocking_receive().unwrap();
+        let r = *request;
+        request.send_last_copy(u64::from(r.id) * 2).unwrap();
+    });
+    let o = d.run(&["call", "demo/double", "hello"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("give them in hex (--hex)"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = d.run(&["call", "demo/double", "--hex", "01 02"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("exactly 8 bytes"),
+        "{}",
+        text(&o.stderr)
+    );
+    // id 21, value 0.0.
+    let o = d.run(&["call", "demo/double", "--hex", "15000000 00000000"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "u64 (8 B, align 8): 2a 00 00 00 00 00 00 00\n"
+    );
+    serve.join().unwrap();
+    let o = d.run(&["pub", "demo/double", "x"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("request/response service: talk to it with `hako call`"),
+        "{}",
+        text(&o.stderr)
+    );
+    drop((svc, node));
+}

@@ -461,7 +461,13 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Server<Req, Resp> {
             deadline,
             || self.receive(),
             || self.port.rx.has_samples(),
-            || Ok(()),
+            // While it sleeps, the server follows clients that came or went
+            // (one load when none did): a departed client's responses are
+            // taken back then, not at the next send.
+            || {
+                self.port.tx.update_connections();
+                Ok(())
+            },
         )
     }
 }

@@ -107,6 +107,11 @@ impl SenderState {
         conn.outstanding.drain(|idx| {
             book.release(idx);
         });
+        // Relaxed: a counter for inspectors (a cold path: the chunks a
+        // departed receiver held are free now).
+        self.counters
+            .free_chunks
+            .store(book.free_count() as u64, Ordering::Relaxed);
         conn.broken = broken;
         if !broken {
             conn.sub_port = 0;
