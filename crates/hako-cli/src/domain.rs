@@ -277,7 +277,11 @@ pub fn nodes(a: NodesArgs) -> Result<(), CliError> {
                 format!("{:016x}", n.id),
                 n.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
                 if n.alive { "alive" } else { "dead" }.to_owned(),
-                n.name.to_string(),
+                if n.name.is_empty() {
+                    "(unnamed)".to_owned()
+                } else {
+                    n.name.to_string()
+                },
             ]
         })
         .collect();
