@@ -214,6 +214,11 @@ fn publish_subscribe_list_and_inspect() {
         "1",
     ]);
     assert!(pub_.status.success(), "{}", text(&pub_.stderr));
+    // Each message says where it went.
+    assert_eq!(
+        text(&pub_.stdout),
+        "sent 5 bytes to 1 subscriber\nsent 6 bytes to 1 subscriber\n"
+    );
     // While the subscriber waits for its third message, the domain shows it.
     let list = d.json(&["list", "--json"]);
     assert_eq!(list[0]["name"], "demo/chat");

@@ -41,6 +41,8 @@ fn monitor_reports_rates() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(reports.len(), 2);
+    // Losses to overflow are a rate, as the other columns are.
+    assert!(reports[0][0]["dropped_per_s"].is_number(), "{}", reports[0]);
     assert!(wait(pub_).status.success());
     assert!(wait(sub).status.success());
 }
