@@ -16,6 +16,7 @@
 //! many pool chunks are free (a leak check). Each test runs in its own domain
 //! root, which must be empty once all processes exited.
 
+use hako_tests::exit;
 use hako_tests::harness::{refs, with, Domain};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
@@ -253,7 +254,31 @@ fn history_reaches_late_joiner() {
 }
 
 #[test]
-fn history_is_capped_by_the_subscriber_buffer() {
-    // history_size 4, but the queue holds 2: the newest 2 arrive.
-    history_case("history-capped", "2", "0:8-9", "2");
+fn a_history_as_long_as_the_queue_arrives_whole() {
+    history_case("history-full", "4", "0:6-9", "4");
+}
+
+/// A history longer than a subscriber's queue could not all be given to a
+/// late subscriber: the service is refused when it is made, with the fix.
+/// (It used to be made, and a late subscriber got the newest two of four.)
+#[test]
+fn a_history_longer_than_the_queue_is_refused() {
+    let d = Domain::new("history-long", HELPER);
+    let o = d
+        .spawn(
+            "pub",
+            &[
+                "publish", "--count", "1", "--service", "it/history", "--history", "4",
+                "--buffer", "2",
+            ],
+        )
+        .wait();
+    o.assert_code(exit::OTHER_SERVICE);
+    assert!(
+        o.error_line()
+            .contains("raise subscriber_max_buffer_size to at least 4"),
+        "{}",
+        o.error_line()
+    );
+    d.finish();
 }
