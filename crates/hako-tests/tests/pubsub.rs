@@ -268,8 +268,15 @@ fn a_history_longer_than_the_queue_is_refused() {
         .spawn(
             "pub",
             &[
-                "publish", "--count", "1", "--service", "it/history", "--history", "4",
-                "--buffer", "2",
+                "publish",
+                "--count",
+                "1",
+                "--service",
+                "it/history",
+                "--history",
+                "4",
+                "--buffer",
+                "2",
             ],
         )
         .wait();
