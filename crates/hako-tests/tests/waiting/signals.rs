@@ -128,3 +128,38 @@ fn a_node_without_signal_handling_leaves_sigint_alone() {
     hako::reclaim_dead_nodes(&cfg, false).unwrap();
     d.finish();
 }
+
+/// A blocking receive that spins (it never sleeps, so it never got to
+/// install the handlers before) still ends on SIGTERM with a termination
+/// request, instead of the process being killed by the signal: the
+/// handlers come as a wait finds nothing. (A server SIGTERMed between two
+/// requests, still spinning, used to die of the signal.)
+#[test]
+fn sigterm_ends_a_spinning_blocking_receive() {
+    let d = Domain::new("sigterm-spin", HELPER);
+    let ready = d.arg("ready");
+    let mut procs = vec![d.spawn(
+        "recv",
+        &[
+            "recv",
+            "--strategy",
+            "busy-spin",
+            "--expect",
+            "1",
+            "--ready-file",
+            &ready,
+        ],
+    )];
+    d.wait_file("ready", &mut procs);
+    // Inside its (spinning) wait by now.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    procs[0].signal(Signal::TERM);
+    let out = procs.pop().unwrap().wait();
+    out.assert_code(exit::FAILURE);
+    assert!(
+        out.error_line().contains("termination requested"),
+        "{}",
+        out.describe("was not ended by a termination request")
+    );
+    d.finish();
+}

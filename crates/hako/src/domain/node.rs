@@ -121,8 +121,8 @@ impl NodeBuilder {
     /// spinning wait looks at least every 100 ms, a sleeping one at once),
     /// and go on returning it at once while nothing is there, so a loop
     /// around them ends; a second Ctrl-C ends the process (exit status
-    /// 130). The first wait that sleeps installs hako's handlers for the
-    /// whole process; until then the signals keep their default effect.
+    /// 130). The first wait that finds nothing installs hako's handlers for
+    /// the whole process; until then the signals keep their default effect.
     /// A program that handles signals itself (or a language runtime that
     /// does, as Python's) turns this off: its waits and
     /// [`Node::wait`](crate::Node::wait) then never look, and hako installs

@@ -3,7 +3,7 @@
 //!
 //! The handlers are installed the first time something waits
 //! ([`WaitSet`](crate::WaitSet), [`Node::wait`](crate::Node::wait), or a
-//! blocking receive that goes to sleep, of a node that handles signals:
+//! blocking receive that finds nothing, of a node that handles signals:
 //! [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
 //! The first signal sets the flag, which ends those waits with a
 //! termination request; a second one, while the flag is set, ends the

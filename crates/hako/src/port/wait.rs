@@ -245,6 +245,12 @@ impl Waiter<'_> {
         if let Some(r) = poll()? {
             return Ok(Some(r));
         }
+        // It will wait: from now on SIGINT and SIGTERM end the wait (a
+        // signal that came while it spun, before the handlers were there,
+        // would have ended the process instead of the wait).
+        if self.signals {
+            let _ = crate::os::signal::install();
+        }
         // None: spin until the deadline.
         let (spin, yields) = match self.strategy {
             WaitStrategy::BusySpin => (None, 0),
