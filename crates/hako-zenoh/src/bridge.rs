@@ -3,7 +3,7 @@
 //! scan interval for services that came or went here or elsewhere, and
 //! keeps a link for each.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,9 +14,10 @@ use zenoh::Wait;
 use crate::discovery::{self, Discovery, LocalService, Selection};
 use crate::events::EventLink;
 use crate::keys::{DomainId, Keys, Roles};
-use crate::link::{Ctx, LinkError, Refused};
+use crate::link::{Ctx, LinkError, Shared};
 use crate::open::check_same;
 use crate::options::BridgeOptions;
+use crate::peers;
 use crate::pubsub::PubSubLink;
 use crate::reqres::{Mode, ReqResLink};
 
@@ -43,13 +44,14 @@ enum Link {
 }
 
 /// A link, with the description it was made from and the domains whose
-/// copy of the service was checked against it (those that differ are
-/// refused: what they send is dropped).
+/// copy of the service was checked against it, with the roles they had
+/// then (those that differ are refused: what they send is dropped; those
+/// whose roles change are asked again, for the length of their messages).
 struct Linked {
     link: Link,
     desc: StaticDescription,
-    checked: BTreeSet<DomainId>,
-    refused: Refused,
+    checked: BTreeMap<DomainId, Roles>,
+    shared: Shared,
 }
 
 /// Why a bridge could not run.
@@ -78,6 +80,7 @@ pub enum BridgeError {
 pub struct Bridge {
     options: BridgeOptions,
     selection: Selection,
+    low_latency: Selection,
     zenoh: zenoh::Config,
     node: Arc<Node>,
     domain: DomainId,
@@ -88,6 +91,11 @@ impl Bridge {
     /// [`BRIDGE_NODE_NAME`]); nothing is bridged until [`run`](Self::run).
     pub fn new(options: BridgeOptions) -> Result<Self, BridgeError> {
         let selection = Selection::new(&options.services).map_err(BridgeError::Options)?;
+        let low_latency = if options.low_latency.is_empty() {
+            Selection::none()
+        } else {
+            Selection::new(&options.low_latency).map_err(BridgeError::Options)?
+        };
         let zenoh = options.zenoh.config().map_err(BridgeError::Options)?;
         let node = NodeBuilder::new()
             .name(BRIDGE_NODE_NAME)
@@ -100,6 +108,7 @@ impl Bridge {
         Ok(Self {
             options,
             selection,
+            low_latency,
             zenoh,
             node: Arc::new(node),
             domain,
@@ -121,18 +130,21 @@ impl Bridge {
         let session = zenoh::open(self.zenoh.clone())
             .wait()
             .map_err(|e| BridgeError::Zenoh(e.to_string()))?;
+        log_exposure(&self.zenoh);
         let keys = Keys::new(&self.options.prefix);
+        let _peers = peers::follow(&session, &keys, self.domain).map_err(BridgeError::Zenoh)?;
         let ctx = Ctx {
             node: self.node.clone(),
             session: session.clone(),
             keys: keys.clone(),
             domain: self.domain,
             query_timeout: self.options.query_timeout,
+            low_latency: self.low_latency.clone(),
         };
         let mut discovery = Discovery::start(
             &session,
             &keys,
-            self.domain,
+            (self.domain, self.node.id()),
             &self.options.hako,
             &self.selection,
         )
@@ -228,7 +240,9 @@ impl Bridge {
     }
 
     /// Checks every domain that has a linked service and was not checked
-    /// yet against the link's description; one that differs is refused.
+    /// yet (or whose roles changed since) against the link's description;
+    /// one that differs is refused. What each says of its messages' length
+    /// makes room in the link.
     fn check_domains(
         &self,
         ctx: &Ctx,
@@ -239,20 +253,25 @@ impl Bridge {
             let Some(domains) = remote.get(name) else {
                 continue;
             };
-            for &d in domains.keys() {
-                if linked.checked.contains(&d) {
+            for (&d, &roles) in domains {
+                if linked.checked.get(&d) == Some(&roles) {
                     continue;
                 }
                 let timeout = self.options.query_timeout.min(Duration::from_secs(2));
                 match discovery::fetch_description(&ctx.session, &ctx.keys, d, name, timeout) {
                     Ok(theirs) => {
-                        if let Err(e) = check_same(&linked.desc, &theirs, &d.to_string()) {
+                        if let Err(e) =
+                            check_same(&linked.desc, &theirs.description, &d.to_string())
+                        {
                             tracing::warn!(service = %name, "not bridged with domain {d}: {e}");
-                            if let Ok(mut r) = linked.refused.write() {
+                            if let Ok(mut r) = linked.shared.refused.write() {
                                 r.insert(d);
                             }
+                        } else {
+                            let m = theirs.max_slice_len;
+                            linked.shared.room.raise(m.writers, m.readers);
                         }
-                        linked.checked.insert(d);
+                        linked.checked.insert(d, roles);
                     }
                     Err(e) => tracing::debug!(service = %name, "cannot check domain {d} yet: {e}"),
                 }
@@ -275,9 +294,9 @@ impl Bridge {
         let here = local
             .map(|l| l.description.clone())
             .or_else(|| discovery::local_description(&self.options.hako, &service));
-        let there = match domains.and_then(|d| d.keys().next()) {
-            Some(&d) => Some((
-                d,
+        let there = match domains.and_then(|d| d.iter().next()) {
+            Some((&d, &roles)) => Some((
+                (d, roles),
                 discovery::fetch_description(
                     &ctx.session,
                     &ctx.keys,
@@ -289,28 +308,37 @@ impl Bridge {
             )),
             None => None,
         };
-        let mut checked = BTreeSet::new();
+        let mut checked = BTreeMap::new();
+        let shared = Shared::default();
+        let mut know = |(d, roles): (DomainId, Roles), t: discovery::Described| {
+            checked.insert(d, roles);
+            let m = t.max_slice_len;
+            shared.room.raise(m.writers, m.readers);
+            t.description
+        };
         let (desc, create) = match (here, there) {
             (Some(h), Some((d, t))) => {
-                check_same(&h, &t, &d.to_string())?;
-                checked.insert(d);
+                check_same(&h, &t.description, &d.0.to_string())?;
+                know(d, t);
                 (h, false)
             }
             (Some(h), None) => (h, false),
-            (None, Some((d, t))) => {
-                checked.insert(d);
-                (t, true)
-            }
+            (None, Some((d, t))) => (know(d, t), true),
             (None, None) => return Err(LinkError::Unsupported("the service is gone")),
         };
-        let refused = Refused::default();
+        let spin = ctx.low_latency.has(name);
         let link = match &desc.pattern {
             Pattern::PublishSubscribe { payload, qos } => Link::PubSub(PubSubLink::start(
-                ctx, &service, payload, qos, create, &refused,
+                ctx, &service, payload, qos, create, &shared, spin,
             )?),
-            Pattern::Event { qos } => {
-                Link::Event(EventLink::start(ctx, &service, qos, create, &refused)?)
-            }
+            Pattern::Event { qos } => Link::Event(EventLink::start(
+                ctx,
+                &service,
+                qos,
+                create,
+                &shared.refused,
+                spin,
+            )?),
             Pattern::RequestResponse {
                 request,
                 response,
@@ -322,7 +350,8 @@ impl Bridge {
                 qos,
                 create,
                 reqres_mode(local, domains),
-                &refused,
+                &shared,
+                spin,
             )?),
             _ => {
                 return Err(LinkError::Unsupported(
@@ -334,7 +363,7 @@ impl Bridge {
             link,
             desc,
             checked,
-            refused,
+            shared,
         })
     }
 }
@@ -347,6 +376,23 @@ fn reqres_mode(local: Option<&LocalService>, remote: Option<&BTreeMap<DomainId, 
         local.is_some_and(|l| l.roles.readers),
         remote.is_some_and(|d| d.values().any(|r| r.readers)),
     )
+}
+
+/// Says where other hosts can reach the bridge.
+fn log_exposure(zenoh: &zenoh::Config) {
+    let at = crate::options::listening(zenoh);
+    if at.is_empty() {
+        tracing::info!("listening nowhere: this bridge connects to others (--connect)");
+    }
+    for e in at {
+        if crate::options::every_interface(&e) {
+            tracing::info!(
+                "listening on {e}: every network interface of this host (--listen chooses where)"
+            );
+        } else {
+            tracing::info!("listening on {e}");
+        }
+    }
 }
 
 /// Sleeps `d`, in steps, returning early once `stop` is set.

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hako::{Config, ServiceName, StaticDescription};
+use serde::{Deserialize, Serialize};
 use zenoh::key_expr::KeyExpr;
 use zenoh::sample::SampleKind;
 use zenoh::Wait;
@@ -38,6 +39,11 @@ impl Selection {
             })
             .collect::<Result<_, _>>()
             .map(Self)
+    }
+
+    /// Selects no service.
+    pub(crate) fn none() -> Self {
+        Self(Vec::new())
     }
 
     /// Whether service `name` is selected.
@@ -99,6 +105,49 @@ pub(crate) fn local_description(cfg: &Config, name: &ServiceName) -> Option<Stat
         .map(|s| s.description)
 }
 
+/// The most elements one message of a domain's own ports (not its
+/// bridge's) holds: publishers' samples or clients' requests (`writers`),
+/// servers' responses (`readers`). 0 where it has none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MaxSliceLen {
+    #[serde(default)]
+    pub writers: u64,
+    #[serde(default)]
+    pub readers: u64,
+}
+
+/// What a domain answers a description query with: the service's
+/// description, and how long its ports' messages may be (so that the
+/// bridges that carry them make room for them before the first comes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Described {
+    #[serde(flatten)]
+    pub description: StaticDescription,
+    #[serde(default)]
+    pub max_slice_len: MaxSliceLen,
+}
+
+/// The description of local service `name` and the longest messages of
+/// the ports other than the bridge's (node `bridge_node`), if it exists.
+pub(crate) fn describe(cfg: &Config, name: &ServiceName, bridge_node: u64) -> Option<Described> {
+    let info = hako::inspect::service(cfg, name).ok()?;
+    let longest = |ports: &[hako::inspect::PortInfo]| {
+        ports
+            .iter()
+            .filter(|p| p.node != bridge_node && p.node_alive && !p.retired)
+            .map(|p| p.max_slice_len)
+            .max()
+            .unwrap_or(0)
+    };
+    Some(Described {
+        max_slice_len: MaxSliceLen {
+            writers: longest(&info.publishers),
+            readers: longest(&info.subscribers),
+        },
+        description: info.description,
+    })
+}
+
 /// Other domains' services, as their liveliness tokens say: per service,
 /// the domains that have it and their roles.
 pub(crate) type Remote = Arc<Mutex<HashMap<String, BTreeMap<DomainId, Roles>>>>;
@@ -118,7 +167,7 @@ impl Discovery {
     pub(crate) fn start(
         session: &zenoh::Session,
         keys: &Keys,
-        me: DomainId,
+        (me, bridge_node): (DomainId, u64),
         cfg: &Config,
         selection: &Selection,
     ) -> Result<Self, String> {
@@ -139,7 +188,7 @@ impl Discovery {
                     if !selection.has(name.as_str()) {
                         return;
                     }
-                    let Some(desc) = local_description(&cfg, &name) else {
+                    let Some(desc) = describe(&cfg, &name, bridge_node) else {
                         return;
                     };
                     let Ok(json) = serde_json::to_vec(&desc) else {
@@ -244,7 +293,7 @@ pub(crate) fn fetch_description(
     domain: DomainId,
     name: &str,
     timeout: Duration,
-) -> Result<StaticDescription, String> {
+) -> Result<Described, String> {
     let replies = session
         .get(keys.desc(domain, name))
         .timeout(timeout)
@@ -253,13 +302,13 @@ pub(crate) fn fetch_description(
     while let Ok(reply) = replies.recv() {
         if let Ok(sample) = reply.result() {
             let bytes = sample.payload().to_bytes();
-            let desc: StaticDescription = serde_json::from_slice(&bytes).map_err(|e| {
+            let desc: Described = serde_json::from_slice(&bytes).map_err(|e| {
                 format!("domain {domain} sent a description of {name:?} that does not parse: {e}")
             })?;
-            if desc.name != name {
+            if desc.description.name != name {
                 return Err(format!(
                     "domain {domain} answered for {name:?} with a description of {:?}",
-                    desc.name
+                    desc.description.name
                 ));
             }
             return Ok(desc);
@@ -268,4 +317,58 @@ pub(crate) fn fetch_description(
     Err(format!(
         "domain {domain} did not describe {name:?} within {timeout:?}"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn described() -> Described {
+        let root = std::env::temp_dir().join(format!("hako-zenoh-desc-{}", std::process::id()));
+        let node = hako::NodeBuilder::new()
+            .config(&Config::default().with_root(&root))
+            .signal_handling(false)
+            .create()
+            .expect("a node");
+        let service = node
+            .service_builder(&"t/x".try_into().unwrap())
+            .request_response::<[u8], [u8]>()
+            .open_or_create()
+            .expect("a service");
+        let description = service.description();
+        drop((service, node));
+        let _ = std::fs::remove_dir_all(&root);
+        Described {
+            description,
+            max_slice_len: MaxSliceLen {
+                writers: 4096,
+                readers: 1 << 22,
+            },
+        }
+    }
+
+    #[test]
+    fn a_description_answer_carries_the_longest_messages_and_reads_without_them() {
+        let d = described();
+        let json = serde_json::to_string(&d).unwrap();
+        assert!(
+            json.contains(r#""max_slice_len":{"writers":4096,"readers":4194304}"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Described>(&json).unwrap(), d);
+        // What a bridge without the sizes sends: the description alone.
+        let plain = serde_json::to_string(&d.description).unwrap();
+        let read: Described = serde_json::from_str(&plain).unwrap();
+        assert_eq!(read.description, d.description);
+        assert_eq!(read.max_slice_len, MaxSliceLen::default());
+    }
+
+    #[test]
+    fn selections_match_key_expressions_and_none_matches_nothing() {
+        let s = Selection::new(&["robot/**".to_owned()]).unwrap();
+        assert!(s.has("robot/camera") && !s.has("base/camera"));
+        assert!(Selection::new(&[]).unwrap().has("any/thing"));
+        assert!(!Selection::none().has("any/thing"));
+        assert!(Selection::new(&["a//b".to_owned()]).is_err());
+    }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hako::{EventId, EventQos, Listener, Notifier, ServiceName};
+use hako::{EventId, EventQos, Listener, Notifier, ServiceName, WaitStrategy};
 use zenoh::qos::CongestionControl;
 use zenoh::sample::Locality;
 use zenoh::Wait;
@@ -38,21 +38,28 @@ type Own = Arc<Mutex<HashMap<u64, u64>>>;
 
 impl EventLink {
     /// Bridges event service `name` (made with `qos` if `create` and it
-    /// does not exist).
+    /// does not exist); with `spin`, the outgoing thread polls.
     pub(crate) fn start(
         ctx: &Ctx,
         name: &ServiceName,
         qos: &EventQos,
         create: bool,
         refused: &Refused,
+        spin: bool,
     ) -> Result<Self, LinkError> {
         let service = open::event(&ctx.node, name, qos, create)?;
         let notifier = service
             .notifier_builder()
             .create()
             .map_err(LinkError::port)?;
+        let wait = if spin {
+            WaitStrategy::BusySpin
+        } else {
+            WaitStrategy::default()
+        };
         let listener = service
             .listener_builder()
+            .wait_strategy(wait)
             .create()
             .map_err(LinkError::port)?;
         let max_id = qos.event_id_max;

@@ -10,7 +10,8 @@
 //! | `hako/event/robot/camera` | events: 16 bytes, the event id then a count, both u64 little-endian |
 //! | `hako/rpc/robot/camera` | a queryable: a query's payload is the request's bytes, each reply one response |
 //! | `hako/live/<domain>/<roles>/robot/camera` | a liveliness token: domain `<domain>` has the service with ports of its own: writers (`w`: publishers, notifiers, clients), readers (`r`: subscribers, listeners, servers) or both (`wr`) |
-//! | `hako/desc/<domain>/robot/camera` | a queryable answering the service's description (JSON) |
+//! | `hako/desc/<domain>/robot/camera` | a queryable answering the service's description (JSON), with the longest messages of that domain's ports |
+//! | `hako/bridge/<domain>` | a liveliness token: the active bridge of domain `<domain>` |
 //!
 //! A hako service name (letters, digits, `_ - .`, segments between `/`)
 //! is always a valid key expression, so it is used as it is. A domain is
@@ -230,6 +231,21 @@ impl Keys {
         Some((DomainId::parse(domain)?, Roles::parse(roles)?, service))
     }
 
+    /// The liveliness token of the active bridge of `domain`.
+    pub fn bridge(&self, domain: DomainId) -> String {
+        format!("{}/bridge/{domain}", self.prefix)
+    }
+
+    /// Every bridge's liveliness token.
+    pub fn all_bridges(&self) -> String {
+        format!("{}/bridge/*", self.prefix)
+    }
+
+    /// The domain a bridge's liveliness token names.
+    pub fn parse_bridge(&self, key: &str) -> Option<DomainId> {
+        DomainId::parse(key.strip_prefix(&self.prefix)?.strip_prefix("/bridge/")?)
+    }
+
     /// The description of `service` as `domain` serves it.
     pub fn desc(&self, domain: DomainId, service: &str) -> String {
         format!("{}/desc/{domain}/{service}", self.prefix)
@@ -292,6 +308,9 @@ mod tests {
         assert_eq!(k.parse_live("other/live/0123456789abcdef/w/a"), None);
         assert_eq!(k.parse_desc(d, &k.desc(d, "x/y.z")), Some("x/y.z"));
         assert_eq!(k.parse_desc(DomainId(1), &k.desc(d, "x")), None);
+        assert_eq!(k.bridge(d), "hako/bridge/0123456789abcdef");
+        assert_eq!(k.parse_bridge(&k.bridge(d)), Some(d));
+        assert_eq!(k.parse_bridge("hako/bridge/0123"), None);
     }
 
     #[test]

@@ -54,10 +54,13 @@ mod mailbox;
 mod open;
 mod options;
 mod payload;
+mod peers;
 mod pubsub;
 mod reqres;
+mod settings;
 
 pub use bridge::{Bridge, BridgeError, BRIDGE_NODE_NAME, LOCK_FILE, LOCK_NAME};
 pub use link::LinkError;
 pub use open::OpenError;
 pub use options::{BridgeOptions, ZenohOptions};
+pub use settings::{LowLatency, Settings};

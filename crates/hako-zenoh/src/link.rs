@@ -3,7 +3,7 @@
 //! not start.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -31,6 +31,48 @@ pub(crate) fn refused(attachment: Option<&ZBytes>, refused: &Refused) -> bool {
     refused.read().is_ok_and(|r| r.contains(&d))
 }
 
+/// How many elements one message of a service may hold, as far as the
+/// bridge knows: the most that the ports of the domains that have it can
+/// send, raised as they describe their ports. A link makes its own ports
+/// this roomy (or roomier, as longer messages arrive).
+#[derive(Debug, Default)]
+pub(crate) struct Room {
+    /// Samples (publish/subscribe) or requests (request/response).
+    writers: AtomicUsize,
+    /// Responses (request/response).
+    readers: AtomicUsize,
+}
+
+impl Room {
+    /// Raises the room to what a domain's ports send (`writers`,
+    /// `readers`: elements).
+    pub(crate) fn raise(&self, writers: u64, readers: u64) {
+        let clamp = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        // Relaxed (both): a size hint; each link reads it when it makes a
+        // port, and a message that does not fit is handled anyway.
+        self.writers.fetch_max(clamp(writers), Ordering::Relaxed);
+        self.readers.fetch_max(clamp(readers), Ordering::Relaxed);
+    }
+
+    /// Elements of the longest sample or request known.
+    pub(crate) fn writers(&self) -> usize {
+        self.writers.load(Ordering::Relaxed)
+    }
+
+    /// Elements of the longest response known.
+    pub(crate) fn readers(&self) -> usize {
+        self.readers.load(Ordering::Relaxed)
+    }
+}
+
+/// What every link of a service shares with the bridge: the domains it
+/// refuses and the room its messages need.
+#[derive(Clone, Default)]
+pub(crate) struct Shared {
+    pub refused: Refused,
+    pub room: Arc<Room>,
+}
+
 /// What links are made with.
 #[derive(Clone)]
 pub(crate) struct Ctx {
@@ -41,6 +83,9 @@ pub(crate) struct Ctx {
     /// How long a request forwarded to another host may wait for its
     /// responses.
     pub query_timeout: Duration,
+    /// Services whose local ports the bridge polls instead of sleeping
+    /// (`--low-latency`).
+    pub low_latency: crate::discovery::Selection,
 }
 
 /// A link's thread and the flag that ends it: set, and the thread joined,

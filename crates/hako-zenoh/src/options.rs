@@ -12,7 +12,10 @@ pub struct ZenohOptions {
     pub mode: Option<String>,
     /// Endpoints to connect to (`tcp/192.168.1.2:7447`).
     pub connect: Vec<String>,
-    /// Endpoints to listen on (`tcp/0.0.0.0:7447`).
+    /// Endpoints to listen on (`tcp/0.0.0.0:7447`). None given: with
+    /// `connect` endpoints, the bridge listens nowhere (unless the
+    /// configuration file says where); without, where Zenoh's defaults
+    /// say (every interface, so that peers found by scouting can connect).
     pub listen: Vec<String>,
     /// Turns multicast scouting off (then only `connect` finds peers).
     pub no_multicast_scouting: bool,
@@ -27,6 +30,8 @@ impl ZenohOptions {
                 .map_err(|e| format!("cannot read the Zenoh configuration {}: {e}", p.display()))?,
             None => zenoh::Config::default(),
         };
+        // Where the file (or Zenoh's defaults) say to listen.
+        let default_listen = endpoints(&c) == endpoints(&zenoh::Config::default());
         let mut set = |key: &str, value: String| {
             c.insert_json5(key, &value)
                 .map_err(|e| format!("bad Zenoh setting {key} = {value}: {e}"))
@@ -44,12 +49,48 @@ impl ZenohOptions {
         }
         if !self.listen.is_empty() {
             set("listen/endpoints", json_list(&self.listen))?;
+        } else if !self.connect.is_empty() && default_listen {
+            // Listen only where asked: a bridge that connects need not be
+            // reachable (Zenoh's default is every interface).
+            set("listen/endpoints", "[]".to_owned())?;
         }
         if self.no_multicast_scouting {
             set("scouting/multicast/enabled", "false".to_owned())?;
         }
         Ok(c)
     }
+}
+
+/// The listen endpoints of configuration `c`, as JSON (per mode, or one
+/// list).
+fn endpoints(c: &zenoh::Config) -> Option<String> {
+    c.get_json("listen/endpoints").ok()
+}
+
+/// Where a session of configuration `c` listens: its endpoints for its
+/// mode (Zenoh's defaults apply: `peer`).
+pub(crate) fn listening(c: &zenoh::Config) -> Vec<String> {
+    let mode = c
+        .get_json("mode")
+        .ok()
+        .and_then(|m| serde_json::from_str::<Option<String>>(&m).ok().flatten())
+        .unwrap_or_else(|| "peer".to_owned());
+    let Some(v) = endpoints(c).and_then(|j| serde_json::from_str::<serde_json::Value>(&j).ok())
+    else {
+        return Vec::new();
+    };
+    let list = match &v {
+        serde_json::Value::Object(per_mode) => per_mode.get(&mode).cloned(),
+        other => Some(other.clone()),
+    };
+    list.and_then(|l| serde_json::from_value::<Vec<String>>(l).ok())
+        .unwrap_or_default()
+}
+
+/// Whether endpoint `e` listens on every interface (`0.0.0.0`, `[::]`).
+pub(crate) fn every_interface(e: &str) -> bool {
+    let addr = e.split_once('/').map_or(e, |(_, a)| a);
+    addr.starts_with("0.0.0.0:") || addr.starts_with("[::]:")
 }
 
 fn json_string(s: &str) -> String {
@@ -83,6 +124,11 @@ pub struct BridgeOptions {
     /// How long a request forwarded to another host waits for responses,
     /// and a description for its answer.
     pub query_timeout: Duration,
+    /// Services whose local ports the bridge polls instead of sleeping
+    /// between messages, as key expressions over their names (`**`: all):
+    /// the lowest latency, at the cost of a CPU kept busy by each such
+    /// service's waiting thread (see docs/bridge.md). None by default.
+    pub low_latency: Vec<String>,
 }
 
 impl BridgeOptions {
@@ -96,6 +142,7 @@ impl BridgeOptions {
             zenoh: ZenohOptions::default(),
             scan_interval: Duration::from_millis(200),
             query_timeout: Duration::from_secs(10),
+            low_latency: Vec::new(),
         }
     }
 }
@@ -126,5 +173,34 @@ mod tests {
             ..Default::default()
         };
         assert!(missing.config().unwrap_err().contains("cannot read"));
+    }
+
+    #[test]
+    fn a_bridge_listens_only_where_asked() {
+        let default = ZenohOptions::default().config().unwrap();
+        let everywhere = listening(&default);
+        assert!(
+            !everywhere.is_empty() && everywhere.iter().all(|e| every_interface(e)),
+            "{everywhere:?}"
+        );
+        let connecting = ZenohOptions {
+            connect: vec!["tcp/127.0.0.1:7447".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            listening(&connecting.config().unwrap()),
+            Vec::<String>::new()
+        );
+        let both = ZenohOptions {
+            connect: vec!["tcp/127.0.0.1:7447".into()],
+            listen: vec!["tcp/127.0.0.1:7448".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            listening(&both.config().unwrap()),
+            vec!["tcp/127.0.0.1:7448"]
+        );
+        assert!(!every_interface("tcp/127.0.0.1:7448"));
+        assert!(every_interface("tcp/0.0.0.0:7447") && every_interface("tcp/[::]:0"));
     }
 }

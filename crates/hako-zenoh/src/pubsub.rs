@@ -30,26 +30,32 @@
 //!   oldest, counted likewise.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hako::{
     BackpressureStrategy, PayloadDescription, PubSubQos, PubSubService, Publisher, ServiceName,
-    Subscriber,
+    Subscriber, WaitStrategy,
 };
 use zenoh::qos::CongestionControl;
 use zenoh::sample::Locality;
 use zenoh::Wait;
 
-use crate::link::{Ctx, LinkError, Refused, Worker, POLL};
+use crate::link::{Ctx, LinkError, Room, Shared, Worker, POLL};
 use crate::open;
 use crate::payload::{copy_in, Shape};
 
 /// Bytes of room a slice publisher of the bridge starts with.
 const FIRST_SLICE_BYTES: usize = 4096;
 
+/// How often the outgoing thread looks whether another domain subscribes,
+/// while none does.
+const MATCH_POLL: Duration = Duration::from_millis(5);
+
 /// A publish/subscribe service carried both ways.
 pub(crate) struct PubSubLink {
+    // Dropped first: the listener goes before its publisher (in `_out`).
+    _matching: zenoh::matching::MatchingListener<()>,
     _out: Worker,
     _inbound: zenoh::pubsub::Subscriber<()>,
 }
@@ -60,6 +66,9 @@ struct Inbound {
     service: PubSubService<[u8]>,
     publisher: Publisher<[u8]>,
     shape: Shape,
+    room: Arc<Room>,
+    /// A length the bridge could not make a publisher for.
+    failed: usize,
     name: String,
 }
 
@@ -89,14 +98,22 @@ impl Inbound {
             );
             return;
         };
-        if elements > self.publisher.max_slice_len() {
-            match Self::publisher(&self.service, self.shape, elements.next_power_of_two()) {
+        // Room for this sample, and for the longest another domain said
+        // its publishers send (made now, not at a later sample's turn).
+        let wanted = elements.max(self.room.writers());
+        if self.shape.slice && wanted > self.publisher.max_slice_len() && wanted != self.failed {
+            let len = wanted.checked_next_power_of_two().unwrap_or(wanted);
+            match Self::publisher(&self.service, self.shape, len) {
                 Ok(p) => self.publisher = p,
                 Err(e) => {
-                    tracing::warn!(service = %self.name, "cannot make a larger publisher: {e}");
-                    return;
+                    tracing::warn!(service = %self.name, elements = len, "cannot make a larger publisher: {e}");
+                    self.failed = wanted;
                 }
             }
+        }
+        if elements > self.publisher.max_slice_len() {
+            tracing::warn!(service = %self.name, elements, "dropped an incoming sample longer than the bridge's publisher holds");
+            return;
         }
         match self.publisher.loan_slice_uninit(elements) {
             Ok(mut loan) => {
@@ -144,31 +161,26 @@ impl AsRef<[u8]> for Outgoing {
 
 impl PubSubLink {
     /// Bridges service `name` (made from `payload` and `qos` if `create`
-    /// and it does not exist).
+    /// and it does not exist); with `spin`, the outgoing thread polls.
     pub(crate) fn start(
         ctx: &Ctx,
         name: &ServiceName,
         payload: &PayloadDescription,
         qos: &PubSubQos,
         create: bool,
-        refused: &Refused,
+        shared: &Shared,
+        spin: bool,
     ) -> Result<Self, LinkError> {
         let service = open::pubsub(&ctx.node, name, payload, qos, create)?;
         let shape = Shape::of(payload).ok_or(LinkError::Unsupported("payload too large"))?;
         let first = if shape.slice {
-            (FIRST_SLICE_BYTES / shape.size.max(1)).max(1)
+            (FIRST_SLICE_BYTES / shape.size.max(1))
+                .max(shared.room.writers())
+                .max(1)
         } else {
             1
         };
         let publisher = Inbound::publisher(&service, shape, first).map_err(LinkError::port)?;
-        // Lossy: the service's publishers never wait for it, whatever the
-        // network does (see the module doc).
-        let subscriber = service
-            .subscriber_builder()
-            .skip_own_node(true)
-            .lossy(true)
-            .create()
-            .map_err(LinkError::port)?;
         let key = ctx.keys.pubsub(name.as_str());
         let zpub = ctx
             .session
@@ -177,14 +189,26 @@ impl PubSubLink {
             .congestion_control(CongestionControl::Block)
             .wait()
             .map_err(LinkError::zenoh)?;
+        // Whether another domain's bridge subscribes: only then does this
+        // one take local samples (see `out_loop`).
+        let matching = Arc::new(AtomicBool::new(false));
+        let listener = {
+            let matching = matching.clone();
+            zpub.matching_listener()
+                .callback(move |status| matching.store(status.matching(), Ordering::Relaxed))
+                .wait()
+                .map_err(LinkError::zenoh)?
+        };
         let inbound = Mutex::new(Inbound {
-            service,
+            service: service.clone(),
             publisher,
             shape,
+            room: shared.room.clone(),
+            failed: 0,
             name: name.as_str().to_owned(),
         });
         let me = ctx.domain;
-        let refused = refused.clone();
+        let refused = shared.refused.clone();
         let zsub = ctx
             .session
             .declare_subscriber(key)
@@ -202,34 +226,96 @@ impl PubSubLink {
             })
             .wait()
             .map_err(LinkError::zenoh)?;
-        let attachment = me.attachment();
-        let label = name.as_str().to_owned();
-        let out = Worker::spawn(format!("out {label}"), move |stop| {
-            out_loop(&subscriber, &zpub, shape, stop, attachment, &label)
-        })?;
+        let out = Out {
+            service,
+            zpub,
+            matching,
+            shape,
+            attachment: me.attachment(),
+            spin,
+            name: name.as_str().to_owned(),
+        };
+        let out = Worker::spawn(format!("out {}", out.name), move |stop| out.run(stop))?;
         Ok(Self {
             _out: out,
             _inbound: zsub,
+            _matching: listener,
         })
     }
 }
 
-/// Takes local samples and puts them on Zenoh until `stop`.
-fn out_loop(
-    sub: &Subscriber<[u8]>,
-    zpub: &zenoh::pubsub::Publisher<'static>,
+/// The outgoing side: local samples to Zenoh.
+struct Out {
+    service: PubSubService<[u8]>,
+    zpub: zenoh::pubsub::Publisher<'static>,
+    /// Another domain's bridge subscribes (Zenoh's matching status).
+    matching: Arc<AtomicBool>,
     shape: Shape,
-    stop: &AtomicBool,
     attachment: [u8; 8],
-    name: &str,
-) {
-    while !stop.load(Ordering::Relaxed) {
+    /// Poll instead of sleeping (`--low-latency`).
+    spin: bool,
+    name: String,
+}
+
+impl Out {
+    /// Takes local samples and puts them on Zenoh until `stop`, through a
+    /// local subscriber that exists only while another domain subscribes:
+    /// so a publisher counts it (`Publisher::subscriber_count`) exactly
+    /// when its samples cross, and a sample sent once it is counted
+    /// reaches the other domains.
+    fn run(&self, stop: &AtomicBool) {
+        let mut sub: Option<Subscriber<[u8]>> = None;
+        while !stop.load(Ordering::Relaxed) {
+            // Relaxed: a flag; a sample taken just after it fell is still
+            // put (Zenoh drops it if nobody subscribes any more).
+            let matching = self.matching.load(Ordering::Relaxed);
+            match (&sub, matching) {
+                (None, false) => std::thread::sleep(MATCH_POLL),
+                (None, true) => match self.subscriber() {
+                    Ok(s) => {
+                        tracing::debug!(service = %self.name, "another domain subscribes: taking samples");
+                        sub = Some(s);
+                    }
+                    Err(e) => {
+                        tracing::warn!(service = %self.name, "cannot subscribe locally: {e}");
+                        std::thread::sleep(Duration::from_millis(500));
+                    }
+                },
+                (Some(_), false) => {
+                    tracing::debug!(service = %self.name, "no other domain subscribes: no longer taking samples");
+                    sub = None;
+                }
+                (Some(s), true) => self.forward(s),
+            }
+        }
+    }
+
+    /// The bridge's local subscriber. Lossy: the service's publishers never
+    /// wait for it, whatever the network does (see the module doc).
+    fn subscriber(&self) -> Result<Subscriber<[u8]>, hako::SubscriberCreateError> {
+        let wait = if self.spin {
+            WaitStrategy::BusySpin
+        } else {
+            WaitStrategy::default()
+        };
+        self.service
+            .subscriber_builder()
+            .skip_own_node(true)
+            .lossy(true)
+            .wait_strategy(wait)
+            .create()
+    }
+
+    /// Waits a while for a local sample and puts it on Zenoh.
+    fn forward(&self, sub: &Subscriber<[u8]>) {
+        let name = &self.name;
         match sub.receive_timeout(POLL) {
             Ok(Some(sample)) => {
-                let bytes = sample.len() * shape.size;
+                let bytes = sample.len() * self.shape.size;
                 let out = bytes::Bytes::from_owner(Outgoing { sample, bytes });
-                if let Err(e) = zpub.put(out).attachment(attachment.to_vec()).wait() {
-                    tracing::warn!(service = name, "cannot put a sample on Zenoh: {e}");
+                let put = self.zpub.put(out).attachment(self.attachment.to_vec());
+                if let Err(e) = put.wait() {
+                    tracing::warn!(service = %name, "cannot put a sample on Zenoh: {e}");
                 }
             }
             Ok(None) => {}
@@ -239,7 +325,7 @@ fn out_loop(
                 std::thread::sleep(Duration::from_millis(1));
             }
             Err(e) => {
-                tracing::warn!(service = name, "local receive failed: {e}");
+                tracing::warn!(service = %name, "local receive failed: {e}");
                 std::thread::sleep(Duration::from_millis(100));
             }
         }

@@ -142,3 +142,58 @@ fn a_ring_of_three_domains_delivers_each_sample_once() {
         }
     }
 }
+
+/// A publisher and its bridge start first; then, in another domain, a
+/// subscriber and its bridge. Once the publisher counts the bridge's
+/// subscriber, every sample it sends crosses, from the first.
+fn first_samples_cross(test: &str, overflow: hako::OverflowPolicy) {
+    let p = prefix(test);
+    let (a, b) = (Domain::new(test, "a"), Domain::new(test, "b"));
+    let (pa, pb) = (free_port(), free_port());
+    let name: hako::ServiceName = "t/first".try_into().unwrap();
+    let open = |node: &hako::Node| {
+        node.service_builder(&name)
+            .publish_subscribe::<u64>()
+            .subscriber_max_buffer_size(512)
+            .overflow_policy(overflow)
+            .open_or_create()
+            .unwrap()
+    };
+    let publisher = open(&a.node).publisher_builder().create().unwrap();
+    let _ba = bridge(&a, &p, pa, &[], &[]);
+    // A's bridge has found the service (a scan is 50 ms) before B starts.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let sub = open(&b.node).subscriber_builder().create().unwrap();
+    let _bb = bridge(&b, &p, pb, &[pa], &[]);
+    wait_until("the publisher counts a subscriber", || {
+        publisher.subscriber_count() >= 1
+    });
+    let n = 200u64;
+    for seq in 0..n {
+        publisher.send_copy(seq).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let mut got = Vec::new();
+    wait_until("the last sample", || {
+        while let Some(s) = sub.receive().unwrap() {
+            got.push(*s);
+        }
+        got.last() == Some(&(n - 1))
+    });
+    assert_eq!(
+        got.first(),
+        Some(&0),
+        "the first samples were lost: {got:?}"
+    );
+    exactly_once(&got);
+}
+
+#[test]
+fn once_the_publisher_counts_the_bridge_every_sample_crosses() {
+    first_samples_cross("first-do", hako::OverflowPolicy::DropOldest);
+}
+
+#[test]
+fn once_the_publisher_counts_the_bridge_every_sample_of_a_backpressure_service_crosses() {
+    first_samples_cross("first-bp", hako::OverflowPolicy::Backpressure);
+}

@@ -125,6 +125,12 @@ pub struct PortInfo {
     pub lossy: bool,
     /// Its counters.
     pub counters: PortCounters,
+    /// The most elements one message of its may hold (its
+    /// `max_slice_len`; 1 for a type that is no slice): for a publisher,
+    /// a request/response client or server, read from its data segment;
+    /// 0 for ports that send no payload (subscribers, event ports) or
+    /// whose segment could not be read.
+    pub max_slice_len: u64,
     /// Its data segment failed validation: what is wrong with it (its
     /// counters are then unknown, and receivers ignore it).
     pub corrupted: Option<String>,
@@ -344,6 +350,7 @@ fn service_in(root: &Dir, key: &str, name: Option<&str>) -> Result<ServiceInfo, 
                         retired,
                         lossy: kind == PortKind::Subscriber && flags & PORT_LOSSY != 0,
                         counters: PortCounters::None,
+                        max_slice_len: 0,
                         corrupted: None,
                     };
                     (i, info)
@@ -369,6 +376,7 @@ fn service_in(root: &Dir, key: &str, name: Option<&str>) -> Result<ServiceInfo, 
                     // Relaxed (all): counters for display.
                     let free = c.free_chunks.load(Ordering::Relaxed);
                     let pool = u64::from(header.chunk_count);
+                    p.max_slice_len = header.params.max_len;
                     p.counters = PortCounters::Publisher {
                         sent: c.sent.load(Ordering::Relaxed),
                         deliveries: c.deliveries.load(Ordering::Relaxed),
@@ -398,10 +406,20 @@ fn service_in(root: &Dir, key: &str, name: Option<&str>) -> Result<ServiceInfo, 
             s.counters = PortCounters::Subscriber { received, dropped };
         }
     }
-    if let Pattern::RequestResponse { .. } = desc.pattern {
+    if let Pattern::RequestResponse {
+        request, response, ..
+    } = &desc.pattern
+    {
+        // A request/response segment sizes its chunks in bytes.
+        let elements = |bytes: u64, p: &crate::PayloadDescription| match p.size {
+            _ if !p.slice => 1,
+            0 => bytes,
+            size => bytes / size,
+        };
         for (_, p) in &mut publishers {
             match segment_counters(&dir, p.id) {
-                Ok(Some((sent, in_use, pool))) => {
+                Ok(Some((sent, in_use, pool, max_len))) => {
+                    p.max_slice_len = elements(max_len, request);
                     p.counters = PortCounters::Client {
                         requests_sent: sent,
                         requests_in_use: in_use,
@@ -417,7 +435,8 @@ fn service_in(root: &Dir, key: &str, name: Option<&str>) -> Result<ServiceInfo, 
             // Relaxed: a counter for display.
             let received = extra.atomic(off).load(Ordering::Relaxed);
             match segment_counters(&dir, s.id) {
-                Ok(Some((sent, in_use, pool))) => {
+                Ok(Some((sent, in_use, pool, max_len))) => {
+                    s.max_slice_len = elements(max_len, response);
                     s.counters = PortCounters::Server {
                         requests_received: received,
                         responses_sent: sent,
@@ -440,10 +459,10 @@ fn service_in(root: &Dir, key: &str, name: Option<&str>) -> Result<ServiceInfo, 
     })
 }
 
-/// Messages sent, chunks in use and pool size of the port `id`'s data
-/// segment in `dir`: `None` if it cannot be read (gone, or not mapped),
-/// an error if it failed validation.
-fn segment_counters(dir: &Dir, id: u64) -> Result<Option<(u64, u64, u64)>, &'static str> {
+/// Messages sent, chunks in use, pool size and most elements per message
+/// of the port `id`'s data segment in `dir`: `None` if it cannot be read
+/// (gone, or not mapped), an error if it failed validation.
+fn segment_counters(dir: &Dir, id: u64) -> Result<Option<(u64, u64, u64, u64)>, &'static str> {
     let Some(OpenSegment { fd, geo, header }) = open_segment_with(dir, id, false, None)? else {
         return Ok(None);
     };
@@ -458,6 +477,7 @@ fn segment_counters(dir: &Dir, id: u64) -> Result<Option<(u64, u64, u64)>, &'sta
         c.sent.load(Ordering::Relaxed),
         pool.saturating_sub(free),
         pool,
+        header.params.max_len,
     )))
 }
 

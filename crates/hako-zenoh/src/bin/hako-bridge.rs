@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use hako_zenoh::{Bridge, BridgeOptions, ZenohOptions};
+use hako_zenoh::{Bridge, BridgeOptions, Settings, ZenohOptions};
 
 /// Carries hako services between hosts over Zenoh.
 ///
@@ -19,6 +19,10 @@ use hako_zenoh::{Bridge, BridgeOptions, ZenohOptions};
 #[derive(Debug, Parser)]
 #[command(name = "hako-bridge", version)]
 struct Args {
+    /// A settings file (TOML): a key for each flag below, which win over
+    /// it (see docs/bridge.md).
+    #[arg(long, value_name = "FILE")]
+    settings: Option<PathBuf>,
     /// The hako domain's configuration file (default: `$HAKO_CONFIG`, else
     /// the built-in defaults).
     #[arg(long, value_name = "FILE")]
@@ -30,9 +34,10 @@ struct Args {
     /// `*/camera`); repeat for more. Default: all.
     #[arg(long = "service", value_name = "PATTERN")]
     services: Vec<String>,
-    /// The first chunk of every key expression used on Zenoh.
-    #[arg(long, default_value = "hako")]
-    prefix: String,
+    /// The first chunk of every key expression used on Zenoh [default:
+    /// hako].
+    #[arg(long)]
+    prefix: Option<String>,
     /// A Zenoh configuration file (JSON5); the flags below go on top.
     #[arg(long, value_name = "FILE")]
     zenoh_config: Option<PathBuf>,
@@ -40,29 +45,41 @@ struct Args {
     #[arg(long)]
     mode: Option<String>,
     /// A Zenoh endpoint to connect to (`tcp/10.0.0.2:7447`); repeatable.
+    /// Without --listen, the bridge then listens nowhere.
     #[arg(long, value_name = "ENDPOINT")]
     connect: Vec<String>,
-    /// A Zenoh endpoint to listen on (`tcp/0.0.0.0:7447`); repeatable.
+    /// A Zenoh endpoint to listen on (`tcp/10.0.0.1:7447`; `tcp/0.0.0.0:7447`
+    /// is every interface); repeatable.
     #[arg(long, value_name = "ENDPOINT")]
     listen: Vec<String>,
     /// Do not look for peers by multicast (only `--connect` finds them).
     #[arg(long)]
     no_multicast_scouting: bool,
     /// How long a request forwarded to another host may wait for the end
-    /// of its responses, in milliseconds.
-    #[arg(long, default_value_t = 10_000, value_name = "MS")]
-    query_timeout: u64,
-    /// How often to look for services that came or went, in milliseconds.
-    #[arg(long, default_value_t = 200, value_name = "MS")]
-    scan_interval: u64,
+    /// of its responses, in milliseconds [default: 10000].
+    #[arg(long, value_name = "MS")]
+    query_timeout: Option<u64>,
+    /// How often to look for services that came or went, in milliseconds
+    /// [default: 200].
+    #[arg(long, value_name = "MS")]
+    scan_interval: Option<u64>,
+    /// Poll the local ports of the services PATTERN selects (all without
+    /// PATTERN) instead of sleeping between messages: the lowest latency,
+    /// at the cost of one CPU kept busy per such service (two for a
+    /// publish/subscribe service carried both ways); repeatable.
+    #[arg(long, value_name = "PATTERN", num_args = 0..=1, default_missing_value = "**")]
+    low_latency: Vec<String>,
 }
 
 fn main() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("HAKO_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours only for a terminal: not in a log file or a journal.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     if let Err(e) = run(Args::parse()) {
         eprintln!("hako-bridge: {e}");
@@ -70,27 +87,47 @@ fn main() {
     }
 }
 
-fn run(a: Args) -> Result<(), String> {
-    let mut cfg = match &a.config {
-        Some(p) => hako::Config::from_file(p).map_err(|e| e.to_string())?,
+/// The flags, on top of the settings file's keys.
+fn options(a: Args) -> Result<BridgeOptions, String> {
+    let s = match &a.settings {
+        Some(p) => Settings::from_file(p)?,
+        None => Settings::default(),
+    };
+    let or = |flag: Vec<String>, file: Vec<String>| if flag.is_empty() { file } else { flag };
+    let mut cfg = match a.config.or(s.config) {
+        Some(p) => hako::Config::from_file(&p).map_err(|e| e.to_string())?,
         None => hako::Config::from_env().map_err(|e| e.to_string())?,
     };
-    if let Some(root) = a.root {
+    if let Some(root) = a.root.or(s.root) {
         cfg = cfg.with_root(root);
     }
     let mut options = BridgeOptions::new(cfg);
-    options.services = a.services;
-    options.prefix = a.prefix;
-    options.query_timeout = Duration::from_millis(a.query_timeout);
-    options.scan_interval = Duration::from_millis(a.scan_interval.max(1));
+    options.services = or(a.services, s.services);
+    if let Some(p) = a.prefix.or(s.prefix) {
+        options.prefix = p;
+    }
+    if let Some(ms) = a.query_timeout.or(s.query_timeout) {
+        options.query_timeout = Duration::from_millis(ms);
+    }
+    if let Some(ms) = a.scan_interval.or(s.scan_interval) {
+        options.scan_interval = Duration::from_millis(ms.max(1));
+    }
+    options.low_latency = or(
+        a.low_latency,
+        s.low_latency.map(|l| l.patterns()).unwrap_or_default(),
+    );
     options.zenoh = ZenohOptions {
-        config_file: a.zenoh_config,
-        mode: a.mode,
-        connect: a.connect,
-        listen: a.listen,
-        no_multicast_scouting: a.no_multicast_scouting,
+        config_file: a.zenoh_config.or(s.zenoh_config),
+        mode: a.mode.or(s.mode),
+        connect: or(a.connect, s.connect),
+        listen: or(a.listen, s.listen),
+        no_multicast_scouting: a.no_multicast_scouting || s.no_multicast_scouting == Some(true),
     };
-    let bridge = Bridge::new(options).map_err(|e| e.to_string())?;
+    Ok(options)
+}
+
+fn run(a: Args) -> Result<(), String> {
+    let bridge = Bridge::new(options(a)?).map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())

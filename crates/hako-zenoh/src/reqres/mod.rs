@@ -23,14 +23,20 @@
 mod forward;
 mod serve;
 
-use hako::{PayloadDescription, ReqResQos, ServiceName};
+use std::time::Duration;
+
+use hako::{PayloadDescription, ReqResQos, ServiceName, WaitSet, WaitSetError, WaitStrategy};
 use zenoh::sample::Locality;
 use zenoh::Wait;
 
-use crate::link::{from_domain, Ctx, LinkError, Refused, Worker};
+use crate::link::{from_domain, Ctx, LinkError, Shared, Worker, POLL};
 use crate::mailbox::Mailbox;
 use crate::open;
 use crate::payload::Shape;
+
+/// Bytes of room the bridge's client (requests) or server (responses)
+/// starts with, for a slice type: more if other domains' ports send more.
+const FIRST_SLICE_BYTES: usize = 4096;
 
 /// Which way a request/response link carries requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,9 +77,83 @@ pub(crate) struct Shapes {
     response: Shape,
 }
 
+/// Elements of the first port for messages of `shape`: a few KiB worth of
+/// a slice, or `known` (what other domains send) if more; 1 for a type
+/// that is no slice.
+fn first_len(shape: Shape, known: usize) -> usize {
+    if shape.slice {
+        (FIRST_SLICE_BYTES / shape.size.max(1)).max(known).max(1)
+    } else {
+        1
+    }
+}
+
+/// Elements of a port made anew for a message of `need` elements, when
+/// other domains send up to `known` and no port could be made for
+/// `refused`: the next power of two, if it stays below `refused`.
+fn grown(need: usize, known: usize, refused: usize) -> usize {
+    let n = need.max(known);
+    match n.checked_next_power_of_two() {
+        Some(p) if p < refused => p,
+        _ => n,
+    }
+}
+
+/// How a link's local port waits: polls with `spin` (`--low-latency`).
+fn wait_strategy(spin: bool) -> WaitStrategy {
+    if spin {
+        WaitStrategy::BusySpin
+    } else {
+        WaitStrategy::default()
+    }
+}
+
+/// How a link's thread waits for either side: a waitset over its port and
+/// its mailbox (asleep until one has something), or, with `--low-latency`,
+/// a moment's poll.
+enum Idle<'a> {
+    Sleep(WaitSet<'a>),
+    Spin,
+}
+
+impl<'a> Idle<'a> {
+    /// Sleeping on what `attach` attaches, or spinning.
+    fn new(
+        spin: bool,
+        attach: impl FnOnce(&mut WaitSet<'a>) -> Result<hako::AttachmentId, WaitSetError>,
+    ) -> Result<Self, WaitSetError> {
+        if spin {
+            return Ok(Self::Spin);
+        }
+        let mut w = WaitSet::without_signal_handling()?;
+        attach(&mut w)?;
+        Ok(Self::Sleep(w))
+    }
+
+    /// Waits until something may have come, `timeout` (at most [`POLL`])
+    /// passed, or, spinning, a moment.
+    fn wait(&mut self, timeout: Option<Duration>, name: &str) {
+        match self {
+            Self::Spin => {
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
+            }
+            Self::Sleep(w) => {
+                let t = timeout.map_or(POLL, |t| t.min(POLL));
+                if let Err(e) = w.wait_and_process_timeout(|_| {}, t) {
+                    tracing::warn!(service = name, "cannot wait: {e}");
+                    std::thread::sleep(POLL);
+                }
+            }
+        }
+    }
+}
+
 impl ReqResLink {
     /// Bridges service `name` in `mode` (made from the types and `qos` if
-    /// `create` and it does not exist).
+    /// `create` and it does not exist); with `spin`, its thread polls.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
         ctx: &Ctx,
         name: &ServiceName,
@@ -81,7 +161,8 @@ impl ReqResLink {
         qos: &ReqResQos,
         create: bool,
         mode: Mode,
-        refused: &Refused,
+        shared: &Shared,
+        spin: bool,
     ) -> Result<Self, LinkError> {
         let service = open::reqres(&ctx.node, name, types, qos, create)?;
         tracing::debug!(service = %name, ?mode, create, "request/response link");
@@ -93,18 +174,14 @@ impl ReqResLink {
         let label = name.as_str().to_owned();
         let key = ctx.keys.rpc(name.as_str());
         let thread_name = format!("rpc {label}");
+        let room = shared.room.clone();
         let (worker, queryable) = match mode {
             Mode::Idle => (None, None),
             Mode::Serve => {
-                let client = service
-                    .client_builder()
-                    .max_slice_len(1 << 20)
-                    .create()
-                    .map_err(LinkError::port)?;
                 let (post, queries) =
                     Mailbox::new().map_err(|e| LinkError::Thread(e.to_string()))?;
                 let me = ctx.domain;
-                let refused = refused.clone();
+                let refused = shared.refused.clone();
                 let queryable = ctx
                     .session
                     .declare_queryable(key.clone())
@@ -126,12 +203,14 @@ impl ReqResLink {
                 let (timeout, in_flight) = (ctx.query_timeout, qos.max_requests_in_flight as usize);
                 let w = Worker::spawn(thread_name, move |stop| {
                     let s = serve::Serve {
-                        client: &client,
+                        service: &service,
                         queries: &queries,
                         shapes,
                         att,
                         timeout,
                         in_flight,
+                        room: &room,
+                        spin,
                         name: &label,
                     };
                     serve::serve_loop(&s, stop)
@@ -139,19 +218,20 @@ impl ReqResLink {
                 (Some(w), Some(queryable))
             }
             Mode::Forward => {
-                let server = service.server_builder().create().map_err(LinkError::port)?;
                 let session = ctx.session.clone();
-                let refused = refused.clone();
+                let refused = shared.refused.clone();
                 let (att, timeout) = (ctx.domain.attachment(), ctx.query_timeout);
                 let w = Worker::spawn(thread_name, move |stop| {
                     let f = forward::Forward {
-                        server: &server,
+                        service: &service,
                         session: &session,
                         key: &key,
                         refused: &refused,
                         shapes,
                         att,
                         timeout,
+                        room: &room,
+                        spin,
                         name: &label,
                     };
                     forward::forward_loop(&f, stop)

@@ -114,6 +114,19 @@ pub fn bridge_with(
     extra: &[&str],
     stderr: Stdio,
 ) -> BridgeProc {
+    let log = std::env::var("HAKO_LOG").unwrap_or_else(|_| "warn".into());
+    bridge_logged(domain, prefix, (port, connect), extra, (stderr, &log))
+}
+
+/// As [`bridge`], logging at level `log` to `stderr`; listening nowhere if
+/// `port` is 0.
+pub fn bridge_logged(
+    domain: &Domain,
+    prefix: &str,
+    (port, connect): (u16, &[u16]),
+    extra: &[&str],
+    (stderr, log): (Stdio, &str),
+) -> BridgeProc {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hako-bridge"));
     cmd.arg("--root")
         .arg(&domain.root)
@@ -124,15 +137,14 @@ pub fn bridge_with(
             "peer",
             "--no-multicast-scouting",
         ])
-        .args(["--listen", &endpoint(port)])
         .args(["--scan-interval", "50"])
         .args(extra)
-        .env(
-            "HAKO_LOG",
-            std::env::var("HAKO_LOG").unwrap_or_else(|_| "warn".into()),
-        )
+        .env("HAKO_LOG", log)
         .stdin(Stdio::null())
         .stderr(stderr);
+    if port != 0 {
+        cmd.args(["--listen", &endpoint(port)]);
+    }
     for p in connect {
         cmd.args(["--connect", &endpoint(*p)]);
     }
@@ -270,4 +282,54 @@ pub fn joined(test: &str, b_extra: &[&str]) -> (Domain, Domain, [BridgeProc; 2])
     let ba = bridge(&a, &p, pa, &[], &[]);
     let bb = bridge(&b, &p, pb, &[pa], b_extra);
     (a, b, [ba, bb])
+}
+
+/// A plain Zenoh session (no hako) connected to the bridge listening on
+/// `port`.
+pub fn plain_session(port: u16) -> zenoh::Session {
+    use zenoh::Wait;
+    let mut config = zenoh::Config::default();
+    config
+        .insert_json5("connect/endpoints", &format!("[\"{}\"]", endpoint(port)))
+        .unwrap();
+    config
+        .insert_json5("scouting/multicast/enabled", "false")
+        .unwrap();
+    config.insert_json5("listen/endpoints", "[]").unwrap();
+    zenoh::open(config).wait().unwrap()
+}
+
+/// The lines a bridge writes to its log (started with `Stdio::piped()`),
+/// as they come.
+pub fn log_lines(b: &mut BridgeProc) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let log = std::io::BufReader::new(b.child.stderr.take().expect("a piped log"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in log.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits (under the watchdog) for a log line that `want` accepts; returns
+/// it.
+pub fn wait_for_line(
+    lines: &std::sync::mpsc::Receiver<String>,
+    what: &str,
+    want: impl Fn(&str) -> bool,
+) -> String {
+    let start = Instant::now();
+    loop {
+        let left = WATCHDOG.saturating_sub(start.elapsed());
+        assert!(!left.is_zero(), "watchdog: the bridge never logged {what}");
+        if let Ok(line) = lines.recv_timeout(left.min(Duration::from_millis(100))) {
+            if want(&line) {
+                return line;
+            }
+        }
+    }
 }
