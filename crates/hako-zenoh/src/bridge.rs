@@ -38,7 +38,7 @@ const RETRY: Duration = Duration::from_secs(2);
 
 /// A bridged service.
 enum Link {
-    PubSub(#[allow(dead_code)] PubSubLink),
+    PubSub(PubSubLink),
     Event(#[allow(dead_code)] EventLink),
     ReqRes(#[allow(dead_code)] ReqResLink),
 }
@@ -205,6 +205,14 @@ impl Bridge {
                 tracing::info!(service = %name, "no longer bridged: gone here and elsewhere");
                 return false;
             }
+            // A publish/subscribe link takes samples in while there are
+            // subscribers here.
+            if let Link::PubSub(l) = &mut link.link {
+                let readers = local.get(name).is_some_and(|l| l.roles.readers);
+                if let Err(e) = l.readers_here(readers) {
+                    tracing::warn!(service = %name, "cannot subscribe to other domains: {e}");
+                }
+            }
             // A request/response link follows where the servers are.
             if let Link::ReqRes(l) = &link.link {
                 let mode = reqres_mode(local.get(name), remote.get(name));
@@ -328,9 +336,18 @@ impl Bridge {
         };
         let spin = ctx.low_latency.has(name);
         let link = match &desc.pattern {
-            Pattern::PublishSubscribe { payload, qos } => Link::PubSub(PubSubLink::start(
-                ctx, &service, payload, qos, create, &shared, spin,
-            )?),
+            Pattern::PublishSubscribe { payload, qos } => {
+                let readers = local.is_some_and(|l| l.roles.readers);
+                Link::PubSub(PubSubLink::start(
+                    ctx,
+                    &service,
+                    payload,
+                    qos,
+                    create,
+                    &shared,
+                    (spin, readers),
+                )?)
+            }
             Pattern::Event { qos } => Link::Event(EventLink::start(
                 ctx,
                 &service,

@@ -57,7 +57,44 @@ pub(crate) struct PubSubLink {
     // Dropped first: the listener goes before its publisher (in `_out`).
     _matching: zenoh::matching::MatchingListener<()>,
     _out: Worker,
-    _inbound: zenoh::pubsub::Subscriber<()>,
+    /// The Zenoh subscriber of incoming samples: there while this domain
+    /// has subscribers of its own (so that other domains' bridges take
+    /// samples only while someone here reads them).
+    inbound: Option<zenoh::pubsub::Subscriber<()>>,
+    incoming: Incoming,
+}
+
+/// What the Zenoh subscriber of incoming samples is made with.
+struct Incoming {
+    session: zenoh::Session,
+    key: String,
+    me: crate::keys::DomainId,
+    refused: crate::link::Refused,
+    publisher: Arc<Mutex<Inbound>>,
+    name: String,
+}
+
+impl Incoming {
+    fn subscribe(&self) -> Result<zenoh::pubsub::Subscriber<()>, LinkError> {
+        let (me, refused) = (self.me, self.refused.clone());
+        let inbound = self.publisher.clone();
+        self.session
+            .declare_subscriber(self.key.clone())
+            .allowed_origin(Locality::Remote)
+            .callback(move |sample| {
+                if crate::link::from_domain(sample.attachment(), me)
+                    || crate::link::refused(sample.attachment(), &refused)
+                {
+                    return;
+                }
+                let payload = sample.payload();
+                if let Ok(mut inbound) = inbound.lock() {
+                    inbound.send(payload.len(), payload.slices());
+                }
+            })
+            .wait()
+            .map_err(LinkError::zenoh)
+    }
 }
 
 /// The bridge's publisher of incoming samples, replaced by a roomier one
@@ -161,7 +198,9 @@ impl AsRef<[u8]> for Outgoing {
 
 impl PubSubLink {
     /// Bridges service `name` (made from `payload` and `qos` if `create`
-    /// and it does not exist); with `spin`, the outgoing thread polls.
+    /// and it does not exist); with `spin`, the outgoing thread polls;
+    /// `readers`: this domain has subscribers (see
+    /// [`readers_here`](Self::readers_here)).
     pub(crate) fn start(
         ctx: &Ctx,
         name: &ServiceName,
@@ -169,7 +208,7 @@ impl PubSubLink {
         qos: &PubSubQos,
         create: bool,
         shared: &Shared,
-        spin: bool,
+        (spin, readers): (bool, bool),
     ) -> Result<Self, LinkError> {
         let service = open::pubsub(&ctx.node, name, payload, qos, create)?;
         let shape = Shape::of(payload).ok_or(LinkError::Unsupported("payload too large"))?;
@@ -199,33 +238,22 @@ impl PubSubLink {
                 .wait()
                 .map_err(LinkError::zenoh)?
         };
-        let inbound = Mutex::new(Inbound {
-            service: service.clone(),
-            publisher,
-            shape,
-            room: shared.room.clone(),
-            failed: 0,
+        let incoming = Incoming {
+            session: ctx.session.clone(),
+            key,
+            me: ctx.domain,
+            refused: shared.refused.clone(),
+            publisher: Arc::new(Mutex::new(Inbound {
+                service: service.clone(),
+                publisher,
+                shape,
+                room: shared.room.clone(),
+                failed: 0,
+                name: name.as_str().to_owned(),
+            })),
             name: name.as_str().to_owned(),
-        });
+        };
         let me = ctx.domain;
-        let refused = shared.refused.clone();
-        let zsub = ctx
-            .session
-            .declare_subscriber(key)
-            .allowed_origin(Locality::Remote)
-            .callback(move |sample| {
-                if crate::link::from_domain(sample.attachment(), me)
-                    || crate::link::refused(sample.attachment(), &refused)
-                {
-                    return;
-                }
-                let payload = sample.payload();
-                if let Ok(mut inbound) = inbound.lock() {
-                    inbound.send(payload.len(), payload.slices());
-                }
-            })
-            .wait()
-            .map_err(LinkError::zenoh)?;
         let out = Out {
             service,
             zpub,
@@ -236,11 +264,31 @@ impl PubSubLink {
             name: name.as_str().to_owned(),
         };
         let out = Worker::spawn(format!("out {}", out.name), move |stop| out.run(stop))?;
-        Ok(Self {
-            _out: out,
-            _inbound: zsub,
+        let mut link = Self {
             _matching: listener,
-        })
+            _out: out,
+            inbound: None,
+            incoming,
+        };
+        link.readers_here(readers)?;
+        Ok(link)
+    }
+
+    /// Follows whether this domain has subscribers of its own: samples of
+    /// other domains come in only while it does.
+    pub(crate) fn readers_here(&mut self, readers: bool) -> Result<(), LinkError> {
+        match (&self.inbound, readers) {
+            (None, true) => {
+                self.inbound = Some(self.incoming.subscribe()?);
+                tracing::debug!(service = %self.incoming.name, "subscribers here: taking samples of other domains");
+            }
+            (Some(_), false) => {
+                self.inbound = None;
+                tracing::debug!(service = %self.incoming.name, "no subscriber here: no longer taking samples of other domains");
+            }
+            _ => {}
+        }
+        Ok(())
     }
 }
 

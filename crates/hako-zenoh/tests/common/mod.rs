@@ -276,10 +276,19 @@ pub fn exactly_once(got: &[u64]) {
 /// B's (with `b_extra` flags) connects to it; they stop as the bridges
 /// drop.
 pub fn joined(test: &str, b_extra: &[&str]) -> (Domain, Domain, [BridgeProc; 2]) {
+    joined_with(test, &[], b_extra)
+}
+
+/// As [`joined`], A's bridge given `a_extra` flags.
+pub fn joined_with(
+    test: &str,
+    a_extra: &[&str],
+    b_extra: &[&str],
+) -> (Domain, Domain, [BridgeProc; 2]) {
     let p = prefix(test);
     let (a, b) = (Domain::new(test, "a"), Domain::new(test, "b"));
     let (pa, pb) = (free_port(), free_port());
-    let ba = bridge(&a, &p, pa, &[], &[]);
+    let ba = bridge(&a, &p, pa, &[], a_extra);
     let bb = bridge(&b, &p, pb, &[pa], b_extra);
     (a, b, [ba, bb])
 }
