@@ -107,13 +107,16 @@ pub enum Kind {
     /// `hako-bridge`.
     #[cfg(feature = "bridge")]
     HakoBridge,
+    /// `hako-bridge-low-latency`.
+    #[cfg(feature = "bridge")]
+    HakoBridgeLowLatency,
 }
 
 /// Names of the peer transports, known in every build.
 pub const PEER_NAMES: [&str; 3] = ["iceoryx2", "iceoryx2-reqres", "shmipc"];
 
 /// Names of the transports of the `bridge` feature, known in every build.
-pub const BRIDGE_NAMES: [&str; 2] = ["zenoh", "hako-bridge"];
+pub const BRIDGE_NAMES: [&str; 3] = ["zenoh", "hako-bridge", "hako-bridge-low-latency"];
 
 impl Kind {
     /// Every transport of this build.
@@ -155,6 +158,8 @@ impl Kind {
         Kind::Zenoh,
         #[cfg(feature = "bridge")]
         Kind::HakoBridge,
+        #[cfg(feature = "bridge")]
+        Kind::HakoBridgeLowLatency,
     ];
 
     /// What `hako-pingpong` measures unless told otherwise.
@@ -244,6 +249,8 @@ impl Kind {
         Kind::Zenoh,
         #[cfg(feature = "bridge")]
         Kind::HakoBridge,
+        #[cfg(feature = "bridge")]
+        Kind::HakoBridgeLowLatency,
     ];
 
     /// The name (the transport's [`Transport::name`](crate::transport::Transport::name)).
@@ -280,6 +287,8 @@ impl Kind {
             Kind::Zenoh => "zenoh",
             #[cfg(feature = "bridge")]
             Kind::HakoBridge => "hako-bridge",
+            #[cfg(feature = "bridge")]
+            Kind::HakoBridgeLowLatency => "hako-bridge-low-latency",
         }
     }
 
@@ -460,6 +469,11 @@ macro_rules! each {
                 let $t = &$self.hako_bridge;
                 $body
             }
+            #[cfg(feature = "bridge")]
+            Kind::HakoBridgeLowLatency => {
+                let $t = &$self.hako_bridge_low_latency;
+                $body
+            }
         }
     };
 }
@@ -496,6 +510,8 @@ pub struct Transports {
     zenoh: PlainZenoh,
     #[cfg(feature = "bridge")]
     hako_bridge: HakoBridge,
+    #[cfg(feature = "bridge")]
+    hako_bridge_low_latency: HakoBridge,
 }
 
 impl Transports {
@@ -545,7 +561,9 @@ impl Transports {
             #[cfg(feature = "bridge")]
             zenoh: PlainZenoh,
             #[cfg(feature = "bridge")]
-            hako_bridge: HakoBridge,
+            hako_bridge: HakoBridge { low_latency: false },
+            #[cfg(feature = "bridge")]
+            hako_bridge_low_latency: HakoBridge { low_latency: true },
         }
     }
 

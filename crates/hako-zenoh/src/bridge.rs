@@ -39,7 +39,7 @@ const RETRY: Duration = Duration::from_secs(2);
 /// A bridged service.
 enum Link {
     PubSub(PubSubLink),
-    Event(#[allow(dead_code)] EventLink),
+    Event(EventLink),
     ReqRes(#[allow(dead_code)] ReqResLink),
 }
 
@@ -205,13 +205,16 @@ impl Bridge {
                 tracing::info!(service = %name, "no longer bridged: gone here and elsewhere");
                 return false;
             }
-            // A publish/subscribe link takes samples in while there are
-            // subscribers here.
-            if let Link::PubSub(l) = &mut link.link {
-                let readers = local.get(name).is_some_and(|l| l.roles.readers);
-                if let Err(e) = l.readers_here(readers) {
-                    tracing::warn!(service = %name, "cannot subscribe to other domains: {e}");
-                }
+            // Samples and events come in while there are subscribers or
+            // listeners here.
+            let readers = local.get(name).is_some_and(|l| l.roles.readers);
+            let followed = match &mut link.link {
+                Link::PubSub(l) => l.readers_here(readers),
+                Link::Event(l) => l.readers_here(readers),
+                Link::ReqRes(_) => Ok(()),
+            };
+            if let Err(e) = followed {
+                tracing::warn!(service = %name, "cannot subscribe to other domains: {e}");
             }
             // A request/response link follows where the servers are.
             if let Link::ReqRes(l) = &link.link {
@@ -348,14 +351,17 @@ impl Bridge {
                     (spin, readers),
                 )?)
             }
-            Pattern::Event { qos } => Link::Event(EventLink::start(
-                ctx,
-                &service,
-                qos,
-                create,
-                &shared.refused,
-                spin,
-            )?),
+            Pattern::Event { qos } => {
+                let readers = local.is_some_and(|l| l.roles.readers);
+                Link::Event(EventLink::start(
+                    ctx,
+                    &service,
+                    qos,
+                    create,
+                    &shared.refused,
+                    (spin, readers),
+                )?)
+            }
             Pattern::RequestResponse {
                 request,
                 response,

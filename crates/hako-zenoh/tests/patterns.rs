@@ -268,3 +268,32 @@ fn a_service_whose_type_differs_across_hosts_is_not_bridged_and_the_bridge_says_
     // Nothing crossed into the u32 service.
     assert!(sub.receive().unwrap().is_none());
 }
+
+#[test]
+fn once_the_notifier_counts_the_bridge_every_event_crosses() {
+    let p = prefix("ev-first");
+    let (a, b) = (Domain::new("ev-first", "a"), Domain::new("ev-first", "b"));
+    let (pa, pb) = (free_port(), free_port());
+    let name: hako::ServiceName = "t/ev-first".try_into().unwrap();
+    let open = |node: &hako::Node| {
+        node.service_builder(&name)
+            .event()
+            .event_id_max(7)
+            .open_or_create()
+            .unwrap()
+    };
+    let notifier = open(&a.node).notifier_builder().create().unwrap();
+    let _ba = bridge(&a, &p, pa, &[], &[]);
+    // A's bridge has found the service before B starts.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(notifier.listener_count(), 0, "nobody listens anywhere yet");
+    let listener = open(&b.node).listener_builder().create().unwrap();
+    let _bb = bridge(&b, &p, pb, &[pa], &[]);
+    wait_until("the notifier counts a listener", || {
+        notifier.listener_count() >= 1
+    });
+    notifier.notify_with_id(EventId(5)).unwrap();
+    let mut totals = std::collections::BTreeMap::new();
+    count_events(&listener, &mut totals, |t| t.get(&5) == Some(&1));
+    assert_eq!(totals.len(), 1, "{totals:?}");
+}

@@ -1,7 +1,8 @@
-//! hako through two `hako-bridge` processes (transport `hako-bridge`).
+//! hako through two `hako-bridge` processes (transports `hako-bridge` and
+//! `hako-bridge-low-latency`, whose bridges poll: `--low-latency`).
 //!
 //! A row has two hako domains in the run's root,
-//! `hako-bridge_<row>_a` (the leader's) and `hako-bridge_<row>_b` (the
+//! `<transport>_<row>_a` (the leader's) and `<transport>_<row>_b` (the
 //! follower's), each with the services `bench/ping` and `bench/pong`
 //! (payload `[u8]`, publishers with `max_slice_len` = the row's size). Both
 //! sides create them with the same settings (`open_or_create`), room for a
@@ -13,7 +14,7 @@
 //! domain B listens on another and connects to it (peer mode, multicast
 //! scouting off, key expressions under a prefix of the row). The bridge of
 //! A runs on the leader's CPUs and the bridge of B on the follower's (the
-//! follower writes its CPUs to `hako-bridge_<row>_cpus`): each side is a
+//! follower writes its CPUs to `<transport>_<row>_cpus`): each side is a
 //! host of its own, as with plain Zenoh the leader's session threads run
 //! on its CPU and the follower's on the follower's. Then the leader sends
 //! probes until one comes back: both services bridged both ways. The
@@ -37,9 +38,15 @@ use crate::transport::{
 };
 use crate::Result;
 
-/// hako publish/subscribe across two domains joined by `hako-bridge`.
+/// hako publish/subscribe across two domains joined by `hako-bridge`:
+/// `hako-bridge`, or with the bridges' `--low-latency`
+/// (`hako-bridge-low-latency`: they poll their local ports instead of
+/// sleeping between messages).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HakoBridge;
+pub struct HakoBridge {
+    /// The bridges run with `--low-latency`.
+    pub low_latency: bool,
+}
 
 /// Publishers a service allows: the program's, the bridge's, and a second
 /// of the bridge's (it makes a roomier one, before it drops the first,
@@ -75,6 +82,7 @@ pub struct BridgedLeader {
     prefix: String,
     cpus_file: PathBuf,
     logs: [PathBuf; 2],
+    low_latency: bool,
 }
 
 /// The follower's side: takes pings in domain B, publishes pongs there.
@@ -97,9 +105,10 @@ impl std::fmt::Debug for BridgedFollower {
     }
 }
 
-/// The root of domain `ab` (`a`: the leader's, `b`: the follower's).
-fn root(row: &RowSpec, ab: &str) -> PathBuf {
-    row_path(row, "hako-bridge", ab)
+/// The root of domain `ab` (`a`: the leader's, `b`: the follower's) of
+/// transport `name`.
+fn root(row: &RowSpec, name: &str, ab: &str) -> PathBuf {
+    row_path(row, name, ab)
 }
 
 impl Side {
@@ -210,7 +219,11 @@ impl Transport for HakoBridge {
     type Follower = BridgedFollower;
 
     fn name(&self) -> &'static str {
-        "hako-bridge"
+        if self.low_latency {
+            "hako-bridge-low-latency"
+        } else {
+            "hako-bridge"
+        }
     }
 
     fn waiting(&self) -> Waiting {
@@ -226,7 +239,8 @@ impl Transport for HakoBridge {
 
     fn leader(&self, row: &RowSpec) -> Result<BridgedLeader> {
         let program = program::find()?;
-        let roots = [root(row, "a"), root(row, "b")];
+        let name = self.name();
+        let roots = [root(row, name, "a"), root(row, name, "b")];
         let side = Side::new(row, &roots[0], "pingpong-leader", "ping")?;
         Ok(BridgedLeader {
             bridges: None,
@@ -234,17 +248,20 @@ impl Transport for HakoBridge {
             program,
             roots,
             prefix: format!("hako-bench-{}-{}", std::process::id(), row.row_id),
-            cpus_file: row_path(row, "hako-bridge", "cpus"),
-            logs: [
-                row_path(row, "hako-bridge", "a.log"),
-                row_path(row, "hako-bridge", "b.log"),
-            ],
+            cpus_file: row_path(row, name, "cpus"),
+            logs: [row_path(row, name, "a.log"), row_path(row, name, "b.log")],
+            low_latency: self.low_latency,
         })
     }
 
     fn follower(&self, row: &RowSpec) -> Result<BridgedFollower> {
-        let side = Side::new(row, &root(row, "b"), "pingpong-follower", "pong")?;
-        let path = row_path(row, "hako-bridge", "cpus");
+        let side = Side::new(
+            row,
+            &root(row, self.name(), "b"),
+            "pingpong-follower",
+            "pong",
+        )?;
+        let path = row_path(row, self.name(), "cpus");
         std::fs::write(&path, cpu_list()? + "\n")
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         Ok(BridgedFollower { side })
@@ -265,6 +282,7 @@ impl BridgedLeader {
             connect,
             cpus,
             log: self.logs[i].clone(),
+            low_latency: self.low_latency,
         };
         let specs = [
             spec("domain A (the leader's)", 0, port_a, None, None),

@@ -96,6 +96,8 @@ pub(crate) struct BridgeSpec {
     pub cpus: Option<CpuSet>,
     /// Where its log goes.
     pub log: PathBuf,
+    /// It polls its local ports (`--low-latency`).
+    pub low_latency: bool,
 }
 
 /// One running bridge.
@@ -188,6 +190,9 @@ fn spawn(program: &Path, spec: &BridgeSpec) -> std::io::Result<Child> {
         .args(["--scan-interval", SCAN_INTERVAL_MS]);
     if let Some(port) = spec.connect {
         cmd.args(["--connect", &super::endpoint(port)]);
+    }
+    if spec.low_latency {
+        cmd.arg("--low-latency");
     }
     if std::env::var_os("HAKO_LOG").is_none() {
         cmd.env("HAKO_LOG", OsString::from("warn"));

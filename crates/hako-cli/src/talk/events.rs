@@ -19,6 +19,13 @@ pub struct NotifyArgs {
     /// Send it this many times.
     #[arg(long, default_value_t = 1)]
     repeat: u64,
+    /// Before sending, wait until this many listeners are there (a bridge
+    /// counts as one while another domain listens).
+    #[arg(long, default_value_t = 0)]
+    wait_listeners: usize,
+    /// Give up waiting for listeners after this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    timeout: f64,
     #[command(flatten)]
     create: CreateArg,
     #[command(flatten)]
@@ -66,6 +73,21 @@ pub fn notify(a: NotifyArgs) -> Result<(), CliError> {
         .notifier_builder()
         .create()
         .map_err(|e| CliError::failure(e.to_string()))?;
+    let timeout = seconds(a.timeout, "--timeout")?;
+    let start = Instant::now();
+    while notifier.listener_count() < a.wait_listeners {
+        if start.elapsed() > timeout {
+            return Err(CliError {
+                code: exit::TIMED_OUT,
+                message: format!(
+                    "{} there after {timeout:?}, {} wanted",
+                    crate::count(notifier.listener_count(), "listener", "listeners"),
+                    a.wait_listeners
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
     for _ in 0..a.repeat {
         let n = notifier
             .notify_with_id(EventId(a.id))

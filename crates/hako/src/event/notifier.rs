@@ -210,6 +210,32 @@ impl Notifier {
         }
     }
 
+    /// How many listeners the service has now (each notification reaches
+    /// every one): a bridge's among them while another domain listens.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # struct Rm(std::path::PathBuf);
+    /// # impl Drop for Rm { fn drop(&mut self) { let _ = std::fs::remove_dir_all(&self.0); } }
+    /// # let root = Rm(std::env::temp_dir().join(format!("hako-doc-{}-listener-count", std::process::id())));
+    /// # let node = hako::NodeBuilder::new().config(&hako::Config::default().with_root(&root.0)).create()?;
+    /// let service = node.service_builder(&"Doc/Door".try_into()?).event().open_or_create()?;
+    /// let notifier = service.notifier_builder().create()?;
+    /// assert_eq!(notifier.listener_count(), 0);
+    /// let listener = service.listener_builder().create()?;
+    /// assert_eq!(notifier.listener_count(), 1);
+    /// drop(listener);
+    /// assert_eq!(notifier.listener_count(), 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn listener_count(&self) -> usize {
+        let svc = &self.service;
+        (0..svc.table_len(PortKind::Subscriber))
+            // Relaxed: a count for display and waiting, read again later.
+            .filter(|&j| svc.port_slot(PortKind::Subscriber, j).port_id.load(Ordering::Relaxed) != 0)
+            .count()
+    }
+
     /// The notifier's unique port id.
     pub fn id(&self) -> u64 {
         self.port_id
