@@ -288,6 +288,45 @@ fn notify_and_listen() {
 }
 
 #[test]
+fn notify_waits_for_listeners() {
+    let d = Domain::new("events-wait");
+    // The notifier first: it waits for a listener, then notifies.
+    let notify = d.spawn(&[
+        "notify",
+        "demo/late",
+        "--create",
+        "--id",
+        "2",
+        "--wait-listeners",
+        "1",
+        "--timeout",
+        "30",
+    ]);
+    d.service("demo/late");
+    let o = d.run(&["listen", "demo/late", "--count", "1", "--timeout", "30"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("event 2"), "{}", text(&o.stdout));
+    let n = wait(notify);
+    assert!(n.status.success(), "{}", text(&n.stderr));
+    assert!(text(&n.stdout).contains("event 2 to 1 listener\n"));
+    // Nobody comes: exit code 4, saying how many were there.
+    let o = d.run(&[
+        "notify",
+        "demo/late",
+        "--wait-listeners",
+        "1",
+        "--timeout",
+        "0.2",
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("0 listeners there"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
 fn call_and_serve() {
     let d = Domain::new("reqres");
     let serve = d.spawn(&["serve", "demo/echo", "--create", "--echo", "--count", "3"]);

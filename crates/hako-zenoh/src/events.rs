@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hako::{EventId, EventQos, EventService, Listener, Notifier, ServiceName, WaitStrategy};
+use hako::{EventId, EventQos, EventService, Listener, Notifier, ServiceName};
 use zenoh::qos::CongestionControl;
 use zenoh::sample::Locality;
 use zenoh::Wait;
@@ -236,16 +236,10 @@ impl Out {
 
     /// The bridge's local listener, made with its count of own events.
     fn listener(&self) -> Result<Listener, String> {
-        let wait = if self.spin {
-            WaitStrategy::BusySpin
-        } else {
-            WaitStrategy::default()
-        };
         let mut o = self.own.lock().map_err(|_| "a poisoned lock".to_owned())?;
         let l = self
             .service
             .listener_builder()
-            .wait_strategy(wait)
             .create()
             .map_err(|e| e.to_string())?;
         *o = Some(HashMap::new());
@@ -255,7 +249,15 @@ impl Out {
     /// Waits a while for local events and puts them on Zenoh.
     fn forward(&self, listener: &Listener) {
         let name = &self.name;
-        let events = match listener.timed_wait(POLL) {
+        let waited = if self.spin {
+            Ok(
+                crate::link::poll(|| Some(listener.try_wait()).filter(|e| !e.is_empty()))
+                    .unwrap_or_default(),
+            )
+        } else {
+            listener.timed_wait(POLL)
+        };
+        let events = match waited {
             Ok(e) => e,
             Err(e) => {
                 tracing::warn!(service = %name, "local wait failed: {e}");

@@ -18,6 +18,26 @@ use crate::open::OpenError;
 /// whether it should stop.
 pub(crate) const POLL: Duration = Duration::from_millis(100);
 
+/// Polls `look` until it gives something (`Some`) or [`POLL`] passed
+/// (`None`), yielding the CPU between two looks: the `--low-latency` wait.
+/// A message is taken as soon as it is there, and a thread that shares
+/// the CPU (the program that sent it, Zenoh's) still runs whenever it has
+/// something to do.
+pub(crate) fn poll<T>(mut look: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = std::time::Instant::now() + POLL;
+    let mut looks = 0u32;
+    loop {
+        if let Some(t) = look() {
+            return Some(t);
+        }
+        std::thread::yield_now();
+        looks = looks.wrapping_add(1);
+        if looks % 256 == 0 && std::time::Instant::now() >= end {
+            return None;
+        }
+    }
+}
+
 /// Domains whose copy of a service differs from this one's (another payload
 /// type, say): what they send is dropped. Filled as the bridge checks each
 /// domain that has the service.

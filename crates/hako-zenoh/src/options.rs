@@ -125,8 +125,9 @@ pub struct BridgeOptions {
     /// and a description for its answer.
     pub query_timeout: Duration,
     /// Services whose local ports the bridge polls instead of sleeping
-    /// between messages, as key expressions over their names (`**`: all):
-    /// the lowest latency, at the cost of a CPU kept busy by each such
+    /// between messages (yielding the CPU between looks), as key
+    /// expressions over their names (`**`: all): the lowest latency for
+    /// small messages, at the cost of a CPU kept busy by each such
     /// service's waiting thread (see docs/bridge.md). None by default.
     pub low_latency: Vec<String>,
 }

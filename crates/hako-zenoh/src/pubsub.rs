@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use hako::{
     BackpressureStrategy, PayloadDescription, PubSubQos, PubSubService, Publisher, ServiceName,
-    Subscriber, WaitStrategy,
+    Subscriber,
 };
 use zenoh::qos::CongestionControl;
 use zenoh::sample::Locality;
@@ -341,23 +341,22 @@ impl Out {
     /// The bridge's local subscriber. Lossy: the service's publishers never
     /// wait for it, whatever the network does (see the module doc).
     fn subscriber(&self) -> Result<Subscriber<[u8]>, hako::SubscriberCreateError> {
-        let wait = if self.spin {
-            WaitStrategy::BusySpin
-        } else {
-            WaitStrategy::default()
-        };
         self.service
             .subscriber_builder()
             .skip_own_node(true)
             .lossy(true)
-            .wait_strategy(wait)
             .create()
     }
 
     /// Waits a while for a local sample and puts it on Zenoh.
     fn forward(&self, sub: &Subscriber<[u8]>) {
         let name = &self.name;
-        match sub.receive_timeout(POLL) {
+        let taken = if self.spin {
+            crate::link::poll(|| sub.receive().transpose()).transpose()
+        } else {
+            sub.receive_timeout(POLL)
+        };
+        match taken {
             Ok(Some(sample)) => {
                 let bytes = sample.len() * self.shape.size;
                 let out = bytes::Bytes::from_owner(Outgoing { sample, bytes });

@@ -64,9 +64,9 @@ struct Args {
     #[arg(long, value_name = "MS")]
     scan_interval: Option<u64>,
     /// Poll the local ports of the services PATTERN selects (all without
-    /// PATTERN) instead of sleeping between messages: the lowest latency,
-    /// at the cost of one CPU kept busy per such service (two for a
-    /// publish/subscribe service carried both ways); repeatable.
+    /// PATTERN) instead of sleeping between messages, yielding the CPU
+    /// between looks: the lowest latency for small messages, at the cost
+    /// of one CPU kept busy per such service; repeatable.
     #[arg(long, value_name = "PATTERN", num_args = 0..=1, default_missing_value = "**")]
     low_latency: Vec<String>,
 }

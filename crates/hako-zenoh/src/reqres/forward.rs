@@ -95,12 +95,7 @@ pub(super) fn forward_loop(f: &Forward<'_>, stop: &AtomicBool) {
     let mut len = super::first_len(f.shapes.response, f.room.readers());
     let (mut made, mut refused) = (0, usize::MAX);
     while !stop.load(Ordering::Relaxed) {
-        let server = f
-            .service
-            .server_builder()
-            .max_slice_len(len)
-            .wait_strategy(super::wait_strategy(f.spin))
-            .create();
+        let server = f.service.server_builder().max_slice_len(len).create();
         let server = match server {
             Ok(s) => s,
             Err(e) => {

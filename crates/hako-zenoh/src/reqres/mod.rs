@@ -25,7 +25,7 @@ mod serve;
 
 use std::time::Duration;
 
-use hako::{PayloadDescription, ReqResQos, ServiceName, WaitSet, WaitSetError, WaitStrategy};
+use hako::{PayloadDescription, ReqResQos, ServiceName, WaitSet, WaitSetError};
 use zenoh::sample::Locality;
 use zenoh::Wait;
 
@@ -99,18 +99,9 @@ fn grown(need: usize, known: usize, refused: usize) -> usize {
     }
 }
 
-/// How a link's local port waits: polls with `spin` (`--low-latency`).
-fn wait_strategy(spin: bool) -> WaitStrategy {
-    if spin {
-        WaitStrategy::BusySpin
-    } else {
-        WaitStrategy::default()
-    }
-}
-
 /// How a link's thread waits for either side: a waitset over its port and
 /// its mailbox (asleep until one has something), or, with `--low-latency`,
-/// a moment's poll.
+/// a yield of the CPU before the next look at both.
 enum Idle<'a> {
     Sleep(WaitSet<'a>),
     Spin,
@@ -134,11 +125,7 @@ impl<'a> Idle<'a> {
     /// passed, or, spinning, a moment.
     fn wait(&mut self, timeout: Option<Duration>, name: &str) {
         match self {
-            Self::Spin => {
-                for _ in 0..64 {
-                    std::hint::spin_loop();
-                }
-            }
+            Self::Spin => std::thread::yield_now(),
             Self::Sleep(w) => {
                 let t = timeout.map_or(POLL, |t| t.min(POLL));
                 if let Err(e) = w.wait_and_process_timeout(|_| {}, t) {

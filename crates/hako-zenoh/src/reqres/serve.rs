@@ -60,12 +60,7 @@ pub(super) fn serve_loop(s: &Serve<'_>, stop: &AtomicBool) {
     // made for.
     let (mut made, mut refused) = (0, usize::MAX);
     while !stop.load(Ordering::Relaxed) {
-        let client = s
-            .service
-            .client_builder()
-            .max_slice_len(len)
-            .wait_strategy(super::wait_strategy(s.spin))
-            .create();
+        let client = s.service.client_builder().max_slice_len(len).create();
         let client = match client {
             Ok(c) => c,
             Err(e) => {
