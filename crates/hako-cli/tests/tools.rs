@@ -313,6 +313,7 @@ fn notify_waits_for_listeners() {
     let o = d.run(&[
         "notify",
         "demo/late",
+        "--create",
         "--wait-listeners",
         "1",
         "--timeout",
