@@ -211,15 +211,19 @@ impl Out {
     /// while another domain listens.
     fn run(&self, stop: &AtomicBool) {
         let mut listener: Option<Listener> = None;
+        let mut said = crate::link::Said::default();
         while !stop.load(Ordering::Relaxed) {
             // Relaxed: a flag; events taken just after it fell still go.
             let matching = self.matching.load(Ordering::Relaxed);
             match (&listener, matching) {
                 (None, false) => std::thread::sleep(MATCH_POLL),
                 (None, true) => match self.listener() {
-                    Ok(l) => listener = Some(l),
+                    Ok(l) => {
+                        said.clear();
+                        listener = Some(l);
+                    }
                     Err(e) => {
-                        tracing::warn!(service = %self.name, "cannot listen locally: {e}");
+                        said.warn(&self.name, format!("cannot listen locally: {e}"));
                         std::thread::sleep(Duration::from_millis(500));
                     }
                 },

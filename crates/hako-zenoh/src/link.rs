@@ -18,6 +18,26 @@ use crate::open::OpenError;
 /// whether it should stop.
 pub(crate) const POLL: Duration = Duration::from_millis(100);
 
+/// A warning of a failure that is retried (every half second, say): said
+/// once, and again only when it changes or after a success.
+#[derive(Debug, Default)]
+pub(crate) struct Said(Option<String>);
+
+impl Said {
+    /// Logs `what` of `service` at warning level unless it was just said.
+    pub(crate) fn warn(&mut self, service: &str, what: String) {
+        if self.0.as_deref() != Some(what.as_str()) {
+            tracing::warn!(service, "{what}");
+            self.0 = Some(what);
+        }
+    }
+
+    /// The failure is over.
+    pub(crate) fn clear(&mut self) {
+        self.0 = None;
+    }
+}
+
 /// Polls `look` until it gives something (`Some`) or [`POLL`] passed
 /// (`None`), yielding the CPU between two looks: the `--low-latency` wait.
 /// A message is taken as soon as it is there, and a thread that shares

@@ -313,6 +313,7 @@ impl Out {
     /// reaches the other domains.
     fn run(&self, stop: &AtomicBool) {
         let mut sub: Option<Subscriber<[u8]>> = None;
+        let mut said = crate::link::Said::default();
         while !stop.load(Ordering::Relaxed) {
             // Relaxed: a flag; a sample taken just after it fell is still
             // put (Zenoh drops it if nobody subscribes any more).
@@ -322,10 +323,11 @@ impl Out {
                 (None, true) => match self.subscriber() {
                     Ok(s) => {
                         tracing::debug!(service = %self.name, "another domain subscribes: taking samples");
+                        said.clear();
                         sub = Some(s);
                     }
                     Err(e) => {
-                        tracing::warn!(service = %self.name, "cannot subscribe locally: {e}");
+                        said.warn(&self.name, format!("cannot subscribe locally: {e}"));
                         std::thread::sleep(Duration::from_millis(500));
                     }
                 },

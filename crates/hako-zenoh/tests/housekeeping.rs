@@ -121,3 +121,42 @@ fn a_log_file_has_no_colours_and_says_which_bridges_come_and_go() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn a_port_the_bridge_cannot_make_is_said_once() {
+    let p = prefix("said");
+    let (a, b) = (Domain::new("said", "a"), Domain::new("said", "b"));
+    let (pa, pb) = (free_port(), free_port());
+    // A's service has room for one subscriber, A's own: the bridge cannot
+    // subscribe when B's subscriber asks for the samples.
+    let name: hako::ServiceName = "t/said".try_into().unwrap();
+    let sa = a
+        .node
+        .service_builder(&name)
+        .publish_subscribe::<u64>()
+        .max_subscribers(1)
+        .open_or_create()
+        .unwrap();
+    let _publisher = sa.publisher_builder().create().unwrap();
+    let _own = sa.subscriber_builder().create().unwrap();
+    let mut ba = bridge_with(&a, &p, pa, &[], &[], Stdio::piped());
+    let lines = log_lines(&mut ba);
+    let sb = b
+        .node
+        .service_builder(&name)
+        .publish_subscribe::<u64>()
+        .open_or_create()
+        .unwrap();
+    let _sub = sb.subscriber_builder().create().unwrap();
+    let _bb = bridge(&b, &p, pb, &[pa], &[]);
+    wait_for_line(&lines, "that it cannot subscribe", |l| {
+        l.contains("WARN") && l.contains("cannot subscribe locally")
+    });
+    // It retries every half second; the log says it once.
+    std::thread::sleep(Duration::from_secs(2));
+    let again: Vec<String> = lines
+        .try_iter()
+        .filter(|l| l.contains("cannot subscribe locally"))
+        .collect();
+    assert!(again.is_empty(), "said again: {again:?}");
+}

@@ -411,7 +411,7 @@ fn service_in(root: &Dir, key: &str, name: Option<&str>) -> Result<ServiceInfo, 
     } = &desc.pattern
     {
         // A request/response segment sizes its chunks in bytes.
-        let elements = |bytes: u64, p: &crate::PayloadDescription| match p.size {
+        let elements = |bytes: u64, p: &crate::port::payload::PayloadDescription| match p.size {
             _ if !p.slice => 1,
             0 => bytes,
             size => bytes / size,

@@ -25,7 +25,7 @@ use zenoh::Wait;
 
 use super::{grown, Idle, Shapes};
 use crate::keys::is_end;
-use crate::link::{Refused, Room};
+use crate::link::{Refused, Room, Said};
 use crate::mailbox::{Mailbox, Post};
 use crate::payload::{copy_in, copy_out};
 
@@ -94,15 +94,15 @@ pub(super) fn forward_loop(f: &Forward<'_>, stop: &AtomicBool) {
     let mut next_id = 0;
     let mut len = super::first_len(f.shapes.response, f.room.readers());
     let (mut made, mut refused) = (0, usize::MAX);
+    let mut said = Said::default();
     while !stop.load(Ordering::Relaxed) {
         let server = f.service.server_builder().max_slice_len(len).create();
         let server = match server {
             Ok(s) => s,
             Err(e) => {
-                tracing::warn!(
-                    service = f.name,
-                    elements = len,
-                    "cannot make a server: {e}"
+                said.warn(
+                    f.name,
+                    format!("cannot make a server of {len} elements: {e}"),
                 );
                 refused = len;
                 if made == 0 {
@@ -114,6 +114,7 @@ pub(super) fn forward_loop(f: &Forward<'_>, stop: &AtomicBool) {
             }
         };
         made = made.max(len);
+        said.clear();
         tracing::debug!(service = f.name, elements = len, "server made");
         match forward_with(f, &server, (len, refused), (&q, &mut next_id), stop) {
             Some(need) => len = need,

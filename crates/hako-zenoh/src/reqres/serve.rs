@@ -22,7 +22,7 @@ use zenoh::query::Query;
 use zenoh::Wait;
 
 use super::{grown, Idle, Shapes};
-use crate::link::Room;
+use crate::link::{Room, Said};
 use crate::mailbox::Mailbox;
 use crate::payload::{copy_in, copy_out};
 
@@ -59,15 +59,15 @@ pub(super) fn serve_loop(s: &Serve<'_>, stop: &AtomicBool) {
     // The longest client made so far, and a length no client could be
     // made for.
     let (mut made, mut refused) = (0, usize::MAX);
+    let mut said = Said::default();
     while !stop.load(Ordering::Relaxed) {
         let client = s.service.client_builder().max_slice_len(len).create();
         let client = match client {
             Ok(c) => c,
             Err(e) => {
-                tracing::warn!(
-                    service = s.name,
-                    elements = len,
-                    "cannot make a client: {e}"
+                said.warn(
+                    s.name,
+                    format!("cannot make a client of {len} elements: {e}"),
                 );
                 // What needs this room cannot go; the rest goes through a
                 // client of the last length that worked.
@@ -92,6 +92,7 @@ pub(super) fn serve_loop(s: &Serve<'_>, stop: &AtomicBool) {
             }
         };
         made = made.max(len);
+        said.clear();
         tracing::debug!(service = s.name, elements = len, "client made");
         match serve_with(s, &client, len, refused, &mut waiting, stop) {
             Some(need) => len = need,
