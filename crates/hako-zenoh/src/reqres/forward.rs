@@ -23,7 +23,7 @@ use zenoh::query::{ConsolidationMode, Reply};
 use zenoh::sample::Locality;
 use zenoh::Wait;
 
-use super::{grown, Idle, Shapes};
+use super::common::{grown, Idle, Shapes};
 use crate::keys::is_end;
 use crate::link::{Refused, Room, Said};
 use crate::mailbox::{Mailbox, Post};
@@ -92,7 +92,7 @@ pub(super) fn forward_loop(f: &Forward<'_>, stop: &AtomicBool) {
     };
     let q = Queries { post, mailbox };
     let mut next_id = 0;
-    let mut len = super::first_len(f.shapes.response, f.room.readers());
+    let mut len = super::common::first_len(f.shapes.response, f.room.readers());
     let (mut made, mut refused) = (0, usize::MAX);
     let mut said = Said::default();
     while !stop.load(Ordering::Relaxed) {

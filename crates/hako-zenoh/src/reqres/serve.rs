@@ -21,7 +21,7 @@ use hako::{Client, PendingResponse, ReqResService};
 use zenoh::query::Query;
 use zenoh::Wait;
 
-use super::{grown, Idle, Shapes};
+use super::common::{grown, Idle, Shapes};
 use crate::link::{Room, Said};
 use crate::mailbox::Mailbox;
 use crate::payload::{copy_in, copy_out};
@@ -55,7 +55,7 @@ struct Open<'c> {
 /// `stop`, with a client as roomy as the requests need.
 pub(super) fn serve_loop(s: &Serve<'_>, stop: &AtomicBool) {
     let mut waiting = VecDeque::new();
-    let mut len = super::first_len(s.shapes.request, s.room.writers());
+    let mut len = super::common::first_len(s.shapes.request, s.room.writers());
     // The longest client made so far, and a length no client could be
     // made for.
     let (mut made, mut refused) = (0, usize::MAX);
