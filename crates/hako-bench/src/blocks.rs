@@ -39,7 +39,7 @@
 
 use std::time::Duration;
 
-use crate::cpu::CpuTime;
+use crate::sys::cpu::CpuTime;
 use crate::harness::{RowResult, RunRow, Session, Stats};
 use crate::transport::{Pattern, PayloadMode};
 use crate::Result;

@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use crate::shm::SharedRegion;
+use crate::sys::shm::SharedRegion;
 use crate::transport::{poll, prefetch, Follower, Leader, RowSpec, Transport, Waiting};
 use crate::Result;
 

@@ -349,7 +349,7 @@ mod tests {
     #[test]
     fn hako_grows_linearly_with_allowed_subscribers() {
         let base =
-            crate::rundir::RunDir::create(Path::new("/dev/shm"), "hako-bench-fp-test").unwrap();
+            crate::sys::rundir::RunDir::create(Path::new("/dev/shm"), "hako-bench-fp-test").unwrap();
         let report = measure(base.path(), &DEFAULT_ALLOWED);
         for r in &report.rows {
             println!("{} {:>5}: {:?}", r.library, r.allowed, r.figures);

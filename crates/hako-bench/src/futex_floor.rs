@@ -22,7 +22,7 @@ use std::time::Duration;
 use rustix::io::Errno;
 use rustix::thread::futex;
 
-use crate::shm::SharedRegion;
+use crate::sys::shm::SharedRegion;
 use crate::transport::{Follower, Leader, RowSpec, Transport, Waiting, PEER_TIMEOUT};
 use crate::Result;
 

@@ -98,7 +98,6 @@ pub mod blocks;
 #[cfg(feature = "bridge")]
 pub mod bridge;
 pub mod cli;
-pub mod cpu;
 pub mod floor;
 pub mod follower;
 pub mod footprint;
@@ -114,12 +113,10 @@ pub mod peers;
 pub mod progress;
 pub mod reference;
 pub mod report;
-pub mod rundir;
 pub mod select;
-pub mod shm;
 pub mod stream;
 pub mod suite;
-pub mod timing;
+pub mod sys;
 pub mod transport;
 
 /// The error type of this crate: benchmarks report, they do not recover.

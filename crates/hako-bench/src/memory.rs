@@ -70,7 +70,7 @@ pub fn write_read_across_ns(
     std::thread::scope(|s| -> Result<f64> {
         let read = s.spawn(|| -> Result<()> {
             if let Some(cpu) = reader {
-                crate::cpu::pin_to(cpu)?;
+                crate::sys::cpu::pin_to(cpu)?;
             }
             for seq in 0..=reps {
                 wait_for(2 * seq + 1);
@@ -90,7 +90,7 @@ pub fn write_read_across_ns(
         });
         let write = s.spawn(|| -> Result<f64> {
             if let Some(cpu) = writer {
-                crate::cpu::pin_to(cpu)?;
+                crate::sys::cpu::pin_to(cpu)?;
             }
             let mut times = Vec::with_capacity(reps as usize);
             for seq in 0..=reps {

@@ -39,7 +39,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use crate::shm::SharedRegion;
+use crate::sys::shm::SharedRegion;
 use crate::transport::{
     poll, prefetch, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
 };

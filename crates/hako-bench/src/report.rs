@@ -364,7 +364,7 @@ fn stats_json(s: &Stats) -> serde_json::Value {
     })
 }
 
-fn cpu_json(cpu: crate::cpu::CpuTime, n: u64) -> serde_json::Value {
+fn cpu_json(cpu: crate::sys::cpu::CpuTime, n: u64) -> serde_json::Value {
     let n = n.max(1) as f64;
     serde_json::json!({
         "cpu_ns": num(cpu.total_ns() as f64 / n),
@@ -481,7 +481,7 @@ mod tests {
 
     fn measured(name: &'static str, median: u64, vs: Vec<(&'static str, f64)>) -> Measured {
         // Slept once per round trip on each side.
-        let cpu = crate::cpu::CpuTime {
+        let cpu = crate::sys::cpu::CpuTime {
             sleeps: 10,
             ..Default::default()
         };

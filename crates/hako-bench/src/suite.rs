@@ -48,7 +48,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::blocks::{self, Plan, Row};
-use crate::cpu;
+use crate::sys::cpu;
 use crate::footprint::{self, FootprintReport};
 use crate::harness::{OneWayResult, RunRow, Session, SessionConfig, Stats};
 use crate::memory;
@@ -354,7 +354,7 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
         followers,
     })?;
     let mut result = SuiteResult {
-        clock_ns: crate::harness::clock_cost_ns(),
+        clock_ns: crate::sys::clock::clock_cost_ns(),
         probe: probe.row_name(),
         left_out,
         bridge_note: (cfg.patterns.contains(&Pattern::Bridge) && Kind::BRIDGE.is_empty())

@@ -106,7 +106,7 @@ fn same_cpu_mode_leaves_out_busy_polling_and_skips_large_mq() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("out.json");
-    let cpu = hako_bench::cpu::allowed_cpus().unwrap()[0];
+    let cpu = hako_bench::sys::cpu::allowed_cpus().unwrap()[0];
     let out = Command::new(env!("CARGO_BIN_EXE_hako-pingpong"))
         .args(["--same-cpu", "--leader-cpu", &cpu.to_string()])
         .args(["--transports", "hako,hako-park,futex,mq"])

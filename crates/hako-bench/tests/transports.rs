@@ -15,10 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hako_bench::cpu;
+use hako_bench::sys::cpu;
 use hako_bench::harness::{OneWay, Session, SessionConfig};
 use hako_bench::kernel::msgsize_max;
-use hako_bench::rundir::RunDir;
+use hako_bench::sys::rundir::RunDir;
 use hako_bench::select::{Kind, Transports, BRIDGE_NAMES};
 use hako_bench::transport::{Pattern, PayloadMode};
 
@@ -97,7 +97,7 @@ fn in_session(tag: &str, one_cpu: bool, body: impl FnOnce(&mut Session)) {
     let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
     *active -= 1;
     if *active == 0 {
-        hako_bench::rundir::remove_own_shm(std::path::Path::new("/dev/shm"), "hkb");
+        hako_bench::sys::rundir::remove_own_shm(std::path::Path::new("/dev/shm"), "hkb");
     }
 }
 

@@ -27,7 +27,7 @@ use hako_bench::follower;
 use hako_bench::hako_pubsub::HakoPubSub;
 use hako_bench::harness::{RunRow, Session, SessionConfig};
 use hako_bench::report::{self, format_size, parse_size, RunReport};
-use hako_bench::rundir::{self, RunDir};
+use hako_bench::sys::rundir::{self, RunDir};
 use hako_bench::select::{Kind, Transports};
 use hako_bench::transport::{PayloadMode, Waiting};
 use hako_bench::Result;
@@ -230,7 +230,7 @@ fn run(cli: Cli) -> Result<()> {
         )
     })?;
 
-    let clock = hako_bench::harness::clock_cost_ns();
+    let clock = hako_bench::sys::clock::clock_cost_ns();
     println!(
         "hako-pingpong: round trips between two processes; {} blocks per row, each transport \
          doing as many round trips per block as fit in {} ms ({}..={}), between floor probes \

@@ -194,7 +194,7 @@ impl Side {
 
 /// The CPUs of the calling thread, as a list (`0,1`).
 fn cpu_list() -> Result<String> {
-    Ok(crate::cpu::allowed_cpus()?
+    Ok(crate::sys::cpu::allowed_cpus()?
         .iter()
         .map(|c| c.to_string())
         .collect::<Vec<_>>()
@@ -368,7 +368,7 @@ mod tests {
     #[test]
     fn cpu_lists_round_trip() {
         let set = parse_cpus(&cpu_list().unwrap()).unwrap();
-        for c in crate::cpu::allowed_cpus().unwrap() {
+        for c in crate::sys::cpu::allowed_cpus().unwrap() {
             assert!(set.is_set(c));
         }
         assert!(parse_cpus("1,x").is_err());

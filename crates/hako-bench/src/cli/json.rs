@@ -19,7 +19,7 @@ fn first_line_with(path: &str, key: &str) -> Option<String> {
 pub fn machine() -> Value {
     json!({
         "cpu_model": first_line_with("/proc/cpuinfo", "model name").unwrap_or_else(|| "unknown".into()),
-        "cpus_online": crate::cpu::online_cpus(),
+        "cpus_online": crate::sys::cpu::online_cpus(),
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()).unwrap_or_default(),
         "msgsize_max": crate::kernel::msgsize_max(),
     })
@@ -40,11 +40,11 @@ pub(super) fn stats_json(s: &crate::harness::Stats) -> Value {
     })
 }
 
-pub(super) fn cpu_json(cpu: crate::cpu::CpuTime, n: u64) -> Value {
+pub(super) fn cpu_json(cpu: crate::sys::cpu::CpuTime, n: u64) -> Value {
     let n = n.max(1) as f64;
     json!({
         // Measured by the process's CPU clock; user/system is the kernel's
-        // tick-based split of it (see crate::cpu::CpuTime).
+        // tick-based split of it (see crate::sys::cpu::CpuTime).
         "cpu_ns": cpu.total_ns() as f64 / n,
         "user_ns": cpu.user_ns as f64 / n,
         "system_ns": cpu.system_ns as f64 / n,

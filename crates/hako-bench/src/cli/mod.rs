@@ -30,7 +30,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::blocks::Plan;
 use crate::hako_pubsub::HakoPubSub;
 use crate::report::{format_size, parse_size};
-use crate::rundir::{self, RunDir};
+use crate::sys::rundir::{self, RunDir};
 use crate::select::{Kind, Transports};
 use crate::suite::{self, StreamPlan, SuiteConfig};
 use crate::transport::{Pattern, PayloadMode};

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout};
 
-use crate::cpu::CpuTime;
+use crate::sys::cpu::CpuTime;
 use crate::Result;
 
 #[cfg(doc)]

@@ -41,18 +41,20 @@
 
 mod followers;
 mod rows;
+mod stats;
 
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::cpu::{self, CpuTime};
+use crate::sys::clock::monotonic_ns;
+use crate::sys::cpu::{self, CpuTime};
 use crate::transport::{Leader, Pattern, PayloadMode, RowSpec, Transport};
 use crate::Result;
 
 use followers::{parse_done, FollowerProc};
 
-pub use crate::timing::{clock_cost_ns, measure, monotonic_ns, Stats, Ticks};
+pub use stats::Stats;
 pub use followers::FollowerReport;
 pub use rows::{OneWay, OneWayResult, RowResult, RunRow};
 
@@ -62,7 +64,7 @@ pub const FOLLOWER_ARG: &str = "__hako-bench-follower";
 /// How to start a [`Session`].
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
-    /// The run's domain root (see [`crate::rundir`]).
+    /// The run's domain root (see [`crate::sys::rundir`]).
     pub root: PathBuf,
     /// CPU for the leader (the calling thread), or `None` to leave it alone.
     pub leader_cpu: Option<usize>,

@@ -3,7 +3,7 @@
 //! [`RunRow`], a transport as the leader's [`Session`] sees it.
 
 use super::{Session, Stats};
-use crate::cpu::CpuTime;
+use crate::sys::cpu::CpuTime;
 use crate::transport::{Pattern, PayloadMode, Transport, Waiting};
 use crate::Result;
 

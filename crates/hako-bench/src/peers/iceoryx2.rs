@@ -18,7 +18,7 @@
 //! directory (default `/tmp/iceoryx2`) and its shared memory in `/dev/shm`
 //! under a prefix (default `iox2_`). Here the root is the run's own
 //! directory (`<run root>/iceoryx2`, removed with it) and the prefix is
-//! `hkb<leader pid>_`, which [`crate::rundir::clean_stale_shm`] removes once
+//! `hkb<leader pid>_`, which [`crate::sys::rundir::clean_stale_shm`] removes once
 //! that pid is gone. Both processes build the same [`Config`]. Nodes do not
 //! install iceoryx2's SIGINT/SIGTERM handler, so Ctrl-C stops a run at once.
 

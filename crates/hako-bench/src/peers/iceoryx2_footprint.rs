@@ -7,7 +7,7 @@
 //! iceoryx2 keeps its shared memory in `/dev/shm` under the file prefix of
 //! its config, and its service descriptions under its root path. Each
 //! measure gets a prefix of its own, `hkb<pid>_fp<k>_` (so
-//! [`crate::rundir::clean_stale_shm`] removes what a killed run left, as it
+//! [`crate::sys::rundir::clean_stale_shm`] removes what a killed run left, as it
 //! does for the transports' `hkb<pid>_` files), and a root path in a
 //! directory of its own under the caller's base; regions of files under
 //! either count. Both are removed after the measure.

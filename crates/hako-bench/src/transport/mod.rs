@@ -43,6 +43,7 @@
 
 mod polling;
 mod row;
+pub mod timed;
 
 use std::collections::VecDeque;
 use std::ops::RangeInclusive;
@@ -69,7 +70,7 @@ pub trait Leader {
     /// Sends message `seq`, calls `sent` as soon as the message is on its
     /// way, and waits for the follower's answer to it. The harness reads
     /// the clock in `sent`, while the message travels, so the clock read is
-    /// not on the round trip's path (see [`measure`](crate::harness::measure)).
+    /// not on the round trip's path (see [`measure`](crate::transport::timed::measure)).
     fn round_trip(&mut self, seq: u64, sent: impl FnOnce()) -> Result<()>;
 
     /// One-way patterns: sends message `seq` to every follower, waiting as
@@ -91,18 +92,18 @@ pub trait Leader {
 
     /// A ping-pong row's round trips: `warmup` (at least one) untimed, then
     /// `iterations` timed; each one's time in nanoseconds, in order, and
-    /// the CPU time of the timed ones. Default: [`measure`](crate::timing::measure),
+    /// the CPU time of the timed ones. Default: [`measure`](timed::measure),
     /// one [`round_trip`](Self::round_trip) at a time; transports whose
     /// loop must run elsewhere (in an async runtime) run it whole.
     fn round_trips(
         &mut self,
         warmup: u64,
         iterations: u64,
-    ) -> Result<(Vec<u64>, crate::cpu::CpuTime)>
+    ) -> Result<(Vec<u64>, crate::sys::cpu::CpuTime)>
     where
         Self: Sized,
     {
-        crate::timing::measure(self, warmup, iterations)
+        timed::measure(self, warmup, iterations)
     }
 }
 
