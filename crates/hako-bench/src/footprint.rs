@@ -348,8 +348,8 @@ mod tests {
     /// publisher and for the subscriber alike.
     #[test]
     fn hako_grows_linearly_with_allowed_subscribers() {
-        let base =
-            crate::sys::rundir::RunDir::create(Path::new("/dev/shm"), "hako-bench-fp-test").unwrap();
+        let base = crate::sys::rundir::RunDir::create(Path::new("/dev/shm"), "hako-bench-fp-test")
+            .unwrap();
         let report = measure(base.path(), &DEFAULT_ALLOWED);
         for r in &report.rows {
             println!("{} {:>5}: {:?}", r.library, r.allowed, r.figures);

@@ -94,12 +94,10 @@
 #![warn(missing_docs)]
 
 pub mod aio;
-pub mod blocks;
 #[cfg(feature = "bridge")]
 pub mod bridge;
 pub mod cli;
 pub mod floor;
-pub mod follower;
 pub mod footprint;
 pub mod futex_floor;
 pub mod hako_c;
@@ -110,11 +108,9 @@ pub mod kernel;
 pub mod memory;
 #[cfg(feature = "peers")]
 pub mod peers;
-pub mod progress;
 pub mod reference;
 pub mod report;
 pub mod select;
-pub mod stream;
 pub mod suite;
 pub mod sys;
 pub mod transport;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::blocks::{Measured, Row};
+use crate::harness::blocks::{Measured, Row};
 use crate::harness::Stats;
 
 /// `64 B`, `4 KiB`, `1 MiB`, `1.5 KiB` (binary units, as the sizes are
@@ -64,7 +64,7 @@ const PEERS: [&str; 4] = ["futex", "pipe", "unix", "mq"];
 /// The table, one line per transport and size, times in microseconds: for
 /// each size the floor probes, then per transport the median and p99 round
 /// trip, its ratio to the probes and to `futex` (block by block, see
-/// [`crate::blocks`]), the CPU time (user + system) per round trip of the
+/// [`crate::harness::blocks`]), the CPU time (user + system) per round trip of the
 /// leader and the follower, their sleeps (voluntary context switches) per
 /// round trip, and the timed round trips per block.
 pub fn table(rows: &[Row]) -> String {

@@ -40,11 +40,11 @@ use crate::aio::{AsyncTransport, AsyncWait, Flavor, HakoAsync, Socket, TokioStre
 #[cfg(feature = "bridge")]
 use crate::bridge::{bridged::HakoBridge, plain::PlainZenoh};
 use crate::floor::{Floor, TwoLineFloor};
-use crate::follower::DynTransport;
 use crate::futex_floor::FutexFloor;
 use crate::hako_c::HakoC;
 use crate::hako_pubsub::{HakoPubSub, HakoWait};
 use crate::hako_reqres::HakoReqRes;
+use crate::harness::follower::DynTransport;
 use crate::harness::RunRow;
 use crate::kernel::{Fifo, MessageQueue, Pipe, Tcp, UnixSocket};
 #[cfg(feature = "peers")]
@@ -572,12 +572,12 @@ impl Transports {
         each!(self, kind, t => t)
     }
 
-    /// Transport `kind`, for [`crate::follower::follower_main`].
+    /// Transport `kind`, for [`crate::harness::follower::follower_main`].
     fn get_dyn(&self, kind: Kind) -> &dyn DynTransport {
         each!(self, kind, t => t)
     }
 
-    /// Every transport, for [`crate::follower::follower_main`].
+    /// Every transport, for [`crate::harness::follower::follower_main`].
     pub fn for_follower(&self) -> Vec<&dyn DynTransport> {
         Kind::ALL.iter().map(|&k| self.get_dyn(k)).collect()
     }

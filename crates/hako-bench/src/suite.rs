@@ -45,52 +45,20 @@
 //! (see `hako-pingpong`).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use crate::blocks::{self, Plan, Row};
-use crate::sys::cpu;
 use crate::footprint::{self, FootprintReport};
-use crate::harness::{OneWayResult, RunRow, Session, SessionConfig, Stats};
+pub use crate::harness::blocks::PingPongRow;
+use crate::harness::blocks::{self, Plan};
+pub use crate::harness::progress::Progress;
+pub(crate) use crate::harness::progress::Steps;
+use crate::harness::rounds::measure_one_way;
+pub use crate::harness::rounds::{OneWayRow, StreamPlan};
+use crate::harness::{RunRow, Session, SessionConfig};
 use crate::memory;
-pub use crate::progress::Progress;
-pub(crate) use crate::progress::Steps;
 use crate::select::{Kind, Transports};
-use crate::stream::measure_one_way;
+use crate::sys::cpu;
 use crate::transport::{Pattern, PayloadMode, Waiting};
 use crate::Result;
-
-/// How one-way rows are measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StreamPlan {
-    /// Runs per row (the median is reported).
-    pub blocks: u32,
-    /// Time one run should take; the message count is fitted to it.
-    pub budget: Duration,
-    /// Fewest messages per run at sizes up to 1 MiB (fewer above, so that a
-    /// run moves at most about 1 GiB per receiver).
-    pub min_messages: u64,
-    /// Most messages per run.
-    pub max_messages: u64,
-    /// Longest a run may take: a slow transport does fewer messages than
-    /// [`Self::min_messages`] rather than take more time (at least 3).
-    pub cap: Duration,
-}
-
-impl StreamPlan {
-    /// Messages per run for a transport that takes about `per_message_ns`
-    /// per message at `size` bytes.
-    pub fn messages_for(&self, size: usize, per_message_ns: u64) -> u64 {
-        let fit = |d: Duration| {
-            u64::try_from(d.as_nanos() / u128::from(per_message_ns.max(1))).unwrap_or(u64::MAX)
-        };
-        let max = self.max_messages.max(1);
-        let min = (self.min_messages * (1 << 20) / size.max(1) as u64)
-            .clamp(3, self.min_messages.max(3))
-            .min(fit(self.cap).max(3))
-            .min(max);
-        fit(self.budget).clamp(min, max)
-    }
-}
 
 /// Everything a suite run needs.
 #[derive(Debug, Clone)]
@@ -146,49 +114,6 @@ pub struct SuiteConfig {
 /// feature.
 pub const BRIDGE_LEFT_OUT: &str = "this hako-bench was built without the `bridge` feature (no \
      Zenoh): build it with `--features bridge` (./scripts/bench does)";
-
-/// One ping-pong row: all transports at one size and payload mode.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PingPongRow {
-    /// How much of each message was touched.
-    pub payload: PayloadMode,
-    /// The transports, the probes and the skipped ones.
-    pub row: Row,
-}
-
-/// One one-way or request/response rate row: a transport at one size,
-/// payload mode, pattern (and depth).
-#[derive(Debug, Clone, PartialEq)]
-pub struct OneWayRow {
-    /// Throughput or fan-out.
-    pub pattern: Pattern,
-    /// How much of each message was touched.
-    pub payload: PayloadMode,
-    /// Message size in bytes.
-    pub size: usize,
-    /// Receivers.
-    pub followers: u32,
-    /// Requests in flight (request/response; 1 otherwise).
-    pub depth: u32,
-    /// The transport's name.
-    pub transport: &'static str,
-    /// Why the row was not measured, if it was not.
-    pub skipped: Option<String>,
-    /// The floor probe taken before the row's cell, all transports at this
-    /// pattern, payload mode and size (round trips).
-    pub probe: Option<Stats>,
-    /// Every run, in order.
-    pub runs: Vec<OneWayResult>,
-}
-
-impl OneWayRow {
-    /// The run with the median rate, if any ran.
-    pub fn median_run(&self) -> Option<&OneWayResult> {
-        let mut runs: Vec<&OneWayResult> = self.runs.iter().collect();
-        runs.sort_by(|a, b| a.messages_per_s().total_cmp(&b.messages_per_s()));
-        runs.get(runs.len() / 2).copied()
-    }
-}
 
 /// The memory figure at one size.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -427,7 +352,14 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
                         runs: Vec::new(),
                     })
                     .collect();
-                measure_one_way(cfg, &mut session, probe, &rows, &mut cell, &mut steps)?;
+                measure_one_way(
+                    (&cfg.plan, &cfg.stream),
+                    &mut session,
+                    probe,
+                    &rows,
+                    &mut cell,
+                    &mut steps,
+                )?;
                 result.one_way.extend(cell);
             }
         }
@@ -527,7 +459,14 @@ fn measure_reqres(
                         runs: Vec::new(),
                     })
                     .collect();
-                measure_one_way(cfg, session, probe, rows, &mut cell, steps)?;
+                measure_one_way(
+                    (&cfg.plan, &cfg.stream),
+                    session,
+                    probe,
+                    rows,
+                    &mut cell,
+                    steps,
+                )?;
                 rates.extend(cell);
             }
         }
@@ -548,24 +487,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn message_counts_fit_the_budget() {
-        let plan = StreamPlan {
-            blocks: 3,
-            budget: Duration::from_millis(100),
-            min_messages: 1000,
-            max_messages: 100_000,
-            cap: Duration::from_secs(1),
-        };
-        // Fast: capped.
-        assert_eq!(plan.messages_for(64, 100), 100_000);
-        // 1 MiB at 1 ms each: 100 fit, but at least 1000.
-        assert_eq!(plan.messages_for(1 << 20, 1_000_000), 1000);
-        // 4 MiB at 1 ms each: at least 250 (1 GiB).
-        assert_eq!(plan.messages_for(4 << 20, 1_000_000), 250);
-        // Huge: at least 3.
-        assert_eq!(plan.messages_for(1 << 30, u64::MAX), 3);
-        // 1 MiB at 4 ms each: the cap (1 s) allows 250.
-        assert_eq!(plan.messages_for(1 << 20, 4_000_000), 250);
+    fn floors_are_low_or_high() {
         assert_eq!(floor_level(130), "low");
         assert_eq!(floor_level(420), "high");
     }

@@ -15,11 +15,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hako_bench::sys::cpu;
 use hako_bench::harness::{OneWay, Session, SessionConfig};
 use hako_bench::kernel::msgsize_max;
-use hako_bench::sys::rundir::RunDir;
 use hako_bench::select::{Kind, Transports, BRIDGE_NAMES};
+use hako_bench::sys::cpu;
+use hako_bench::sys::rundir::RunDir;
 use hako_bench::transport::{Pattern, PayloadMode};
 
 /// Aborts the test process if the test that made it is still running after

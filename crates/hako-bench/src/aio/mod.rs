@@ -30,8 +30,8 @@ use std::ops::RangeInclusive;
 
 use tokio::runtime::Runtime;
 
-use crate::sys::cpu::CpuTime;
 use crate::sys::clock::Ticks;
+use crate::sys::cpu::CpuTime;
 use crate::transport::{Follower, Leader, Pattern, RowSpec, Transport, Waiting};
 use crate::Result;
 

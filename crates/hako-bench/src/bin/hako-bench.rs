@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use hako_bench::cli::BenchArgs;
-use hako_bench::follower;
+use hako_bench::harness::follower;
 use hako_bench::select::Transports;
 
 /// Measure hako against the kernel's IPC and peer libraries: latency,

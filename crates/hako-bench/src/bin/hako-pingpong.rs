@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Each row is measured in blocks between short floor probes; see
-//! [`hako_bench::blocks`] for why and how the ratios are formed.
+//! [`hako_bench::harness::blocks`] for why and how the ratios are formed.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -22,13 +22,13 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use hako_bench::blocks::{self, Plan};
-use hako_bench::follower;
 use hako_bench::hako_pubsub::HakoPubSub;
+use hako_bench::harness::blocks::{self, Plan};
+use hako_bench::harness::follower;
 use hako_bench::harness::{RunRow, Session, SessionConfig};
 use hako_bench::report::{self, format_size, parse_size, RunReport};
-use hako_bench::sys::rundir::{self, RunDir};
 use hako_bench::select::{Kind, Transports};
+use hako_bench::sys::rundir::{self, RunDir};
 use hako_bench::transport::{PayloadMode, Waiting};
 use hako_bench::Result;
 

@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
+use crate::harness::rounds::paired_rate_ratio;
 use crate::report::{format_ratio, format_size};
-use crate::stream::paired_rate_ratio;
 use crate::suite::{OneWayRow, SuiteResult};
 use crate::transport::PayloadMode;
 
@@ -193,7 +193,7 @@ pub fn json(result: &SuiteResult) -> Vec<Value> {
 mod tests {
     use super::super::reqres::tests::{measured, rate_row_at};
     use super::*;
-    use crate::blocks::Row;
+    use crate::harness::blocks::Row;
     use crate::harness::Stats;
     use crate::suite::PingPongRow;
 

@@ -173,7 +173,7 @@ pub fn json(result: &SuiteResult) -> Value {
 mod tests {
     use super::super::reqres::tests::measured;
     use super::*;
-    use crate::blocks::Row;
+    use crate::harness::blocks::Row;
     use crate::harness::Stats;
     use crate::suite::PingPongRow;
 

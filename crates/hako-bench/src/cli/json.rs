@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::stream::paired_rate_ratio;
+use crate::harness::rounds::paired_rate_ratio;
 use crate::suite::{floor_level, PingPongRow, SuiteResult};
 
 use super::RunInfo;
@@ -27,7 +27,7 @@ pub fn machine() -> Value {
 
 /// A round-trip transport's time over every other's of its row, block by
 /// block.
-pub(super) fn vs_json(m: &crate::blocks::Measured) -> serde_json::Map<String, Value> {
+pub(super) fn vs_json(m: &crate::harness::blocks::Measured) -> serde_json::Map<String, Value> {
     m.vs.iter()
         .map(|(n, r)| (n.to_string(), json!(r)))
         .collect()

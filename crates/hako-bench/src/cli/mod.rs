@@ -27,12 +27,12 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::blocks::Plan;
 use crate::hako_pubsub::HakoPubSub;
+use crate::harness::blocks::Plan;
 use crate::report::{format_size, parse_size};
-use crate::sys::rundir::{self, RunDir};
 use crate::select::{Kind, Transports};
 use crate::suite::{self, StreamPlan, SuiteConfig};
+use crate::sys::rundir::{self, RunDir};
 use crate::transport::{Pattern, PayloadMode};
 use crate::Result;
 

@@ -12,8 +12,8 @@
 
 use serde_json::{json, Value};
 
+use crate::harness::rounds::paired_rate_ratio;
 use crate::report::{format_ratio, format_size};
-use crate::stream::paired_rate_ratio;
 use crate::suite::{floor_level, OneWayRow, PingPongRow, SuiteResult};
 use crate::transport::PayloadMode;
 
@@ -326,9 +326,9 @@ fn skipped_json<'a>(skipped: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<Va
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::blocks::{Measured, Row};
+    use crate::harness::blocks::{Measured, Row};
+    use crate::harness::rounds::example_row;
     use crate::harness::Stats;
-    use crate::stream::example_row;
     use crate::transport::Pattern;
 
     /// A transport measured at `median` ns (a floor of 100), with its

@@ -1,10 +1,10 @@
 //! The summary of `hako bench`: ratios that matter, and the goals of the
 //! issues the suite was built for, judged on the numbers of the run.
 
-use crate::blocks::Measured;
+use crate::harness::blocks::Measured;
+use crate::harness::rounds::paired_rate_ratio;
 use crate::report::{format_ratio, format_size};
 use crate::select::PEER_NAMES;
-use crate::stream::paired_rate_ratio;
 use crate::suite::{floor_level, OneWayRow, PingPongRow, SuiteResult};
 use crate::transport::{Pattern, PayloadMode};
 
@@ -410,10 +410,10 @@ pub fn goals(result: &SuiteResult) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blocks::Row;
     use crate::cli::json::one_way_json;
+    use crate::harness::blocks::Row;
+    use crate::harness::rounds::example_row;
     use crate::harness::Stats;
-    use crate::stream::example_row;
     use crate::suite::MemoryFigure;
     use serde_json::Value;
 

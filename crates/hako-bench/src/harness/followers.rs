@@ -8,7 +8,7 @@ use crate::sys::cpu::CpuTime;
 use crate::Result;
 
 #[cfg(doc)]
-use super::monotonic_ns;
+use crate::sys::clock::monotonic_ns;
 
 /// What a follower measured of one row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

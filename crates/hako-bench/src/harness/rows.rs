@@ -1,11 +1,9 @@
 //! What a row runs and what it gives: a ping-pong row's [`RowResult`], a
-//! one-way or request/response row's [`OneWay`] and [`OneWayResult`]; and
-//! [`RunRow`], a transport as the leader's [`Session`] sees it.
+//! one-way or request/response row's [`OneWay`] and [`OneWayResult`].
 
-use super::{Session, Stats};
+use super::stats::Stats;
 use crate::sys::cpu::CpuTime;
-use crate::transport::{Pattern, PayloadMode, Transport, Waiting};
-use crate::Result;
+use crate::transport::{Pattern, PayloadMode};
 
 /// The result of one row.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,75 +69,5 @@ impl OneWayResult {
     /// Payload bytes per second delivered, counting each receiver's copy.
     pub fn bytes_per_s(&self) -> f64 {
         self.messages_per_s() * self.spec.size as f64 * f64::from(self.spec.followers)
-    }
-}
-
-/// A [`Transport`] as the leader's [`Session`] sees it, so that rows of
-/// different transports can be listed together. Implemented for every
-/// `Transport`.
-pub trait RunRow {
-    /// [`Transport::name`].
-    fn row_name(&self) -> &'static str;
-
-    /// [`Transport::waiting`].
-    fn row_waiting(&self) -> Waiting;
-
-    /// [`Transport::skip_reason`].
-    fn row_skip_reason(&self, size: usize, pattern: Pattern) -> Option<String>;
-
-    /// [`Session::run`].
-    fn run_row(
-        &self,
-        session: &mut Session,
-        size: usize,
-        payload: PayloadMode,
-        warmup: u64,
-        iterations: u64,
-    ) -> Result<RowResult>;
-
-    /// [`Session::run_one_way`].
-    fn run_one_way(&self, session: &mut Session, spec: OneWay) -> Result<OneWayResult>;
-
-    /// [`Transport::one_way_warmup`].
-    fn row_one_way_warmup(&self, size: usize) -> u64;
-
-    /// [`Transport::in_flight_skip`].
-    fn row_in_flight_skip(&self, size: usize, depth: u32) -> Option<String>;
-}
-
-impl<T: Transport> RunRow for T {
-    fn row_name(&self) -> &'static str {
-        self.name()
-    }
-
-    fn row_waiting(&self) -> Waiting {
-        self.waiting()
-    }
-
-    fn row_skip_reason(&self, size: usize, pattern: Pattern) -> Option<String> {
-        self.skip_reason(size, pattern)
-    }
-
-    fn run_row(
-        &self,
-        session: &mut Session,
-        size: usize,
-        payload: PayloadMode,
-        warmup: u64,
-        iterations: u64,
-    ) -> Result<RowResult> {
-        session.run(self, size, payload, warmup, iterations)
-    }
-
-    fn run_one_way(&self, session: &mut Session, spec: OneWay) -> Result<OneWayResult> {
-        session.run_one_way(self, spec)
-    }
-
-    fn row_one_way_warmup(&self, size: usize) -> u64 {
-        self.one_way_warmup(size)
-    }
-
-    fn row_in_flight_skip(&self, size: usize, depth: u32) -> Option<String> {
-        self.in_flight_skip(size, depth)
     }
 }

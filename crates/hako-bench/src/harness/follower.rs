@@ -6,10 +6,10 @@
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use crate::sys::cpu::{self, CpuTime};
-use crate::harness::FollowerReport;
-use crate::harness::FOLLOWER_ARG;
+use super::followers::FollowerReport;
+use super::session::FOLLOWER_ARG;
 use crate::sys::clock::monotonic_ns;
+use crate::sys::cpu::{self, CpuTime};
 use crate::transport::{set_yield_when_idle, Follower, Pattern, PayloadMode, RowSpec, Transport};
 use crate::Result;
 

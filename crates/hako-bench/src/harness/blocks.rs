@@ -39,8 +39,10 @@
 
 use std::time::Duration;
 
+use super::rows::RowResult;
+use super::session::{RunRow, Session};
+use super::stats::Stats;
 use crate::sys::cpu::CpuTime;
-use crate::harness::{RowResult, RunRow, Session, Stats};
 use crate::transport::{Pattern, PayloadMode};
 use crate::Result;
 
@@ -284,6 +286,15 @@ pub fn measure_row(
         blocks,
         stable,
     })
+}
+
+/// One ping-pong row: all transports at one size and payload mode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PingPongRow {
+    /// How much of each message was touched.
+    pub payload: PayloadMode,
+    /// The transports, the probes and the skipped ones.
+    pub row: Row,
 }
 
 #[cfg(test)]

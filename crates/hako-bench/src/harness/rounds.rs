@@ -2,10 +2,82 @@
 //! one pattern, payload mode and size (and depth), measured in rounds so
 //! that their rates can be compared run by run.
 
-use crate::harness::{OneWay, OneWayResult, RunRow, Session};
-use crate::suite::{OneWayRow, Steps, SuiteConfig};
+use std::time::Duration;
+
+use super::blocks::Plan;
+use super::progress::Steps;
+use super::rows::{OneWay, OneWayResult};
+use super::session::{RunRow, Session};
+use super::stats::Stats;
 use crate::transport::{Pattern, PayloadMode};
 use crate::Result;
+
+/// How one-way rows are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamPlan {
+    /// Runs per row (the median is reported).
+    pub blocks: u32,
+    /// Time one run should take; the message count is fitted to it.
+    pub budget: Duration,
+    /// Fewest messages per run at sizes up to 1 MiB (fewer above, so that a
+    /// run moves at most about 1 GiB per receiver).
+    pub min_messages: u64,
+    /// Most messages per run.
+    pub max_messages: u64,
+    /// Longest a run may take: a slow transport does fewer messages than
+    /// [`Self::min_messages`] rather than take more time (at least 3).
+    pub cap: Duration,
+}
+
+impl StreamPlan {
+    /// Messages per run for a transport that takes about `per_message_ns`
+    /// per message at `size` bytes.
+    pub fn messages_for(&self, size: usize, per_message_ns: u64) -> u64 {
+        let fit = |d: Duration| {
+            u64::try_from(d.as_nanos() / u128::from(per_message_ns.max(1))).unwrap_or(u64::MAX)
+        };
+        let max = self.max_messages.max(1);
+        let min = (self.min_messages * (1 << 20) / size.max(1) as u64)
+            .clamp(3, self.min_messages.max(3))
+            .min(fit(self.cap).max(3))
+            .min(max);
+        fit(self.budget).clamp(min, max)
+    }
+}
+
+/// One one-way or request/response rate row: a transport at one size,
+/// payload mode, pattern (and depth).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OneWayRow {
+    /// Throughput or fan-out.
+    pub pattern: Pattern,
+    /// How much of each message was touched.
+    pub payload: PayloadMode,
+    /// Message size in bytes.
+    pub size: usize,
+    /// Receivers.
+    pub followers: u32,
+    /// Requests in flight (request/response; 1 otherwise).
+    pub depth: u32,
+    /// The transport's name.
+    pub transport: &'static str,
+    /// Why the row was not measured, if it was not.
+    pub skipped: Option<String>,
+    /// The floor probe taken before the row's cell, all transports at this
+    /// pattern, payload mode and size (round trips).
+    pub probe: Option<Stats>,
+    /// Every run, in order.
+    pub runs: Vec<OneWayResult>,
+}
+
+impl OneWayRow {
+    /// The run with the median rate, if any ran.
+    pub fn median_run(&self) -> Option<&OneWayResult> {
+        let mut runs: Vec<&OneWayResult> = self.runs.iter().collect();
+        runs.sort_by(|a, b| a.messages_per_s().total_cmp(&b.messages_per_s()));
+        runs.get(runs.len() / 2).copied()
+    }
+}
 
 /// Measures one cell of the one-way tables: every transport of `rows` at
 /// one pattern, payload mode and size (`cell`, one row per transport, in
@@ -18,14 +90,13 @@ use crate::Result;
 /// ([`paired_rate_ratio`]). Rounds alternate their order, so no transport
 /// always runs first after another.
 pub(crate) fn measure_one_way(
-    cfg: &SuiteConfig,
+    (plan, stream): (&Plan, &StreamPlan),
     session: &mut Session,
     probe: &dyn RunRow,
     rows: &[&dyn RunRow],
     cell: &mut [OneWayRow],
     steps: &mut Steps<'_>,
 ) -> Result<()> {
-    let plan = &cfg.plan;
     let context = |row: &OneWayRow, e: crate::BoxError| -> crate::BoxError {
         format!(
             "{}{} through {}, {} mode, {}: {e}",
@@ -73,10 +144,10 @@ pub(crate) fn measure_one_way(
         }
         steps.show(label(row, &format!("calibrating {}", row.transport)));
         row.probe = Some(probed);
-        let spec = calibrate(cfg, session, *t, row).map_err(|e| context(row, e))?;
+        let spec = calibrate(stream, session, *t, row).map_err(|e| context(row, e))?;
         specs.push(Some(spec));
     }
-    let rounds = cfg.stream.blocks.max(1);
+    let rounds = stream.blocks.max(1);
     for round in 0..rounds {
         let order: Vec<usize> = if round % 2 == 0 {
             (0..rows.len()).collect()
@@ -113,7 +184,7 @@ fn in_flight(row: &OneWayRow) -> String {
 /// buffers fill, so the count grows (×8) until a run takes a quarter of the
 /// budget or reaches the count its speed calls for.
 fn calibrate(
-    cfg: &SuiteConfig,
+    stream: &StreamPlan,
     session: &mut Session,
     t: &dyn RunRow,
     row: &OneWayRow,
@@ -132,13 +203,13 @@ fn calibrate(
     let per_message = loop {
         let r = t.run_one_way(session, spec)?;
         let per = r.elapsed_ns / spec.messages;
-        let want = cfg.stream.messages_for(row.size, per);
-        if u128::from(r.elapsed_ns) * 4 >= cfg.stream.budget.as_nanos() || spec.messages >= want {
+        let want = stream.messages_for(row.size, per);
+        if u128::from(r.elapsed_ns) * 4 >= stream.budget.as_nanos() || spec.messages >= want {
             break per;
         }
         spec.messages = (spec.messages * 8).min(want);
     };
-    spec.messages = cfg.stream.messages_for(row.size, per_message);
+    spec.messages = stream.messages_for(row.size, per_message);
     spec.warmup = (spec.messages / 10)
         .clamp(1, 100)
         .max(t.row_one_way_warmup(row.size));
@@ -194,7 +265,7 @@ pub fn paired_rate_ratio(a: &OneWayRow, b: &OneWayRow) -> Option<f64> {
     if ratios.is_empty() {
         return None;
     }
-    Some(crate::blocks::median(&mut ratios))
+    Some(crate::harness::blocks::median(&mut ratios))
 }
 
 #[cfg(test)]
@@ -218,5 +289,26 @@ mod tests {
         let d = example_row("d", &[100, 200, 300, 400]);
         assert!((paired_rate_ratio(&c, &d).unwrap() - 2.5).abs() < 1e-9);
         assert_eq!(paired_rate_ratio(&c, &example_row("e", &[])), None);
+    }
+
+    #[test]
+    fn message_counts_fit_the_budget() {
+        let plan = StreamPlan {
+            blocks: 3,
+            budget: Duration::from_millis(100),
+            min_messages: 1000,
+            max_messages: 100_000,
+            cap: Duration::from_secs(1),
+        };
+        // Fast: capped.
+        assert_eq!(plan.messages_for(64, 100), 100_000);
+        // 1 MiB at 1 ms each: 100 fit, but at least 1000.
+        assert_eq!(plan.messages_for(1 << 20, 1_000_000), 1000);
+        // 4 MiB at 1 ms each: at least 250 (1 GiB).
+        assert_eq!(plan.messages_for(4 << 20, 1_000_000), 250);
+        // Huge: at least 3.
+        assert_eq!(plan.messages_for(1 << 30, u64::MAX), 3);
+        // 1 MiB at 4 ms each: the cap (1 s) allows 250.
+        assert_eq!(plan.messages_for(1 << 20, 4_000_000), 250);
     }
 }
