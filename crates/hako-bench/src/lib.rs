@@ -98,14 +98,12 @@ pub mod aio;
 pub mod bridge;
 pub mod cli;
 pub mod floor;
-pub mod footprint;
 pub mod futex_floor;
 pub mod hako_c;
 pub mod hako_pubsub;
 pub mod hako_reqres;
 pub mod harness;
 pub mod kernel;
-pub mod memory;
 #[cfg(feature = "peers")]
 pub mod peers;
 pub mod reference;

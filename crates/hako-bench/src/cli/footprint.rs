@@ -1,4 +1,4 @@
-//! The memory-footprint table of `hako bench` ([`crate::footprint`]): its
+//! The memory-footprint table of `hako bench` ([`crate::suite::footprint`]): its
 //! text and Markdown table, its JSON, its summary line and its goal.
 //!
 //! Columns (bytes of address space mapped, binary units): `allowed` —
@@ -13,8 +13,8 @@
 
 use serde_json::{json, Value};
 
-use crate::footprint::{Footprint, FootprintReport, LINEAR_SLACK};
 use crate::report::{format_ratio, format_size};
+use crate::suite::footprint::{Footprint, FootprintReport, LINEAR_SLACK};
 
 use super::table::Table;
 
@@ -218,7 +218,7 @@ pub fn goals(report: &FootprintReport) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::footprint::Figures;
+    use crate::suite::footprint::Figures;
     use std::time::Duration;
 
     fn report() -> FootprintReport {

@@ -71,7 +71,7 @@ type Pub = Publisher<ipc::Service, [u8], ()>;
 type Sub = Subscriber<ipc::Service, [u8], ()>;
 type Factory = PubSubFactory<ipc::Service, [u8], ()>;
 
-pub(super) fn err(what: &str, e: impl std::fmt::Debug) -> crate::BoxError {
+pub(crate) fn err(what: &str, e: impl std::fmt::Debug) -> crate::BoxError {
     format!("iceoryx2: {what}: {e:?}").into()
 }
 

@@ -6,8 +6,6 @@
 //!   `receive()`; the same queue depths and flow control).
 //! * [`iceoryx2_reqres`] — iceoryx2's request/response, measured as hako's
 //!   is ([`crate::hako_reqres`]).
-//! * [`iceoryx2_footprint`] — iceoryx2's side of the memory footprint
-//!   ([`crate::footprint`]): bytes mapped per publisher and subscriber.
 //! * [`shmipc`](mod@shmipc) — CloudWeGo shmipc: byte streams whose data goes
 //!   through shared memory and whose wake-ups go through a unix socket or an
 //!   eventfd, driven by tokio.
@@ -16,7 +14,6 @@
 //! was killed leaves nothing that the next one does not clean up.
 
 pub mod iceoryx2;
-pub mod iceoryx2_footprint;
 pub mod iceoryx2_reqres;
 pub mod shmipc;
 

@@ -1,4 +1,4 @@
-//! iceoryx2's side of the memory footprint ([`crate::footprint`]): the same
+//! iceoryx2's side of the memory footprint ([`crate::suite::footprint`]): the same
 //! service shape as hako's (`u64` payload, `max_subscribers(n)`,
 //! `max_publishers(1)`, iceoryx2's defaults otherwise), one publisher and
 //! one subscriber, one sample sent and received, measured in the same
@@ -16,8 +16,8 @@ use std::path::Path as StdPath;
 
 use iceoryx2::prelude::*;
 
-use super::iceoryx2::{err, SHM_PREFIX};
-use crate::footprint::{check_echo, files, mapped_bytes, unique, Figures};
+use super::maps::{check_echo, files, mapped_bytes, unique, Figures};
+use crate::peers::iceoryx2::{err, SHM_PREFIX};
 use crate::Result;
 
 /// Where `shm_open` puts iceoryx2's files.

@@ -3,10 +3,10 @@
 //!
 //! Order of a run:
 //!
-//! 0. the memory footprint ([`crate::footprint`]), in the leader: bytes
+//! 0. the memory footprint ([`crate::suite::footprint`]), in the leader: bytes
 //!    mapped per publisher and per subscriber by the subscribers a service
 //!    allows (some tens of milliseconds);
-//! 1. the memory figures at each size ([`crate::memory`]), in the leader
+//! 1. the memory figures at each size ([`crate::suite::memory`]), in the leader
 //!    (one CPU, and two threads on the leader's and the followers' CPUs),
 //!    just before and after each full-mode ping-pong row (or first of all
 //!    when no ping-pong is measured, unless only the bridge rows are);
@@ -46,7 +46,9 @@
 
 use std::path::PathBuf;
 
-use crate::footprint::{self, FootprintReport};
+pub mod footprint;
+pub mod memory;
+
 pub use crate::harness::blocks::PingPongRow;
 use crate::harness::blocks::{self, Plan};
 pub use crate::harness::progress::Progress;
@@ -54,11 +56,11 @@ pub(crate) use crate::harness::progress::Steps;
 use crate::harness::rounds::measure_one_way;
 pub use crate::harness::rounds::{OneWayRow, StreamPlan};
 use crate::harness::{RunRow, Session, SessionConfig};
-use crate::memory;
 use crate::select::{Kind, Transports};
 use crate::sys::cpu;
 use crate::transport::{Pattern, PayloadMode, Waiting};
 use crate::Result;
+use footprint::FootprintReport;
 
 /// Everything a suite run needs.
 #[derive(Debug, Clone)]
