@@ -93,25 +93,14 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
-pub mod aio;
-#[cfg(feature = "bridge")]
-pub mod bridge;
 pub mod cli;
-pub mod floor;
-pub mod futex_floor;
-pub mod hako_c;
-pub mod hako_pubsub;
-pub mod hako_reqres;
 pub mod harness;
-pub mod kernel;
-#[cfg(feature = "peers")]
-pub mod peers;
-pub mod reference;
+pub mod registry;
 pub mod report;
-pub mod select;
 pub mod suite;
 pub mod sys;
 pub mod transport;
+pub mod transports;
 
 /// The error type of this crate: benchmarks report, they do not recover.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;

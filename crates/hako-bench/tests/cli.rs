@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use hako_bench::select::BRIDGE_NAMES;
+use hako_bench::registry::BRIDGE_NAMES;
 use serde_json::Value;
 
 mod common;

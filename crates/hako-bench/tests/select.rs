@@ -3,7 +3,7 @@
 //! transports this build leaves out, are refused with a message that says
 //! what to do.
 
-use hako_bench::select::{Kind, Transports};
+use hako_bench::registry::{Kind, Transports};
 
 #[test]
 fn names_match_the_transports() {

@@ -133,7 +133,7 @@ fn same_cpu_mode_leaves_out_busy_polling_and_skips_large_mq() {
         rows.iter().all(|r| r["hako-park"]["ratio"].is_number()),
         "{text}"
     );
-    if hako_bench::kernel::msgsize_max().is_some_and(|m| m < 1 << 20) {
+    if hako_bench::transports::kernel::msgsize_max().is_some_and(|m| m < 1 << 20) {
         assert!(stdout.contains("skipped: "), "{stdout}");
         assert!(
             rows.iter().any(|r| r["mq"]["skipped"].is_string()),

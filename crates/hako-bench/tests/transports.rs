@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hako_bench::harness::{OneWay, Session, SessionConfig};
-use hako_bench::kernel::msgsize_max;
-use hako_bench::select::{Kind, Transports, BRIDGE_NAMES};
+use hako_bench::registry::{Kind, Transports, BRIDGE_NAMES};
 use hako_bench::sys::cpu;
 use hako_bench::sys::rundir::RunDir;
 use hako_bench::transport::{Pattern, PayloadMode};
+use hako_bench::transports::kernel::msgsize_max;
 
 /// Aborts the test process if the test that made it is still running after
 /// 120 s (the followers die with it: PDEATHSIG); disarmed on drop, so a

@@ -16,7 +16,7 @@ use clap::Parser;
 
 use hako_bench::cli::BenchArgs;
 use hako_bench::harness::follower;
-use hako_bench::select::Transports;
+use hako_bench::registry::Transports;
 
 /// Measure hako against the kernel's IPC and peer libraries: latency,
 /// throughput and fan-out across processes, from 64 B to 4 MiB.

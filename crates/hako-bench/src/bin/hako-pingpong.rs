@@ -22,14 +22,14 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use hako_bench::hako_pubsub::HakoPubSub;
 use hako_bench::harness::blocks::{self, Plan};
 use hako_bench::harness::follower;
 use hako_bench::harness::{RunRow, Session, SessionConfig};
+use hako_bench::registry::{Kind, Transports};
 use hako_bench::report::{self, format_size, parse_size, RunReport};
-use hako_bench::select::{Kind, Transports};
 use hako_bench::sys::rundir::{self, RunDir};
 use hako_bench::transport::{PayloadMode, Waiting};
+use hako_bench::transports::hako::pubsub::HakoPubSub;
 use hako_bench::Result;
 
 /// Where the two processes run.
@@ -245,7 +245,8 @@ fn run(cli: Cli) -> Result<()> {
     );
     println!("clock read: {clock:.1} ns (one per round trip, read while the message travels)");
     let local = if kinds.iter().any(|k| k.name().starts_with("hako")) {
-        let ns = hako_bench::hako_pubsub::single_thread_ns(run_dir.path(), 64, iterations)?;
+        let ns =
+            hako_bench::transports::hako::pubsub::single_thread_ns(run_dir.path(), 64, iterations)?;
         println!(
             "hako in one thread (loan, send, receive, drop a 64 B sample; no other CPU): \
              {ns:.1} ns per message"

@@ -1,5 +1,5 @@
 //! The async part of the reports: request/response under tokio
-//! (`crate::aio`) next to tokio's sockets and hako's blocking calls —
+//! (`crate::transports::runtimes`) next to tokio's sockets and hako's blocking calls —
 //! round trips, requests per second with requests in flight, their
 //! summary, the goals of the async issue (#19) and the JSON `async`
 //! array, shaped as `request_response` (see [`super::reqres`]).

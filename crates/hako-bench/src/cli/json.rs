@@ -21,7 +21,7 @@ pub fn machine() -> Value {
         "cpu_model": first_line_with("/proc/cpuinfo", "model name").unwrap_or_else(|| "unknown".into()),
         "cpus_online": crate::sys::cpu::online_cpus(),
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()).unwrap_or_default(),
-        "msgsize_max": crate::kernel::msgsize_max(),
+        "msgsize_max": crate::transports::kernel::msgsize_max(),
     })
 }
 

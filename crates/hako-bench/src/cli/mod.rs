@@ -27,13 +27,13 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::hako_pubsub::HakoPubSub;
 use crate::harness::blocks::Plan;
+use crate::registry::{Kind, Transports};
 use crate::report::{format_size, parse_size};
-use crate::select::{Kind, Transports};
 use crate::suite::{self, StreamPlan, SuiteConfig};
 use crate::sys::rundir::{self, RunDir};
 use crate::transport::{Pattern, PayloadMode};
+use crate::transports::hako::pubsub::HakoPubSub;
 use crate::Result;
 
 /// Largest message size the suite accepts.

@@ -3,8 +3,8 @@
 
 use crate::harness::blocks::Measured;
 use crate::harness::rounds::paired_rate_ratio;
+use crate::registry::PEER_NAMES;
 use crate::report::{format_ratio, format_size};
-use crate::select::PEER_NAMES;
 use crate::suite::{floor_level, OneWayRow, PingPongRow, SuiteResult};
 use crate::transport::{Pattern, PayloadMode};
 

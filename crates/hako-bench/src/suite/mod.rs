@@ -28,7 +28,7 @@
 //!    [`SuiteConfig::depths`], requests per second with that many in flight,
 //!    in rounds as one-way rows are.
 //! 5. **async**, as request/response, through [`SuiteConfig::asynch`] (the
-//!    async transports of [`crate::aio`] and their blocking counterparts),
+//!    async transports of [`crate::transports::runtimes`] and their blocking counterparts),
 //!    at [`SuiteConfig::async_sizes`], then with each of
 //!    [`SuiteConfig::async_depths`] in flight at
 //!    [`SuiteConfig::async_in_flight_sizes`].
@@ -56,7 +56,7 @@ pub(crate) use crate::harness::progress::Steps;
 use crate::harness::rounds::measure_one_way;
 pub use crate::harness::rounds::{OneWayRow, StreamPlan};
 use crate::harness::{RunRow, Session, SessionConfig};
-use crate::select::{Kind, Transports};
+use crate::registry::{Kind, Transports};
 use crate::sys::cpu;
 use crate::transport::{Pattern, PayloadMode, Waiting};
 use crate::Result;

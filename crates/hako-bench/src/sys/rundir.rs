@@ -124,6 +124,16 @@ pub fn remove_own_shm(shm_dir: &Path, prefix: &str) {
     }
 }
 
+/// The pid of the run's leader: this process on the leader's side, its
+/// parent on a follower's.
+pub fn leader_pid(follower: bool) -> u32 {
+    if follower {
+        rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as u32)
+    } else {
+        std::process::id()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

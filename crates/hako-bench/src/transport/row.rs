@@ -21,7 +21,7 @@ pub enum Pattern {
     /// Requests from the leader, each answered by the follower, with up to
     /// [`RowSpec::depth`] of them in flight.
     RequestResponse,
-    /// Request/response through the async transports ([`crate::aio`]) and
+    /// Request/response through the async transports ([`crate::transports::runtimes`]) and
     /// their blocking counterparts: a group of the suite, whose rows run
     /// as [`Pattern::RequestResponse`].
     Async,
@@ -217,6 +217,11 @@ pub struct RowSpec {
 }
 
 impl RowSpec {
+    /// A file of the row in the run's root: `<kind>_<row>_<what>`.
+    pub fn path(&self, kind: &str, what: &str) -> std::path::PathBuf {
+        self.root.join(format!("{kind}_{}_{what}", self.row_id))
+    }
+
     /// A ping-pong row in touch mode.
     pub fn ping_pong(root: PathBuf, row_id: u64, size: usize) -> Self {
         Self {

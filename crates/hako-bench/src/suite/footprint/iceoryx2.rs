@@ -17,7 +17,7 @@ use std::path::Path as StdPath;
 use iceoryx2::prelude::*;
 
 use super::maps::{check_echo, files, mapped_bytes, unique, Figures};
-use crate::peers::iceoryx2::{err, SHM_PREFIX};
+use crate::transports::peers::iceoryx2::{err, SHM_PREFIX};
 use crate::Result;
 
 /// Where `shm_open` puts iceoryx2's files.

@@ -15,7 +15,7 @@
 //! With a [`WaitStrategy`] ([`HakoReqRes::wait`]) both sides wait with the
 //! blocking calls instead (`PendingResponse::blocking_receive`,
 //! `Server::blocking_receive`), their ports set to that strategy: the
-//! blocking counterparts of the async rows ([`crate::aio`]).
+//! blocking counterparts of the async rows ([`crate::transports::runtimes`]).
 //!
 //! A round trip ([`Leader::round_trip`]) is one request and its answer; a
 //! request/response row keeps up to its depth in flight
@@ -94,7 +94,7 @@ type ByteServer = Server<[u8], [u8]>;
 /// The leader's side of a row: node `node_name`, the service
 /// `<prefix>/<row>` (created: one client, one server, as many requests in
 /// flight as the row's depth) and its client, waiting as `wait` says.
-/// Shared with the async transport ([`crate::aio`]).
+/// Shared with the async transport ([`crate::transports::runtimes`]).
 pub(crate) fn create_client(
     row: &RowSpec,
     prefix: &str,
@@ -177,7 +177,7 @@ pub(crate) fn send_request(
     // SAFETY: in full mode every byte was written; in touch mode the others
     // hold what the chunk held before (zeros from the kernel, or earlier
     // payloads): initialised memory, and `u8` has no invalid values. The
-    // same reasoning as for publish/subscribe (see crate::hako_pubsub).
+    // same reasoning as for publish/subscribe (see crate::transports::hako::pubsub).
     let request = unsafe { request.assume_init() };
     Ok(request.send()?)
 }

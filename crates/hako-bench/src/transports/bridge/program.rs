@@ -186,10 +186,10 @@ fn spawn(program: &Path, spec: &BridgeSpec) -> std::io::Result<Child> {
         .arg(&spec.root)
         .args(["--prefix", &spec.prefix])
         .args(["--mode", "peer", "--no-multicast-scouting"])
-        .args(["--listen", &super::endpoint(spec.listen)])
+        .args(["--listen", &super::common::endpoint(spec.listen)])
         .args(["--scan-interval", SCAN_INTERVAL_MS]);
     if let Some(port) = spec.connect {
-        cmd.args(["--connect", &super::endpoint(port)]);
+        cmd.args(["--connect", &super::common::endpoint(port)]);
     }
     if spec.low_latency {
         cmd.arg("--low-latency");

@@ -16,13 +16,13 @@ use std::path::PathBuf;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::{Backend, ClientSide, Flavor, ServerSide};
-use crate::kernel::{row_path, socket_in_flight_skip};
+use super::common::{Backend, ClientSide, Flavor, ServerSide};
 use crate::transport::{tag, PayloadMode, RowSpec, Waiting, PEER_TIMEOUT};
+use crate::transports::kernel::socket_in_flight_skip;
 use crate::Result;
 
 #[cfg(doc)]
-use crate::kernel::SOCKET_IN_FLIGHT_BYTES;
+use crate::transports::kernel::SOCKET_IN_FLIGHT_BYTES;
 
 /// Which socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -126,7 +126,7 @@ impl Backend for TokioStream {
     fn client(&self, row: &RowSpec) -> Result<SocketClient> {
         let listening = match self.socket {
             Socket::Unix => {
-                let path = row_path(row, "tokio-unix", "sock");
+                let path = row.path("tokio-unix", "sock");
                 let l = tokio::net::UnixListener::bind(&path)
                     .map_err(|e| format!("cannot bind {}: {e}", path.display()))?;
                 Listening::Unix(l, path)
@@ -135,7 +135,7 @@ impl Backend for TokioStream {
                 let l = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
                     .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
                 l.set_nonblocking(true)?;
-                let path = row_path(row, "tokio-tcp", "port");
+                let path = row.path("tokio-tcp", "port");
                 std::fs::write(&path, format!("{}\n", l.local_addr()?.port()))
                     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
                 Listening::Tcp(tokio::net::TcpListener::from_std(l)?, path)
@@ -153,14 +153,14 @@ impl Backend for TokioStream {
         // backlog), then handed to tokio.
         let stream = match self.socket {
             Socket::Unix => {
-                let path = row_path(row, "tokio-unix", "sock");
+                let path = row.path("tokio-unix", "sock");
                 let s = std::os::unix::net::UnixStream::connect(&path)
                     .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?;
                 s.set_nonblocking(true)?;
                 Stream::Unix(tokio::net::UnixStream::from_std(s)?)
             }
             Socket::Tcp => {
-                let path = row_path(row, "tokio-tcp", "port");
+                let path = row.path("tokio-tcp", "port");
                 let port: u16 = std::fs::read_to_string(&path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?
                     .trim()

@@ -2,7 +2,7 @@
 
 use std::ffi::CString;
 
-use super::{Buffers, Channel, KernelFollower, KernelLeader};
+use super::channel::{Buffers, Channel, KernelFollower, KernelLeader};
 use crate::transport::{Pattern, RowSpec, Transport, Waiting, PEER_TIMEOUT};
 use crate::Result;
 

@@ -42,11 +42,10 @@ use ::zenoh::qos::CongestionControl;
 use ::zenoh::sample::Sample;
 use ::zenoh::{Session, Wait};
 
-use super::{
+use super::common::{
     check_zbytes, endpoint, ends, free_port, tagged_as, Outgoing, FOLLOWER_WAIT, LINK_WATCHDOG,
     PING_PONG_ONLY, PROBE, PROBE_ANSWER, PROBE_EVERY,
 };
-use crate::kernel::row_path;
 use crate::transport::{
     tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting, PEER_TIMEOUT,
 };
@@ -201,14 +200,14 @@ impl Transport for PlainZenoh {
             }
         };
         let side = Side::new(session, row, "ping", "pong")?;
-        let port_file = row_path(row, "zenoh", "port");
+        let port_file = row.path("zenoh", "port");
         std::fs::write(&port_file, format!("{port}\n"))
             .map_err(|e| format!("cannot write {}: {e}", port_file.display()))?;
         Ok(ZenohLeader { side, port_file })
     }
 
     fn follower(&self, row: &RowSpec) -> Result<ZenohFollower> {
-        let path = row_path(row, "zenoh", "port");
+        let path = row.path("zenoh", "port");
         let port: u16 = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?
             .trim()

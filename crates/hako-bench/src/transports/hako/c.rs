@@ -1,7 +1,7 @@
 //! `hako-c`: hako's ping-pong written in C against the C API
 //! (`c/pingpong.c`, compiled by the build script; the C API itself is the
 //! hako-ffi crate, linked in). The same services and settings as the Rust
-//! `hako` transport ([`crate::hako_pubsub`]), busy-polled, so the two
+//! `hako` transport ([`crate::transports::hako::pubsub`]), busy-polled, so the two
 //! compare what the C boundary costs. Ping-pong only.
 
 use std::ffi::{c_char, c_int, CStr, CString};

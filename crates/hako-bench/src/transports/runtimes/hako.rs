@@ -2,7 +2,7 @@
 //! and `AsyncServer`.
 //!
 //! One service per row, `async/<row>`, requests and responses `[u8]` of
-//! the row's size, made as in [`crate::hako_reqres`] (its helpers): the
+//! the row's size, made as in [`crate::transports::hako::reqres`] (its helpers): the
 //! leader creates it and is the client; the follower opens it and is the
 //! server. The client
 //! loans a request, writes it, sends it and turns the pending response
@@ -17,9 +17,11 @@ use std::ops::RangeInclusive;
 use hako::aio::{AsyncClient, AsyncServer};
 use hako::{Node, ReqResService, Ticket, WaitStrategy};
 
-use super::{Backend, ClientSide, Flavor, ServerSide};
-use crate::hako_reqres::{answer, create_client, create_server, send_request, MAX_DEPTH};
+use super::common::{Backend, ClientSide, Flavor, ServerSide};
 use crate::transport::{tag, PayloadMode, RowSpec, Waiting, PEER_TIMEOUT};
+use crate::transports::hako::reqres::{
+    answer, create_client, create_server, send_request, MAX_DEPTH,
+};
 use crate::Result;
 
 /// How an async hako side waits: its ports' [`WaitStrategy`].

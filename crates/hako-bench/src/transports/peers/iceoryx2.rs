@@ -1,4 +1,4 @@
-//! iceoryx2 publish/subscribe, set up as [`crate::hako_pubsub`] sets up hako.
+//! iceoryx2 publish/subscribe, set up as [`crate::transports::hako::pubsub`] sets up hako.
 //!
 //! Same shape as hako's transport: services `hako-bench/<row>/ping` and
 //! `…/pong`, payload `[u8]` with a static maximum slice length equal to the
@@ -30,10 +30,10 @@ use iceoryx2::port::update_connections::UpdateConnections;
 use iceoryx2::prelude::*;
 use iceoryx2::service::port_factory::publish_subscribe::PortFactory as PubSubFactory;
 
-use crate::hako_pubsub::HakoPubSub;
 use crate::transport::{
     check_reached, poll, tag, Follower, Leader, PayloadMode, RowSpec, Transport, Waiting,
 };
+use crate::transports::hako::pubsub::HakoPubSub;
 use crate::Result;
 
 /// Prefix of iceoryx2's shared-memory files of a run: `hkb<leader pid>_`.
@@ -86,7 +86,7 @@ fn config(row: &RowSpec, follower: bool) -> Result<Config> {
     config
         .global
         .set_root_path(&Path::new(root.as_bytes()).map_err(|e| err("root path", e))?);
-    let prefix = format!("{SHM_PREFIX}{}_", super::leader_pid(follower));
+    let prefix = format!("{SHM_PREFIX}{}_", crate::sys::rundir::leader_pid(follower));
     config.global.prefix = FileName::new(prefix.as_bytes()).map_err(|e| err("prefix", e))?;
     Ok(config)
 }
@@ -118,7 +118,7 @@ fn send_tagged(publisher: &Pub, size: usize, payload: PayloadMode, t: u8) -> Res
     // SAFETY: in full mode every byte was written; in touch mode the others
     // hold what the chunk held before (zeros from the kernel or bytes of
     // earlier samples): initialised memory, and `u8` has no invalid values.
-    // The same reasoning as for hako (see crate::hako_pubsub).
+    // The same reasoning as for hako (see crate::transports::hako::pubsub).
     let sample = unsafe { sample.assume_init() };
     sample.send().map_err(|e| err("send", e))
 }

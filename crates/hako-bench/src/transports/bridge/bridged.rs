@@ -29,10 +29,10 @@ use hako::{
 };
 use rustix::thread::CpuSet;
 
+use super::common::{
+    free_port, FOLLOWER_WAIT, LINK_WATCHDOG, PING_PONG_ONLY, PROBE, PROBE_ANSWER, PROBE_EVERY,
+};
 use super::program::{self, BridgeSpec, Bridges};
-use super::PROBE_EVERY;
-use super::{free_port, FOLLOWER_WAIT, LINK_WATCHDOG, PING_PONG_ONLY, PROBE, PROBE_ANSWER};
-use crate::kernel::row_path;
 use crate::transport::{
     tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting, PEER_TIMEOUT,
 };
@@ -108,7 +108,7 @@ impl std::fmt::Debug for BridgedFollower {
 /// The root of domain `ab` (`a`: the leader's, `b`: the follower's) of
 /// transport `name`.
 fn root(row: &RowSpec, name: &str, ab: &str) -> PathBuf {
-    row_path(row, name, ab)
+    row.path(name, ab)
 }
 
 impl Side {
@@ -248,8 +248,8 @@ impl Transport for HakoBridge {
             program,
             roots,
             prefix: format!("hako-bench-{}-{}", std::process::id(), row.row_id),
-            cpus_file: row_path(row, name, "cpus"),
-            logs: [row_path(row, name, "a.log"), row_path(row, name, "b.log")],
+            cpus_file: row.path(name, "cpus"),
+            logs: [row.path(name, "a.log"), row.path(name, "b.log")],
             low_latency: self.low_latency,
         })
     }
@@ -261,7 +261,7 @@ impl Transport for HakoBridge {
             "pingpong-follower",
             "pong",
         )?;
-        let path = row_path(row, self.name(), "cpus");
+        let path = row.path(self.name(), "cpus");
         std::fs::write(&path, cpu_list()? + "\n")
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         Ok(BridgedFollower { side })

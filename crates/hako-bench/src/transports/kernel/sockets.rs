@@ -3,7 +3,7 @@
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 
-use super::{row_path, Buffers, KernelFollower, KernelLeader};
+use super::channel::{Buffers, KernelFollower, KernelLeader};
 use crate::transport::{RowSpec, Transport, Waiting};
 use crate::Result;
 
@@ -64,7 +64,7 @@ impl Transport for UnixSocket {
 
     fn leader(&self, row: &RowSpec) -> Result<Self::Leader> {
         let mut side = KernelLeader::new(self.name(), row)?;
-        let path = row_path(row, "unix", "sock");
+        let path = row.path("unix", "sock");
         let listener = UnixListener::bind(&path)
             .map_err(|e| format!("cannot bind {}: {e}", path.display()))?;
         side.paths.push(path);
@@ -77,7 +77,7 @@ impl Transport for UnixSocket {
     }
 
     fn follower(&self, row: &RowSpec) -> Result<Self::Follower> {
-        let path = row_path(row, "unix", "sock");
+        let path = row.path("unix", "sock");
         // Completes through the listen backlog; the leader accepts later.
         let stream = UnixStream::connect(&path)
             .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?;
@@ -115,7 +115,7 @@ impl Transport for Tcp {
         let mut side = KernelLeader::new(self.name(), row)?;
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
-        let path = row_path(row, "tcp", "port");
+        let path = row.path("tcp", "port");
         std::fs::write(&path, format!("{}\n", listener.local_addr()?.port()))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         side.paths.push(path);
@@ -132,7 +132,7 @@ impl Transport for Tcp {
     }
 
     fn follower(&self, row: &RowSpec) -> Result<Self::Follower> {
-        let path = row_path(row, "tcp", "port");
+        let path = row.path("tcp", "port");
         let port: u16 = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?
             .trim()

@@ -5,7 +5,7 @@
 //!   (slices of `u8` loaned, written in place, sent; busy-polled
 //!   `receive()`; the same queue depths and flow control).
 //! * [`iceoryx2_reqres`] — iceoryx2's request/response, measured as hako's
-//!   is ([`crate::hako_reqres`]).
+//!   is ([`crate::transports::hako::reqres`]).
 //! * [`shmipc`](mod@shmipc) — CloudWeGo shmipc: byte streams whose data goes
 //!   through shared memory and whose wake-ups go through a unix socket or an
 //!   eventfd, driven by tokio.
@@ -16,13 +16,3 @@
 pub mod iceoryx2;
 pub mod iceoryx2_reqres;
 pub mod shmipc;
-
-/// The pid of the run's leader: this process on the leader's side, its
-/// parent on a follower's.
-pub(crate) fn leader_pid(follower: bool) -> u32 {
-    if follower {
-        rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as u32)
-    } else {
-        std::process::id()
-    }
-}

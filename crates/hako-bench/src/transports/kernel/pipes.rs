@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{mkfifoat, Mode, OFlags, CWD};
 use rustix::pipe::{pipe_with, PipeFlags};
 
-use super::{open_fifo, row_path, Buffers, KernelFollower, KernelLeader};
+use super::channel::{open_fifo, Buffers, KernelFollower, KernelLeader};
 use crate::transport::{RowSpec, Transport, Waiting};
 use crate::Result;
 
@@ -45,7 +45,7 @@ impl Transport for Pipe {
                 (Some(w), 0) => w.as_raw_fd().to_string(),
                 _ => "-".to_owned(),
             };
-            let path = row_path(row, "pipe", &k.to_string());
+            let path = row.path("pipe", &k.to_string());
             std::fs::write(&path, format!("{} {back}\n", r.as_raw_fd()))
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             side.paths.push(path);
@@ -57,7 +57,7 @@ impl Transport for Pipe {
 
     fn follower(&self, row: &RowSpec) -> Result<Self::Follower> {
         let bufs = Buffers::new(row)?;
-        let path = row_path(row, "pipe", &row.index.to_string());
+        let path = row.path("pipe", &row.index.to_string());
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let leader = rustix::process::getppid()
@@ -107,7 +107,7 @@ impl Transport for Fifo {
         };
         let mut pings = Vec::new();
         for k in 0..row.followers.max(1) {
-            let path = row_path(row, "fifo", &format!("{k}_ping"));
+            let path = row.path("fifo", &format!("{k}_ping"));
             mkfifo(&path)?;
             // Held open read-write (Linux allows that for a FIFO, and it
             // never blocks) until `connect`, so the FIFO has a writer from
@@ -128,7 +128,7 @@ impl Transport for Fifo {
             row.followers.max(1) as usize,
         ));
         if !row.pattern.one_way() {
-            let path = row_path(row, "fifo", "pong");
+            let path = row.path("fifo", "pong");
             mkfifo(&path)?;
             side.inp = Some(open_fifo(&path, OFlags::RDONLY)?);
             side.paths.push(path);
@@ -140,14 +140,14 @@ impl Transport for Fifo {
         Ok(KernelFollower {
             name: self.name(),
             inp: open_fifo(
-                &row_path(row, "fifo", &format!("{}_ping", row.index)),
+                &row.path("fifo", &format!("{}_ping", row.index)),
                 OFlags::RDONLY,
             )?,
             // The leader holds the read end already.
             out: if row.pattern.one_way() {
                 None
             } else {
-                Some(open_fifo(&row_path(row, "fifo", "pong"), OFlags::WRONLY)?)
+                Some(open_fifo(&row.path("fifo", "pong"), OFlags::WRONLY)?)
             },
             bufs: Buffers::new(row)?,
         })

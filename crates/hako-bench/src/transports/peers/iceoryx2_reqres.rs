@@ -1,4 +1,4 @@
-//! iceoryx2 request/response, set up as [`crate::hako_reqres`] sets up hako.
+//! iceoryx2 request/response, set up as [`crate::transports::hako::reqres`] sets up hako.
 //!
 //! One service per row, `hako-bench/<row>/reqres`, requests and responses
 //! `[u8]` with a static maximum slice length equal to the row's size. The
@@ -95,7 +95,7 @@ fn send_request(
         .loan_slice_uninit(size)
         .map_err(|e| err("loan a request", e))?;
     fill(request.payload_mut(), payload, t);
-    // SAFETY: as for hako (see crate::hako_reqres): every byte is either
+    // SAFETY: as for hako (see crate::transports::hako::reqres): every byte is either
     // written now or holds what the chunk held before, and `u8` has no
     // invalid values.
     let request = unsafe { request.assume_init() };

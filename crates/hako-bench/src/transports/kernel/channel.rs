@@ -1,44 +1,5 @@
-//! Kernel mechanisms that copy the message: pipes, FIFOs, unix and TCP
-//! sockets, POSIX message queues.
-//!
-//! For message `seq` the sender writes a whole `size`-byte buffer (tagged,
-//! or filled in full mode, as in the other transports) and the receiver
-//! reads a whole one: the kernel copies every byte twice per direction (into
-//! its buffers and out again), and a reader sleeps in the kernel until the
-//! data is there. Kernel defaults are kept (pipe capacity, socket buffer
-//! sizes), as a program that just uses the mechanism would have them, and a
-//! sender that gets ahead blocks in `write` — the flow control each of them
-//! has.
-//!
-//! * [`Pipe`] — anonymous pipes (`pipe2`), one per direction. The follower,
-//!   started before the row, opens its ends through `/proc/<leader>/fd/<n>`
-//!   (the numbers are in a small file in the run's root), which yields the
-//!   very same pipe; the leader then closes its copies of those ends.
-//! * [`Fifo`] — named pipes (`mkfifo`) in the run's root; the names are
-//!   removed once both ends are open. Reads and writes go through the same
-//!   `pipe_read`/`pipe_write` as an anonymous pipe's; only opening differs.
-//! * [`UnixSocket`] — a `SOCK_STREAM` unix socket bound in the run's root;
-//!   the follower connects, the leader accepts, the name is then removed.
-//! * [`Tcp`] — a TCP connection over loopback (127.0.0.1, an ephemeral port
-//!   written to a file in the run's root), `TCP_NODELAY` on both ends.
-//! * [`MessageQueue`] — POSIX message queues (`mq_open`), one per direction
-//!   and follower, each holding one message of `size` bytes (ping-pong) or a
-//!   few (one-way). A message arrives whole or not at all. Sizes above
-//!   `/proc/sys/fs/mqueue/msgsize_max` are skipped
-//!   ([`Transport::skip_reason`]).
-//!
-//! A stream (pipe, FIFO, socket) has no message boundaries: each side reads
-//! until it has `size` bytes. One-way rows use the leader→follower direction
-//! only; in fan-out the leader writes each message to every follower's
-//! channel in turn. All five share one leader and one follower side
-//! ([`KernelLeader`], [`KernelFollower`]) over a [`Channel`].
-//!
-//! A side whose peer died sees end-of-file or a broken pipe (streams) or a
-//! receive that times out after [`PEER_TIMEOUT`] (message queue).
-
-mod mq;
-mod pipes;
-mod sockets;
+//! What the kernel transports share: a [`Channel`] (a byte stream or a
+//! message queue), buffers, and one leader and one follower side over it.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -48,12 +9,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{fcntl_getfl, fcntl_setfl, open, Mode, OFlags};
 
-use mq::unlink_queue;
-pub use mq::{msgsize_max, MessageQueue, Mq, MSGSIZE_MAX_PATH};
-pub use pipes::{Fifo, Pipe};
-pub(crate) use sockets::socket_in_flight_skip;
-pub use sockets::{Tcp, UnixSocket, SOCKET_IN_FLIGHT_BYTES};
-
+use super::mq::unlink_queue;
 #[cfg(doc)]
 use crate::transport::Transport;
 #[cfg(doc)]
@@ -63,14 +19,14 @@ use crate::Result;
 
 /// The two buffers of one side: what it writes, what it reads into.
 #[derive(Debug)]
-struct Buffers {
-    out: Vec<u8>,
-    inp: Vec<u8>,
-    payload: PayloadMode,
+pub(super) struct Buffers {
+    pub(super) out: Vec<u8>,
+    pub(super) inp: Vec<u8>,
+    pub(super) payload: PayloadMode,
 }
 
 impl Buffers {
-    fn new(row: &RowSpec) -> Result<Self> {
+    pub(super) fn new(row: &RowSpec) -> Result<Self> {
         if row.size == 0 {
             return Err("message size must be at least 1 byte".into());
         }
@@ -84,14 +40,14 @@ impl Buffers {
 
     /// The outgoing message, tagged `t`.
     #[inline]
-    fn tagged(&mut self, t: u8) -> &[u8] {
+    pub(super) fn tagged(&mut self, t: u8) -> &[u8] {
         self.payload.write(&mut self.out, t);
         &self.out
     }
 
     /// Checks the first `n` bytes received against tag `t`.
     #[inline]
-    fn check(&self, n: usize, t: u8, what: &str) -> Result<()> {
+    pub(super) fn check(&self, n: usize, t: u8, what: &str) -> Result<()> {
         self.payload.check(&self.inp[..n], self.inp.len(), t, what)
     }
 }
@@ -126,20 +82,20 @@ type Accept<C> = Box<dyn FnMut() -> Result<(C, Option<C>)>>;
 
 /// The leader's side of every kernel mechanism.
 pub struct KernelLeader<C> {
-    name: &'static str,
+    pub(super) name: &'static str,
     /// One channel to each follower (built in `connect` if `accept` is set).
-    outs: Vec<C>,
+    pub(super) outs: Vec<C>,
     /// From the follower (ping-pong).
-    inp: Option<C>,
+    pub(super) inp: Option<C>,
     /// Makes the channel to the next follower (sockets: accepts), and for
     /// ping-pong the one back, from the same connection.
-    accept: Option<(Accept<C>, usize)>,
+    pub(super) accept: Option<(Accept<C>, usize)>,
     /// Descriptors kept open only until the followers have opened theirs.
-    keep: Vec<OwnedFd>,
+    pub(super) keep: Vec<OwnedFd>,
     /// Names removed once everybody is connected (and on drop).
-    paths: Vec<PathBuf>,
-    queues: Vec<CString>,
-    bufs: Buffers,
+    pub(super) paths: Vec<PathBuf>,
+    pub(super) queues: Vec<CString>,
+    pub(super) bufs: Buffers,
 }
 
 impl<C> std::fmt::Debug for KernelLeader<C> {
@@ -153,7 +109,7 @@ impl<C> std::fmt::Debug for KernelLeader<C> {
 }
 
 impl<C> KernelLeader<C> {
-    fn new(name: &'static str, row: &RowSpec) -> Result<Self> {
+    pub(super) fn new(name: &'static str, row: &RowSpec) -> Result<Self> {
         Ok(Self {
             name,
             outs: Vec::new(),
@@ -166,7 +122,7 @@ impl<C> KernelLeader<C> {
         })
     }
 
-    fn remove_names(&mut self) {
+    pub(super) fn remove_names(&mut self) {
         for p in self.paths.drain(..) {
             let _ = std::fs::remove_file(p);
         }
@@ -185,11 +141,11 @@ impl<C> Drop for KernelLeader<C> {
 /// The follower's side of every kernel mechanism.
 #[derive(Debug)]
 pub struct KernelFollower<C> {
-    name: &'static str,
-    inp: C,
+    pub(super) name: &'static str,
+    pub(super) inp: C,
     /// To the leader (ping-pong).
-    out: Option<C>,
-    bufs: Buffers,
+    pub(super) out: Option<C>,
+    pub(super) bufs: Buffers,
 }
 
 impl<C: Channel> Leader for KernelLeader<C> {
@@ -289,7 +245,7 @@ fn set_blocking(fd: &OwnedFd) -> Result<()> {
 
 /// Opens a FIFO (or a pipe through `/proc`) without waiting for the other
 /// end, then makes it blocking.
-fn open_fifo(path: &Path, access: OFlags) -> Result<File> {
+pub(super) fn open_fifo(path: &Path, access: OFlags) -> Result<File> {
     let fd = open(
         path,
         access | OFlags::NONBLOCK | OFlags::CLOEXEC,
@@ -298,11 +254,6 @@ fn open_fifo(path: &Path, access: OFlags) -> Result<File> {
     .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     set_blocking(&fd)?;
     Ok(File::from(fd))
-}
-
-/// A file of the row in the run's root: `<kind>_<row>_<what>`.
-pub(crate) fn row_path(row: &RowSpec, kind: &str, what: &str) -> PathBuf {
-    row.root.join(format!("{kind}_{}_{what}", row.row_id))
 }
 
 #[cfg(test)]

@@ -1,0 +1,41 @@
+//! Every transport of this crate, by the name `--transports` uses.
+//!
+//! | name             | what                                                   | waits       |
+//! |------------------|--------------------------------------------------------|-------------|
+//! | `floor`          | one cache line ([`crate::transports::floors::cache_line`])                      | busy-poll   |
+//! | `floor2`         | a doorbell and a payload line ([`crate::transports::floors::cache_line::TwoLineFloor`]) | busy-poll |
+//! | `hako`           | hako pub/sub, `receive()` polled ([`crate::transports::hako::pubsub`]) | busy-poll |
+//! | `hako-reqres`    | hako request/response, polled ([`crate::transports::hako::reqres`]) | busy-poll   |
+//! | `hako-reqres-spin-park` | hako request/response, blocking receives, `SpinThenPark` | blocking |
+//! | `hako-reqres-park` | hako request/response, blocking receives, `Park`     | blocking    |
+//! | `hako-async`, `hako-async-busy`, `hako-async-park` | hako request/response awaited under tokio ([`crate::transports::runtimes`]) | blocking (busy: busy-poll) |
+//! | `tokio-unix`, `tokio-tcp` | tokio's unix and TCP sockets ([`crate::transports::runtimes`]) | blocking |
+//! | `hako-spin`      | hako, `blocking_receive()`, `WaitStrategy::BusySpin`   | busy-poll   |
+//! | `hako-spin-park` | hako, `blocking_receive()`, `WaitStrategy::SpinThenPark` | blocking  |
+//! | `hako-park`      | hako, `blocking_receive()`, `WaitStrategy::Park`       | blocking    |
+//! | `reference`      | hako's data path by hand ([`crate::transports::floors::reference`])        | busy-poll   |
+//! | `hako-c`         | hako's ping-pong in C, through the C API ([`crate::transports::hako::c`]) | busy-poll |
+//! | `futex`          | one futex word ([`crate::transports::floors::futex`])                | blocking    |
+//! | `pipe`           | anonymous pipes ([`crate::transports::kernel::Pipe`])              | blocking    |
+//! | `fifo`           | named pipes ([`crate::transports::kernel::Fifo`])                  | blocking    |
+//! | `unix`           | a unix stream socket ([`crate::transports::kernel::UnixSocket`])   | blocking    |
+//! | `tcp`            | TCP over loopback ([`crate::transports::kernel::Tcp`])             | blocking    |
+//! | `mq`             | POSIX message queues ([`crate::transports::kernel::MessageQueue`]) | blocking    |
+//! | `iceoryx2`       | iceoryx2 pub/sub, polled (feature `peers`)             | busy-poll   |
+//! | `iceoryx2-reqres`| iceoryx2 request/response, polled (feature `peers`)    | busy-poll   |
+//! | `shmipc`         | shmipc streams (feature `peers`)                       | blocking    |
+//! | `zenoh`          | plain Zenoh over TCP loopback (feature `bridge`, [`crate::transports::bridge::plain`]) | blocking |
+//! | `hako-bridge`    | hako through two `hako-bridge` processes (feature `bridge`, [`crate::transports::bridge::bridged`]) | blocking |
+//!
+//! The async transports come twice: on a current-thread runtime (the name
+//! above) and on a multi-threaded one (the name with `-mt`).
+//!
+//! The peers exist only in a build with the `peers` feature, `zenoh` and
+//! `hako-bridge` only in one with the `bridge` feature; without it their
+//! names are known but refused with a message that says how to get them.
+
+mod kind;
+mod table;
+
+pub use kind::{known_names, Kind, BRIDGE_NAMES, PEER_NAMES};
+pub use table::Transports;
