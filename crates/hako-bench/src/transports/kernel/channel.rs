@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{fcntl_getfl, fcntl_setfl, open, Mode, OFlags};
 
-use super::mq::unlink_queue;
 #[cfg(doc)]
 use crate::transport::Transport;
 #[cfg(doc)]
@@ -254,6 +253,13 @@ pub(super) fn open_fifo(path: &Path, access: OFlags) -> Result<File> {
     .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     set_blocking(&fd)?;
     Ok(File::from(fd))
+}
+
+/// Removes the message queue `name` (one already gone is fine).
+pub(super) fn unlink_queue(name: &CString) {
+    // SAFETY: `name` is a NUL-terminated string alive for the call. Failure
+    // (already unlinked) is fine.
+    unsafe { libc::mq_unlink(name.as_ptr()) };
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::ffi::CString;
 
-use super::channel::{Buffers, Channel, KernelFollower, KernelLeader};
+use super::channel::{unlink_queue, Buffers, Channel, KernelFollower, KernelLeader};
 use crate::transport::{Pattern, RowSpec, Transport, Waiting, PEER_TIMEOUT};
 use crate::Result;
 
@@ -143,12 +143,6 @@ impl Drop for Mq {
         // SAFETY: we own the descriptor and close it once.
         unsafe { libc::mq_close(self.0) };
     }
-}
-
-pub(super) fn unlink_queue(name: &CString) {
-    // SAFETY: `name` is a NUL-terminated string alive for the call. Failure
-    // (already unlinked) is fine.
-    unsafe { libc::mq_unlink(name.as_ptr()) };
 }
 
 impl Channel for Mq {
