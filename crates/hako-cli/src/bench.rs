@@ -10,8 +10,8 @@ use std::ffi::OsString;
 
 use clap::Args;
 
+use crate::common::CliError;
 use crate::companion::Companion;
-use crate::CliError;
 
 /// Environment variable naming the `hako-bench` program to run.
 pub const BENCH_ENV: &str = "HAKO_BENCH";

@@ -8,8 +8,8 @@ use std::ffi::OsString;
 
 use clap::Args;
 
+use crate::common::CliError;
 use crate::companion::Companion;
-use crate::CliError;
 
 /// Environment variable naming the `hako-bridge` program to run.
 pub const BRIDGE_ENV: &str = "HAKO_BRIDGE";

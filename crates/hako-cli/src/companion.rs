@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 
-use crate::CliError;
+use crate::common::CliError;
 
 /// A program `hako` hands a whole command over to.
 pub struct Companion {

@@ -5,7 +5,7 @@
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
 
-use crate::{CliError, DomainArgs};
+use crate::common::{CliError, DomainArgs};
 
 /// `hako config`.
 #[derive(Debug, Args)]

@@ -14,7 +14,7 @@ use hako::inspect::{self, DomainView, PortCounters, PortInfo, ServiceInfo};
 use hako::{Pattern, ServiceName};
 use serde_json::json;
 
-use crate::{exit, CliError, DomainArgs};
+use crate::common::{exit, CliError, DomainArgs};
 
 /// How far the reading commands trust a domain root.
 #[derive(Debug, Args)]
@@ -472,9 +472,9 @@ pub fn clean(a: CleanArgs) -> Result<(), CliError> {
     }
     println!(
         "{verb}: {} of dead nodes, {} nobody uses, {}",
-        crate::count(r.ports, "port", "ports"),
-        crate::count(r.services.len(), "service", "services"),
-        crate::count(r.files.len(), "file", "files")
+        crate::common::count(r.ports, "port", "ports"),
+        crate::common::count(r.services.len(), "service", "services"),
+        crate::common::count(r.files.len(), "file", "files")
     );
     for f in &r.files {
         println!("  {}", f.display());
@@ -486,7 +486,7 @@ pub fn clean(a: CleanArgs) -> Result<(), CliError> {
 pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
     let interval = Duration::from_millis(a.interval);
-    let term = crate::termination_flag();
+    let term = crate::common::termination_flag();
     // Per port: sent (or requests, responses), deliveries, dropped.
     let mut last: BTreeMap<(String, u64), (u64, u64, u64)> = BTreeMap::new();
     let mut last_at = Instant::now();

@@ -6,7 +6,7 @@ use clap::Args;
 use hako::{EventId, EventService, Node, ServiceName};
 
 use super::{node, open_error, seconds, service_name, CreateArg};
-use crate::{exit, CliError, DomainArgs};
+use crate::common::{exit, CliError, DomainArgs};
 
 /// `hako notify`.
 #[derive(Debug, Args)]
@@ -81,7 +81,7 @@ pub fn notify(a: NotifyArgs) -> Result<(), CliError> {
                 code: exit::TIMED_OUT,
                 message: format!(
                     "{} there after {timeout:?}, {} wanted",
-                    crate::count(notifier.listener_count(), "listener", "listeners"),
+                    crate::common::count(notifier.listener_count(), "listener", "listeners"),
                     a.wait_listeners
                 ),
             });
@@ -98,7 +98,7 @@ pub fn notify(a: NotifyArgs) -> Result<(), CliError> {
             println!(
                 "event {} to {}",
                 a.id,
-                crate::count(n, "listener", "listeners")
+                crate::common::count(n, "listener", "listeners")
             );
         }
     }
@@ -115,7 +115,7 @@ pub fn listen(a: ListenArgs) -> Result<(), CliError> {
         .listener_builder()
         .create()
         .map_err(|e| CliError::failure(e.to_string()))?;
-    let term = crate::termination_flag();
+    let term = crate::common::termination_flag();
     let mut got = 0u64;
     let mut last = Instant::now();
     while a.count.is_none_or(|c| got < c) {

@@ -35,7 +35,7 @@ use std::time::Duration;
 use clap::Args;
 use hako::{Node, NodeBuilder, ServiceName};
 
-use crate::{exit, CliError, DomainArgs};
+use crate::common::{exit, CliError, DomainArgs};
 
 pub use events::{listen, notify, ListenArgs, NotifyArgs};
 pub use publish::{publish, PubArgs};

@@ -15,7 +15,7 @@ use hako::{
 };
 
 use super::{open_error, CreateArg};
-use crate::{CliError, DomainArgs};
+use crate::common::{CliError, DomainArgs};
 
 /// A payload type as a service records it.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::payload::{self, BytesService, PayloadType};
 use super::{node, seconds, service_name, CreateArg};
-use crate::{exit, CliError, DomainArgs};
+use crate::common::{exit, CliError, DomainArgs};
 
 /// `hako pub`.
 #[derive(Debug, Args)]
@@ -146,8 +146,8 @@ pub fn publish(a: PubArgs) -> Result<(), CliError> {
             } else {
                 println!(
                     "sent {} to {}",
-                    crate::count(msg.len(), "byte", "bytes"),
-                    crate::count(n, "subscriber", "subscribers")
+                    crate::common::count(msg.len(), "byte", "bytes"),
+                    crate::common::count(n, "subscriber", "subscribers")
                 );
             }
             if a.interval > 0 {

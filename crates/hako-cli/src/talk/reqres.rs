@@ -20,7 +20,7 @@ use hako::{Node, Pattern, ReqResService, ServiceName, TypeDetails, WaitStrategy}
 
 use super::payload::{hex, parse_hex, PayloadType};
 use super::CreateArg;
-use crate::{exit, CliError, DomainArgs};
+use crate::common::{exit, CliError, DomainArgs};
 
 /// `hako call`.
 #[derive(Debug, Args)]
@@ -252,7 +252,7 @@ pub fn serve(a: ServeArgs) -> Result<(), CliError> {
         .wait_strategy(WaitStrategy::Park)
         .create()
         .map_err(failure)?;
-    let term = crate::termination_flag();
+    let term = crate::common::termination_flag();
     let mut served = 0u64;
     while a.count.is_none_or(|c| served < c) && !term.load(std::sync::atomic::Ordering::Relaxed) {
         let Some(request) = server

@@ -8,7 +8,7 @@ use hako::WaitStrategy;
 
 use super::payload::{self, BytesService, PayloadType};
 use super::{node, seconds, service_name, CreateArg};
-use crate::{exit, CliError, DomainArgs};
+use crate::common::{exit, CliError, DomainArgs};
 
 /// `hako sub`.
 #[derive(Debug, Args)]
@@ -87,7 +87,7 @@ pub fn subscribe(a: SubArgs) -> Result<(), CliError> {
         .lossy(a.lossy)
         .create()
         .map_err(|e| CliError::failure(e.to_string()))?;
-    let term = crate::termination_flag();
+    let term = crate::common::termination_flag();
     let mut got = 0u64;
     let mut last = Instant::now();
     let mut out = std::io::stdout().lock();
