@@ -95,9 +95,9 @@ enum Command {
     Config(config::ConfigArgs),
     /// Send requests (bytes / UTF-8) to a `[u8] → [u8]` request/response
     /// service and print every response.
-    Call(talk::reqres::CallArgs),
+    Call(talk::CallArgs),
     /// Answer the requests of a `[u8] → [u8]` service (`--echo`).
-    Serve(talk::reqres::ServeArgs),
+    Serve(talk::ServeArgs),
 }
 
 /// Runs the subcommand asked for.
@@ -148,8 +148,8 @@ fn main() -> ExitCode {
         Command::Notify(a) => talk::notify(a),
         Command::Listen(a) => talk::listen(a),
         Command::Config(a) => config::run(a),
-        Command::Call(a) => talk::reqres::call(a),
-        Command::Serve(a) => talk::reqres::serve(a),
+        Command::Call(a) => talk::call(a),
+        Command::Serve(a) => talk::serve(a),
     };
     report(result, cli.json)
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use hako::{EventId, EventService, Node, ServiceName};
 
-use super::{node, open_error, seconds, service_name, CreateArg};
+use super::open::{node, open_error, seconds, service_name, CreateArg};
 use crate::common::{exit, CliError, DomainArgs};
 
 /// `hako notify`.

@@ -1,6 +1,13 @@
 //! `hako pub`, `hako sub`, `hako notify`, `hako listen`, `hako call` and
 //! `hako serve`: talking to a service from a terminal, for debugging and
-//! scripts (request/response in `reqres.rs`).
+//! scripts.
+//!
+//! The files import each other in one direction: `open.rs` (the node, the
+//! service's name, `--create`, the error of a service that cannot be
+//! opened) → `payload.rs` (a service's payload type, seen as bytes) → one
+//! file per command family, `events.rs` (`notify`, `listen`), `publish.rs`
+//! (`pub`), `subscribe.rs` (`sub`), `reqres.rs` (`call`, `serve`); this
+//! file only declares them and re-exports the commands.
 //!
 //! `pub` and `sub` work on publish/subscribe services of any payload type.
 //! They read the type the service records (name, size, alignment, whether
@@ -25,75 +32,13 @@
 //! type), so `--create` on a service of another type is refused.
 
 mod events;
+mod open;
 mod payload;
 mod publish;
-pub mod reqres;
+mod reqres;
 mod subscribe;
-
-use std::time::Duration;
-
-use clap::Args;
-use hako::{Node, NodeBuilder, ServiceName};
-
-use crate::common::{exit, CliError, DomainArgs};
 
 pub use events::{listen, notify, ListenArgs, NotifyArgs};
 pub use publish::{publish, PubArgs};
+pub use reqres::{call, serve, CallArgs, ServeArgs};
 pub use subscribe::{subscribe, SubArgs};
-
-/// Whether a command may create the service it names.
-#[derive(Debug, Clone, Copy, Args)]
-pub struct CreateArg {
-    /// Create the service, with the default settings, if it does not exist
-    /// (without it a missing service is an error: start the program that
-    /// owns the service first).
-    #[arg(long)]
-    pub create: bool,
-}
-
-/// The error of opening `name`: a missing service says how to go on.
-pub(crate) fn open_error(name: &ServiceName, e: hako::ServiceError) -> CliError {
-    match e {
-        hako::ServiceError::DoesNotExist(_) => CliError {
-            code: exit::NOT_FOUND,
-            message: format!(
-                "service {:?} does not exist; start the program that creates it, or \
-                 pass --create to make it with the default settings",
-                name.as_str()
-            ),
-        },
-        hako::ServiceError::IncompatiblePattern {
-            service, actual, ..
-        } => CliError::failure(format!(
-            "service {service:?} is a {} service: talk to it with {}",
-            actual.replace('_', "/"),
-            match actual.as_str() {
-                "request_response" => "`hako call` (or `hako serve`)",
-                "event" => "`hako notify` and `hako listen`",
-                _ => "`hako pub` and `hako sub`",
-            }
-        )),
-        e => CliError::failure(e.to_string()),
-    }
-}
-
-pub(crate) fn node(d: &DomainArgs, role: &str) -> Result<Node, CliError> {
-    let cfg = d.config()?;
-    NodeBuilder::new()
-        .name(&format!("hako-{role}"))
-        .map_err(|e| CliError::failure(e.to_string()))?
-        .config(&cfg)
-        // The commands watch their own termination flag between waits.
-        .signal_handling(false)
-        .create()
-        .map_err(|e| CliError::failure(e.to_string()))
-}
-
-fn service_name(s: &str) -> Result<ServiceName, CliError> {
-    ServiceName::new(s).map_err(|e| CliError::usage(e.to_string()))
-}
-
-pub(crate) fn seconds(s: f64, what: &str) -> Result<Duration, CliError> {
-    Duration::try_from_secs_f64(s)
-        .map_err(|_| CliError::usage(format!("{what} must be a non-negative number of seconds")))
-}

@@ -14,7 +14,7 @@ use hako::{
     TypeDetails,
 };
 
-use super::{open_error, CreateArg};
+use super::open::{open_error, CreateArg};
 use crate::common::{CliError, DomainArgs};
 
 /// A payload type as a service records it.

@@ -18,8 +18,8 @@ use std::time::Duration;
 use clap::Args;
 use hako::{Node, Pattern, ReqResService, ServiceName, TypeDetails, WaitStrategy};
 
+use super::open::{node, open_error, seconds, CreateArg};
 use super::payload::{hex, parse_hex, PayloadType};
-use super::CreateArg;
 use crate::common::{exit, CliError, DomainArgs};
 
 /// `hako call`.
@@ -78,14 +78,14 @@ fn open(
     create: CreateArg,
 ) -> Result<ReqResService<[u8], [u8]>, CliError> {
     let name = ServiceName::new(service).map_err(|e| CliError::usage(e.to_string()))?;
-    let node = super::node(d, role)?;
+    let node = node(d, role)?;
     let b = node.service_builder(&name).request_response::<[u8], [u8]>();
     if create.create {
         b.open_or_create()
     } else {
         b.open()
     }
-    .map_err(|e| super::open_error(&name, e))
+    .map_err(|e| open_error(&name, e))
 }
 
 /// A request/response service opened as bytes, with the types it records.
@@ -125,7 +125,7 @@ fn open_typed(
         None if create.create => b.open_or_create(),
         None => b.open(),
     }
-    .map_err(|e| super::open_error(name, e))?;
+    .map_err(|e| open_error(name, e))?;
     Ok(TypedService {
         request: PayloadType::of(service.request_payload())?,
         response: PayloadType::of(service.response_payload())?,
@@ -142,9 +142,9 @@ fn timed_out(message: String) -> CliError {
 
 /// Runs `hako call`.
 pub fn call(a: CallArgs) -> Result<(), CliError> {
-    let timeout = super::seconds(a.timeout, "--timeout")?;
+    let timeout = seconds(a.timeout, "--timeout")?;
     let name = ServiceName::new(&a.service).map_err(|e| CliError::usage(e.to_string()))?;
-    let node = super::node(&a.domain, "call")?;
+    let node = node(&a.domain, "call")?;
     let TypedService {
         service,
         request: req_ty,

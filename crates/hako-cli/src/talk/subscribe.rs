@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use hako::WaitStrategy;
 
+use super::open::{node, seconds, service_name, CreateArg};
 use super::payload::{self, BytesService, PayloadType};
-use super::{node, seconds, service_name, CreateArg};
 use crate::common::{exit, CliError, DomainArgs};
 
 /// `hako sub`.
