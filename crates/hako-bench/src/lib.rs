@@ -101,6 +101,7 @@ pub mod suite;
 pub mod sys;
 pub mod transport;
 pub mod transports;
+pub mod units;
 
 /// The error type of this crate: benchmarks report, they do not recover.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;

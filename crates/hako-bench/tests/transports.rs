@@ -1,6 +1,6 @@
 //! Every transport does a few round trips correctly between two processes,
 //! and sends a few messages one way (throughput) and to several followers
-//! (fan-out), in both payload modes: the followers are the `hako-pingpong`
+//! (fan-out), in both payload modes: the followers are the `hako-bench`
 //! binary, the leader this test, talking through the same harness as the
 //! benchmark, and keeps requests in flight through the request/response
 //! transports. With the `peers` feature this covers iceoryx2 and shmipc too. Sequence tags at both ends of
@@ -57,7 +57,7 @@ fn session(dir: &RunDir, leader_cpu: Option<usize>, follower_cpu: Option<usize>)
         root: dir.path().to_owned(),
         leader_cpu,
         follower_cpu,
-        program: Some(PathBuf::from(env!("CARGO_BIN_EXE_hako-pingpong"))),
+        program: Some(PathBuf::from(env!("CARGO_BIN_EXE_hako-bench"))),
         dump_dir: None,
         followers: 3,
     })

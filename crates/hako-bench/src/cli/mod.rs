@@ -1,39 +1,31 @@
 //! `hako bench` (the program `hako-bench`, which the `hako` tool runs for
 //! its `bench` subcommand): the IPC comparison suite.
 //!
-//! Runs [`crate::suite`] with the arguments of [`BenchArgs`], shows a
-//! progress bar on stderr while it runs (only on a terminal), then prints
-//! the tables and a summary ([`output`]) and writes the files asked for:
-//! `--json`, `--markdown`, `--plot` ([`plot`]).
+//! Runs [`crate::suite`] with the arguments of [`BenchArgs`] ([`config`]),
+//! once per pinning mode, shows a progress bar on stderr while it runs (only
+//! on a terminal), then prints the report ([`crate::report`]) and writes the
+//! files asked for: `--json`, `--markdown`, `--plot`.
 //!
 //! The run's files live in a private domain root, `<shm dir>/hako-bench-<pid>`,
 //! removed at the end, on Ctrl-C (SIGINT) and on SIGTERM; the followers die
 //! with the leader (`PR_SET_PDEATHSIG`). Leftovers of runs that were killed
 //! outright (SIGKILL) are removed by the next run.
 
-pub mod asynch;
-pub mod bridge;
-pub mod footprint;
-pub mod json;
-pub mod output;
-pub mod plot;
-pub mod reqres;
-pub mod summary;
-pub mod table;
+pub mod config;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::harness::blocks::Plan;
-use crate::registry::{Kind, Transports};
-use crate::report::{format_size, parse_size};
-use crate::suite::{self, StreamPlan, SuiteConfig};
+use crate::registry::Kind;
+use crate::report::{self, Meta, Report, Run};
+use crate::suite;
 use crate::sys::rundir::{self, RunDir};
 use crate::transport::{Pattern, PayloadMode};
-use crate::transports::hako::pubsub::HakoPubSub;
+use crate::transports::hako::pubsub::single_thread_ns;
+use crate::units::parse_size;
 use crate::Result;
 
 /// Largest message size the suite accepts.
@@ -55,15 +47,25 @@ pub enum Pinning {
     Same,
     /// Not pinned: the scheduler decides.
     None,
+    /// Cross, then same, in one run (each mode's report in turn).
+    Both,
 }
 
 impl Pinning {
-    /// `cross-cpu`, `same-cpu`, `unpinned`.
+    /// `cross-cpu`, `same-cpu`, `unpinned` (`both`: `cross-cpu` first).
     pub fn label(self) -> &'static str {
         match self {
-            Pinning::Cross => "cross-cpu",
+            Pinning::Cross | Pinning::Both => "cross-cpu",
             Pinning::Same => "same-cpu",
             Pinning::None => "unpinned",
+        }
+    }
+
+    /// The modes a run measures, in order.
+    pub fn modes(self) -> Vec<Pinning> {
+        match self {
+            Pinning::Both => vec![Pinning::Cross, Pinning::Same],
+            mode => vec![mode],
         }
     }
 }
@@ -177,7 +179,7 @@ pub struct BenchArgs {
     /// A short run (under 20 s here): fewer sizes, fewer and shorter blocks.
     #[arg(long)]
     pub quick: bool,
-    /// Where the processes run.
+    /// Where the processes run (both: cross, then same).
     #[arg(long, value_enum, default_value_t = Pinning::Cross)]
     pub pinning: Pinning,
     /// CPU of the leader [default: the first CPU this process may use].
@@ -202,222 +204,30 @@ pub struct BenchArgs {
     /// No progress bar (it is off anyway when stderr is not a terminal).
     #[arg(long)]
     pub no_progress: bool,
-}
-
-/// What the run was, for the reports.
-#[derive(Debug, Clone)]
-pub struct RunInfo {
-    /// Pinning mode.
-    pub pinning: Pinning,
-    /// The leader's CPU, if pinned.
-    pub leader_cpu: Option<usize>,
-    /// The followers' CPU, if pinned.
-    pub follower_cpu: Option<usize>,
-    /// The suite's settings.
-    pub plan: Plan,
-    /// The bridge rows' blocks.
-    pub bridge_plan: Plan,
-    /// One-way settings.
-    pub stream: StreamPlan,
-    /// Fan-out receivers.
-    pub fanout: u32,
-    /// Wall time of the run.
-    pub wall: Duration,
-    /// The machine ([`json::machine`]).
-    pub machine: serde_json::Value,
-}
-
-/// Checks the arguments and builds the suite's configuration.
-fn configure(args: &BenchArgs, root: &Path) -> Result<(SuiteConfig, Pinning)> {
-    let all = Transports::new(HakoPubSub::default());
-    let explicit = args.transports.is_some();
-    let transports = args
-        .transports
-        .clone()
-        .unwrap_or_else(|| Kind::SUITE.to_vec());
-    let mut kinds: Vec<Kind> = Vec::new();
-    for k in transports {
-        if !kinds.contains(&k) {
-            kinds.push(k);
-        }
-    }
-    let dedup = |v: Vec<usize>| {
-        v.into_iter().fold(Vec::new(), |mut out, s| {
-            if !out.contains(&s) {
-                out.push(s);
-            }
-            out
-        })
-    };
-    let default_sizes: &[usize] = if args.quick {
-        &[64, 4 << 10, 64 << 10, 1 << 20]
-    } else {
-        &[64, 1 << 10, 4 << 10, 64 << 10, 1 << 20, 4 << 20]
-    };
-    let sizes = dedup(args.sizes.clone().unwrap_or_else(|| default_sizes.to_vec()));
-    let default_in_flight: &[usize] = if args.quick { &[64] } else { &[64, 1 << 10] };
-    let in_flight_sizes = dedup(
-        args.in_flight_sizes
-            .clone()
-            .unwrap_or_else(|| default_in_flight.to_vec()),
-    );
-    let depths = dedup_copy(&args.in_flight);
-    let reqres = dedup_copy(args.reqres_transports.as_deref().unwrap_or(Kind::REQRES));
-    let asynch = dedup_copy(args.async_transports.as_deref().unwrap_or(Kind::ASYNC));
-    let default_async: &[usize] = if args.quick {
-        &[64, 64 << 10]
-    } else {
-        &[64, 4 << 10, 64 << 10, 1 << 20]
-    };
-    let async_sizes = dedup(
-        args.async_sizes
-            .clone()
-            .unwrap_or_else(|| default_async.to_vec()),
-    );
-    let async_in_flight_sizes = dedup(args.async_in_flight_sizes.clone());
-    let async_depths = dedup_copy(&args.async_in_flight);
-    let bridge = dedup_copy(args.bridge_transports.as_deref().unwrap_or(Kind::BRIDGE));
-    let bridge_sizes = dedup(args.bridge_sizes.clone());
-    if let Some(&big) = sizes
-        .iter()
-        .chain(&in_flight_sizes)
-        .chain(&async_sizes)
-        .chain(&async_in_flight_sizes)
-        .chain(&bridge_sizes)
-        .find(|&&s| s > MAX_SIZE)
-    {
-        return Err(format!(
-            "size {} is above the largest the suite supports ({})",
-            format_size(big),
-            format_size(MAX_SIZE)
-        )
-        .into());
-    }
-    let patterns = args.patterns.clone();
-    // A transport the user named must carry every size given (the floors'
-    // "ping-pong only" is no error: one-way rows just skip them, as rate
-    // rows skip what cannot keep requests in flight).
-    let named = kinds
-        .iter()
-        .filter(|_| explicit)
-        .map(|k| (k, &sizes))
-        .chain(args.reqres_transports.iter().flatten().map(|k| (k, &sizes)))
-        .chain(
-            args.async_transports
-                .iter()
-                .flatten()
-                .map(|k| (k, &async_sizes)),
-        )
-        .chain(
-            args.bridge_transports
-                .iter()
-                .flatten()
-                .map(|k| (k, &bridge_sizes)),
-        );
-    for (&k, sizes) in named {
-        for &size in sizes {
-            if let Some(why) = all.get(k).row_skip_reason(size, Pattern::PingPong) {
-                return Err(format!(
-                    "transport {} cannot carry {} messages: {why}",
-                    k.name(),
-                    format_size(size)
-                )
-                .into());
-            }
-        }
-    }
-    let quick = args.quick;
-    let iterations = args
-        .iterations
-        .unwrap_or(if quick { 2_000 } else { 20_000 });
-    let blocks = args.blocks.unwrap_or(if quick { 2 } else { 4 }).max(1);
-    let warmup = args.warmup.unwrap_or(iterations / 10);
-    let budget = Duration::from_millis(args.block_ms.unwrap_or(if quick { 3 } else { 12 }));
-    let probe = if quick { 300 } else { 1_000 };
-    let plan = Plan {
-        blocks,
-        iterations: (iterations / u64::from(blocks)).max(1),
-        min_iterations: 10,
-        warmup: warmup / u64::from(blocks),
-        budget,
-        probe,
-        probe_warmup: probe / 5,
-    };
-    // A round trip through Zenoh takes a hundred µs to milliseconds, a
-    // thousand times a busy-polled one, and a hako-bridge block spends half
-    // a second starting its bridges anyway: blocks of 50 times the time,
-    // so that each holds enough round trips for a median, and at least 4
-    // of them unless told (two blocks of these rows gave ratios that moved
-    // by 0.2x from run to run).
-    let bridge_plan = Plan {
-        budget: budget * 50,
-        blocks: args.blocks.unwrap_or(4).max(1),
-        ..plan
-    };
-    let stream = StreamPlan {
-        // One-way runs are long and steadier than single round trips.
-        blocks: blocks.min(3),
-        budget: budget * 4,
-        min_messages: args.min_messages.unwrap_or(if quick { 100 } else { 1_000 }),
-        max_messages: if quick { 20_000 } else { 100_000 },
-        cap: Duration::from_millis(if quick { 40 } else { 100 }),
-    };
-    let (first, second) = suite::default_cpus()?;
-    let (leader_cpu, follower_cpu) = match args.pinning {
-        Pinning::Cross => {
-            let l = args.leader_cpu.unwrap_or(first);
-            let f = args
-                .follower_cpu
-                .unwrap_or(if l == second { first } else { second });
-            (Some(l), Some(f))
-        }
-        Pinning::Same => {
-            let l = args.leader_cpu.unwrap_or(first);
-            (Some(l), Some(l))
-        }
-        Pinning::None => (None, None),
-    };
-    Ok((
-        SuiteConfig {
-            root: root.to_owned(),
-            transports: kinds,
-            sizes,
-            patterns,
-            payloads: args.payload.clone(),
-            fanout: args.fanout,
-            plan,
-            stream,
-            leader_cpu,
-            follower_cpu,
-            all,
-            reqres,
-            depths,
-            in_flight_sizes,
-            asynch,
-            async_sizes,
-            async_depths,
-            async_in_flight_sizes,
-            footprint: if args.no_footprint {
-                Vec::new()
-            } else {
-                dedup_copy(&args.footprint)
-            },
-            bridge,
-            bridge_sizes,
-            bridge_plan,
-        },
-        args.pinning,
-    ))
-}
-
-/// `items` in order, each once.
-fn dedup_copy<T: Copy + PartialEq>(items: &[T]) -> Vec<T> {
-    items.iter().fold(Vec::new(), |mut out, &x| {
-        if !out.contains(&x) {
-            out.push(x);
-        }
-        out
-    })
+    /// Timed round trips of each floor probe [default: 1000; --quick: 300].
+    #[arg(long)]
+    pub probe_iterations: Option<u64>,
+    /// Fewest timed round trips per block and transport [default: 10].
+    #[arg(long)]
+    pub min_iterations: Option<u64>,
+    /// Write each block's raw round-trip times (ns, in order) to files in
+    /// this existing directory, one per row, transport and size.
+    #[arg(long)]
+    pub dump: Option<PathBuf>,
+    /// Samples a hako subscriber queues (`subscriber_max_buffer_size`) in
+    /// the publish/subscribe rows.
+    #[arg(long, default_value_t = 2, help_heading = "hako settings",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub hako_buffer: u32,
+    /// Samples a hako subscriber may hold at once
+    /// (`subscriber_max_borrowed_samples`).
+    #[arg(long, default_value_t = 1, help_heading = "hako settings",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub hako_borrowed: u32,
+    /// Samples the leader's hako publisher may loan at once.
+    #[arg(long, default_value_t = 1, help_heading = "hako settings",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub hako_loans: u32,
 }
 
 /// Removes the run's files and exits on SIGINT or SIGTERM (the followers die
@@ -442,6 +252,11 @@ fn clean_on_signal(root: PathBuf) -> Result<()> {
 
 /// Runs `hako bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
+    if let Some(dir) = &args.dump {
+        if !dir.is_dir() {
+            return Err(format!("--dump {}: not a directory", dir.display()).into());
+        }
+    }
     for dir in rundir::clean_stale(&args.shm_dir, rundir::DEFAULT_PREFIX)
         .map_err(|e| format!("cannot look into {}: {e}", args.shm_dir.display()))?
     {
@@ -454,16 +269,34 @@ pub fn run(args: BenchArgs) -> Result<()> {
             args.shm_dir.display()
         )
     })?;
-    let (cfg, pinning) = configure(&args, run_dir.path())?;
+    let modes = args.pinning.modes();
+    let mut configs = Vec::new();
+    for (i, &mode) in modes.iter().enumerate() {
+        let root = if modes.len() == 1 {
+            run_dir.path().to_owned()
+        } else {
+            let root = run_dir.path().join(mode.label());
+            std::fs::create_dir(&root)
+                .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+            root
+        };
+        let mut cfg = config::configure(&args, &root, mode)?;
+        if i > 0 {
+            // The footprint does not depend on the pinning.
+            cfg.footprint.clear();
+        }
+        configs.push((mode, cfg));
+    }
     // Before any pinning narrows what this process sees.
-    let machine = json::machine();
+    let machine = report::machine();
     clean_on_signal(run_dir.path().to_owned())?;
 
     let bar = if args.no_progress {
         ProgressBar::hidden()
     } else {
         // Draws only when stderr is a terminal.
-        ProgressBar::with_draw_target(Some(cfg.steps()), ProgressDrawTarget::stderr())
+        let steps = configs.iter().map(|(_, c)| c.steps()).sum();
+        ProgressBar::with_draw_target(Some(steps), ProgressDrawTarget::stderr())
     };
     bar.set_style(
         ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
@@ -471,41 +304,73 @@ pub fn run(args: BenchArgs) -> Result<()> {
             .progress_chars("=> "),
     );
     let start = Instant::now();
-    let result = suite::run(&cfg, &mut |p| {
-        bar.set_length(p.total);
-        bar.set_position(p.done);
-        bar.set_message(p.what);
-    });
+    let mut runs = Vec::new();
+    let mut done = 0;
+    for (mode, cfg) in &configs {
+        // hako's cost with no other CPU involved, when it is measured.
+        let single = cfg.patterns.contains(&Pattern::PingPong)
+            && cfg.transports.iter().any(|k| k.name().starts_with("hako"));
+        let single_thread_ns = if single {
+            Some(single_thread_ns(&cfg.root, 64, cfg.plan.iterations * 10)?)
+        } else {
+            None
+        };
+        let result = suite::run(cfg, &mut |p| {
+            bar.set_position(done + p.done);
+            bar.set_message(format!("{} {}", mode.label(), p.what));
+        });
+        done += cfg.steps();
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                bar.finish_and_clear();
+                return Err(e);
+            }
+        };
+        runs.push(Run {
+            pinning: mode.label(),
+            leader_cpu: cfg.leader_cpu,
+            follower_cpu: cfg.follower_cpu,
+            single_thread_ns,
+            result,
+        });
+    }
     bar.finish_and_clear();
-    let result = result?;
-    let info = RunInfo {
-        pinning,
-        leader_cpu: cfg.leader_cpu,
-        follower_cpu: cfg.follower_cpu,
-        plan: cfg.plan,
-        bridge_plan: cfg.bridge_plan,
-        stream: cfg.stream,
-        fanout: cfg.fanout,
-        wall: start.elapsed(),
-        machine,
+    let (_, first) = &configs[0];
+    let hako = config::hako_settings(&args);
+    let report = Report {
+        meta: Meta {
+            machine,
+            plan: first.plan,
+            bridge_plan: first.bridge_plan,
+            stream: first.stream,
+            fanout: first.fanout,
+            hako: format!(
+                "buffer {}, borrowed {}, loans {}",
+                hako.buffer, hako.borrowed, hako.max_loans
+            ),
+            wall: start.elapsed(),
+        },
+        runs,
     };
     drop(run_dir);
     rundir::remove_own_shm(Path::new(POSIX_SHM_DIR), PEER_SHM_PREFIX);
 
-    print!("{}", output::text(&result, &info));
+    print!("{}", report::text::text(&report));
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&json::json(&result, &info))?;
+        let json = serde_json::to_string_pretty(&report::json::json(&report))?;
         std::fs::write(path, json + "\n")
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
     if let Some(path) = &args.markdown {
-        std::fs::write(path, output::markdown(&result, &info))
+        std::fs::write(path, report::text::markdown(&report))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
     if let Some(path) = &args.plot {
-        plot::latency_svg(&result, path)?;
+        // The first mode's round trips.
+        report::plot::latency_svg(&report.runs[0].result, path)?;
         println!("wrote {}", path.display());
     }
     Ok(())

@@ -53,4 +53,4 @@ mod stats;
 pub use followers::FollowerReport;
 pub use rows::{OneWay, OneWayResult, RowResult};
 pub use session::{RunRow, Session, SessionConfig, FOLLOWER_ARG};
-pub use stats::Stats;
+pub use stats::{floor_level, Stats};

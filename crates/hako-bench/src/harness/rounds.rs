@@ -77,6 +77,26 @@ impl OneWayRow {
         runs.sort_by(|a, b| a.messages_per_s().total_cmp(&b.messages_per_s()));
         runs.get(runs.len() / 2).copied()
     }
+
+    /// The rate of the median run (messages or requests per second).
+    pub fn rate(&self) -> Option<f64> {
+        self.median_run().map(|m| m.messages_per_s())
+    }
+}
+
+/// The rate rows of `rates` by cell (payload mode, size, depth), in the
+/// order they were measured.
+pub fn cells(rates: &[OneWayRow]) -> Vec<Vec<&OneWayRow>> {
+    let mut cells: Vec<Vec<&OneWayRow>> = Vec::new();
+    for r in rates {
+        match cells.last_mut() {
+            Some(c) if (c[0].payload, c[0].size, c[0].depth) == (r.payload, r.size, r.depth) => {
+                c.push(r)
+            }
+            _ => cells.push(vec![r]),
+        }
+    }
+    cells
 }
 
 /// Measures one cell of the one-way tables: every transport of `rows` at
@@ -104,7 +124,7 @@ pub(crate) fn measure_one_way(
             in_flight(row),
             row.transport,
             row.payload.name(),
-            crate::report::format_size(row.size)
+            crate::units::format_size(row.size)
         )
         .into()
     };
@@ -116,7 +136,7 @@ pub(crate) fn measure_one_way(
             row.pattern.name(),
             in_flight(row),
             row.payload.name(),
-            crate::report::format_size(row.size),
+            crate::units::format_size(row.size),
         )
     };
     let Some(first) = cell.iter().find(|r| r.skipped.is_none()) else {

@@ -115,25 +115,9 @@ impl Kind {
         Kind::HakoBridgeLowLatency,
     ];
 
-    /// What `hako-pingpong` measures unless told otherwise.
-    pub const DEFAULT: [Kind; 8] = [
-        Kind::Hako,
-        Kind::HakoSpin,
-        Kind::HakoPark,
-        Kind::HakoSpinPark,
-        Kind::Futex,
-        Kind::Pipe,
-        Kind::Unix,
-        Kind::Mq,
-    ];
-
-    /// [`Kind::DEFAULT`] as `--transports` takes it.
-    pub const DEFAULT_LIST: &'static str =
-        "hako,hako-spin,hako-park,hako-spin-park,futex,pipe,unix,mq";
-
     /// What `hako bench` measures unless told otherwise: hako busy-polling
     /// and spin-then-park, the floors (one cache line, two cache lines, a
-    /// futex), the reference (hako's data path by hand), every kernel
+    /// futex), the reference (a minimal descriptor ring by hand), every kernel
     /// mechanism and (when built in) the peers.
     pub const SUITE: &'static [Kind] = &[
         Kind::Hako,

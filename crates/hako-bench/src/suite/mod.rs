@@ -41,8 +41,9 @@
 //! Transports that cannot carry a size (POSIX message queues above
 //! `msgsize_max`) or a pattern (the floors are ping-pong only) are listed
 //! as skipped with the reason. With both processes on one CPU the
-//! busy-polling transports are left out and the futex floor is the probe
-//! (see `hako-pingpong`).
+//! busy-polling transports are left out and the futex floor is the probe:
+//! on one CPU each hand-over of two spinning processes waits for the
+//! scheduler to preempt one of them.
 
 use std::path::PathBuf;
 
@@ -110,6 +111,9 @@ pub struct SuiteConfig {
     /// Blocks of the bridge rows: longer than ping-pong's, whose round
     /// trips are a thousand times shorter.
     pub bridge_plan: Plan,
+    /// Where each block's raw round-trip times are written, if anywhere
+    /// (`<row>_<transport>_<size>.txt`).
+    pub dump_dir: Option<PathBuf>,
 }
 
 /// Why the bridge rows are not measured by a build without the `bridge`
@@ -184,17 +188,6 @@ pub struct SuiteResult {
     pub bridge_note: Option<String>,
 }
 
-/// Whether a floor probe of `median_ns` shows the VM's low or high level.
-/// This VM's cross-CPU floor flips between about 0.1 and 0.4 µs as the host
-/// moves the vCPUs; 0.25 µs lies between.
-pub fn floor_level(median_ns: u64) -> &'static str {
-    if median_ns < 250 {
-        "low"
-    } else {
-        "high"
-    }
-}
-
 impl SuiteConfig {
     /// Both processes on one CPU.
     pub fn same_cpu(&self) -> bool {
@@ -238,14 +231,27 @@ impl SuiteConfig {
 
 /// Runs the suite; `progress` hears of every step.
 pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<SuiteResult> {
-    let (kinds, mut left_out) = cfg.split(&cfg.transports);
+    let (kinds, left_out) = cfg.split(&cfg.transports);
     let (reqres_kinds, reqres_left_out) = cfg.split(&cfg.reqres);
     let (async_kinds, async_left_out) = cfg.split(&cfg.asynch);
     let (bridge_kinds, bridge_left_out) = cfg.split(&cfg.bridge);
-    for name in reqres_left_out
+    // Only the groups that run say what they left out.
+    let runs = |p: Pattern| cfg.patterns.contains(&p);
+    let mut left_out: Vec<&'static str> =
+        if runs(Pattern::PingPong) || runs(Pattern::Throughput) || runs(Pattern::FanOut) {
+            left_out
+        } else {
+            Vec::new()
+        };
+    let others = [
+        (Pattern::RequestResponse, reqres_left_out),
+        (Pattern::Async, async_left_out),
+        (Pattern::Bridge, bridge_left_out),
+    ];
+    for name in others
         .into_iter()
-        .chain(async_left_out)
-        .chain(bridge_left_out)
+        .filter(|(p, _)| runs(*p))
+        .flat_map(|(_, names)| names)
     {
         if !left_out.contains(&name) {
             left_out.push(name);
@@ -277,7 +283,7 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
         leader_cpu: cfg.leader_cpu,
         follower_cpu: cfg.follower_cpu,
         program: None,
-        dump_dir: None,
+        dump_dir: cfg.dump_dir.clone(),
         followers,
     })?;
     let mut result = SuiteResult {
@@ -310,7 +316,7 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
                 steps.show(format!(
                     "ping-pong {} {}",
                     payload.name(),
-                    crate::report::format_size(size)
+                    crate::units::format_size(size)
                 ));
                 // This VM's memory bandwidth drifts over seconds: a full-mode
                 // row is quoted against memory figures taken just before and
@@ -434,7 +440,7 @@ fn measure_reqres(
                 "{} {} {}",
                 group.what,
                 payload.name(),
-                crate::report::format_size(size)
+                crate::units::format_size(size)
             ));
             let row = blocks::measure_row(session, probe, rows, size, payload, group.plan)?;
             round_trips.push(PingPongRow { payload, row });
@@ -482,15 +488,4 @@ pub fn default_cpus() -> Result<(usize, usize)> {
     let cpus = cpu::allowed_cpus()?;
     let first = *cpus.first().ok_or("no CPU is allowed")?;
     Ok((first, *cpus.get(1).unwrap_or(&first)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn floors_are_low_or_high() {
-        assert_eq!(floor_level(130), "low");
-        assert_eq!(floor_level(420), "high");
-    }
 }

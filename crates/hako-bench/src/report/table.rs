@@ -1,9 +1,9 @@
-//! A table of the reports, as text or Markdown, and how its cells are
-//! written.
+//! A table of the reports, as text or Markdown.
 
 use std::fmt::Write as _;
 
-use crate::suite::floor_level;
+use crate::harness::floor_level;
+use crate::units::us;
 
 /// A table: a title, headers, rows of cells.
 #[derive(Debug, Clone, Default)]
@@ -12,12 +12,14 @@ pub struct Table {
     pub title: String,
     /// Column headers.
     pub headers: Vec<String>,
-    /// Rows of cells (as many as headers; a shorter row is padded).
+    /// Rows of cells (as many as headers; a shorter row is a note shown
+    /// after the table).
     pub rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    pub(super) fn new(title: impl Into<String>, headers: &[&str]) -> Self {
+    /// An empty table.
+    pub fn new(title: impl Into<String>, headers: &[&str]) -> Self {
         Self {
             title: title.into(),
             headers: headers.iter().map(|h| h.to_string()).collect(),
@@ -101,29 +103,8 @@ impl Table {
     }
 }
 
-pub(super) fn us(ns: f64) -> String {
-    let us = ns / 1000.0;
-    if us < 10.0 {
-        format!("{us:.3}")
-    } else if us < 1000.0 {
-        format!("{us:.1}")
-    } else {
-        format!("{us:.0}")
-    }
-}
-
-/// `12.3M`, `456k`, `789`.
-pub(super) fn rate(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2}M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.1}k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
-}
-
-pub(super) fn probe_cell(median_ns: u64, extra: &str) -> String {
+/// A floor probe's cell: its median in µs and its level, then `extra`.
+pub fn probe_cell(median_ns: u64, extra: &str) -> String {
     format!("{} {}{extra}", us(median_ns as f64), floor_level(median_ns))
 }
 

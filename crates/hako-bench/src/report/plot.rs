@@ -12,9 +12,9 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::report::format_size;
 use crate::suite::{PingPongRow, SuiteResult};
 use crate::transport::PayloadMode;
+use crate::units::format_size;
 use crate::Result;
 
 /// The median round trip (µs) of each transport at each size, per mode.

@@ -1,5 +1,6 @@
-//! The memory-footprint table of `hako bench` ([`crate::suite::footprint`]): its
-//! text and Markdown table, its JSON, its summary line and its goal.
+//! The memory footprint ([`crate::suite::footprint`]) in a report: its
+//! table, its JSON and its summary line (its goal is one of
+//! [`super::goals::GOALS`]).
 //!
 //! Columns (bytes of address space mapped, binary units): `allowed` —
 //! subscribers the `u64` service allows (one publisher); `service` — mapped
@@ -13,28 +14,10 @@
 
 use serde_json::{json, Value};
 
-use crate::report::{format_ratio, format_size};
-use crate::suite::footprint::{Footprint, FootprintReport, LINEAR_SLACK};
+use crate::suite::footprint::{Footprint, FootprintReport};
+use crate::units::{bytes, count};
 
 use super::table::Table;
-
-/// `1`, `64`, `4,096`: a count with thousands separated.
-fn count(n: u32) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Bytes in binary units; a fraction of a byte is rounded.
-fn bytes(b: f64) -> String {
-    format_size(b.round() as usize)
-}
 
 /// The table: a row per count and library, the libraries of a count side
 /// by side, hako first; a failed row says so, and why below the table.
@@ -197,24 +180,6 @@ pub fn summary(report: &FootprintReport) -> Vec<String> {
     )]
 }
 
-/// The goal: hako's bytes per allowed subscriber at 4,096 at most
-/// [`LINEAR_SLACK`] times those at 64, for the publisher and the
-/// subscriber (left out unless both were measured).
-pub fn goals(report: &FootprintReport) -> Vec<String> {
-    let Some((publisher, subscriber)) = report.growth("hako", 64, 4096) else {
-        return Vec::new();
-    };
-    let met = publisher <= LINEAR_SLACK && subscriber <= LINEAR_SLACK;
-    vec![format!(
-        "goal: hako's memory linear in the subscribers a service allows (bytes per allowed \
-         subscriber at 4,096 at most {}x those at 64): {} (publisher {}, subscriber {})",
-        LINEAR_SLACK,
-        if met { "met" } else { "NOT met" },
-        format_ratio(Some(publisher)),
-        format_ratio(Some(subscriber))
-    )]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,14 +214,6 @@ mod tests {
     }
 
     #[test]
-    fn counts_are_written_with_separators() {
-        assert_eq!(count(1), "1");
-        assert_eq!(count(64), "64");
-        assert_eq!(count(4096), "4,096");
-        assert_eq!(count(1_234_567), "1,234,567");
-    }
-
-    #[test]
     fn the_table_shows_figures_and_errors() {
         let text = table(&report()).to_text();
         assert!(text.contains("Memory footprint"), "{text}");
@@ -287,7 +244,7 @@ mod tests {
     }
 
     #[test]
-    fn json_summary_and_goal_hold_the_figures() {
+    fn json_and_summary_hold_the_figures() {
         let r = report();
         let v = json(&r);
         assert_eq!(v["rows"][1]["allowed_subscribers"], 4096);
@@ -302,11 +259,6 @@ mod tests {
         assert!(
             s.contains("memory, a u64 service allowing 4,096 subscribers: hako's publisher maps 3.12 MiB (800 B per subscriber allowed, 1000 B at 64), its subscriber 1 MiB (256 B, 400 B at 64); iceoryx2 failed: iceoryx2: creating a service: TooMany"),
             "{s}"
-        );
-        let g = goals(&r).join("\n");
-        assert!(
-            g.contains(": met (publisher 0.80x, subscriber 0.64x)"),
-            "{g}"
         );
         // A publisher that maps a connection per subscriber: what all the
         // allowed ones would cost it.

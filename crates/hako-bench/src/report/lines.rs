@@ -1,0 +1,647 @@
+//! The summary of a run: the ratios that matter, each from the same run
+//! and said in words, with what they were taken over.
+
+use crate::harness::blocks::Measured;
+use crate::harness::floor_level;
+use crate::harness::rounds::{cells, paired_rate_ratio, OneWayRow};
+use crate::registry::PEER_NAMES;
+use crate::suite::{PingPongRow, SuiteResult};
+use crate::transport::{Pattern, PayloadMode};
+use crate::units::{format_ratio, format_size, rate, us};
+
+use super::footprint;
+use super::goals::{full_vs_memory, round_trip_targets, Rows};
+
+/// Every summary line of `result`, in the order of the report.
+pub fn summary(result: &SuiteResult) -> Vec<String> {
+    let mut lines = publish_subscribe(result);
+    lines.extend(wait_note(result));
+    lines.extend(footprint::summary(&result.footprint));
+    lines.extend(request_response(result));
+    lines.extend(asynch(result));
+    lines.extend(bridge(result));
+    lines
+}
+
+/// A note when hako-park slept in fewer than half of its waits at the
+/// smallest size: its figure is then not the cost of a wake-up.
+fn wait_note(result: &SuiteResult) -> Option<String> {
+    let small = result
+        .ping_pong
+        .iter()
+        .filter(|r| r.payload == PayloadMode::Touch)
+        .min_by_key(|r| r.row.size)?;
+    let (sl, sf) = small.row.get("hako-park")?.sleeps_per_round_trip();
+    ((sl + sf) / 2.0 < 0.5).then(|| {
+        format!(
+            "hako-park slept in about {:.0} % of its waits at {} (sleeps per round trip {sl:.2} / \
+             {sf:.2}): most answers came before it got to sleep, so its figure is not the cost \
+             of a wake-up",
+            100.0 * (sl + sf) / 2.0,
+            format_size(small.row.size)
+        )
+    })
+}
+
+/// The peers that ran in `row`, or (none in this build or run) every
+/// transport that is neither hako nor a floor; and which of the two it is.
+fn rivals(row: &[Measured]) -> (Vec<&Measured>, &'static str) {
+    let peers: Vec<&Measured> = row
+        .iter()
+        .filter(|m| PEER_NAMES.contains(&m.name))
+        .collect();
+    if !peers.is_empty() {
+        return (peers, "peer");
+    }
+    let others = row
+        .iter()
+        .filter(|m| {
+            !m.name.starts_with("hako")
+                && !["floor", "floor2", "futex", "reference"].contains(&m.name)
+        })
+        .collect();
+    (others, "other transport")
+}
+
+/// The summary line of busy-poll hako's round trip over `floor` at each
+/// size, with the worst; `None` if no size has the ratio.
+fn over_floor(
+    floor: &str,
+    payload: PayloadMode,
+    ratios: impl Iterator<Item = (usize, f64)>,
+) -> Option<String> {
+    let ratios: Vec<(usize, f64)> = ratios.collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    let worst = ratios.iter().map(|&(_, r)| r).fold(0.0, f64::max);
+    let parts: Vec<String> = ratios
+        .iter()
+        .map(|&(s, r)| format!("{} {}", format_size(s), format_ratio(Some(r))))
+        .collect();
+    Some(format!(
+        "hako (busy-poll) round trip / {floor}, {}: {} (worst {})",
+        payload.name(),
+        parts.join(", "),
+        format_ratio(Some(worst))
+    ))
+}
+
+/// hako's publish/subscribe against the floors, against the fastest peer,
+/// its throughput against the peers', and `full` mode against memory.
+fn publish_subscribe(result: &SuiteResult) -> Vec<String> {
+    let mut lines = Vec::new();
+    for payload in PayloadMode::ALL {
+        let rows: Vec<&PingPongRow> = result
+            .ping_pong
+            .iter()
+            .filter(|r| r.payload == payload)
+            .collect();
+        if result.probe == "floor" {
+            lines.extend(over_floor(
+                "cache-line floor",
+                payload,
+                rows.iter()
+                    .filter_map(|r| Some((r.row.size, r.row.get("hako")?.ratio))),
+            ));
+        }
+        // Against the two-line floor, where it was measured: what hako adds
+        // to the least any descriptor-plus-payload handoff costs.
+        lines.extend(over_floor(
+            "two-line floor (a descriptor line and a payload line each way)",
+            payload,
+            rows.iter()
+                .filter_map(|r| Some((r.row.size, r.row.get("hako")?.vs("floor2")?))),
+        ));
+        // What the library adds beyond its data path: hako over the
+        // two-line floor and over `reference` (the same data path written
+        // by hand, no library around it), side by side, with the floor
+        // state of each row's probe.
+        let side: Vec<String> = rows
+            .iter()
+            .filter_map(|r| {
+                let h = r.row.get("hako")?;
+                Some(format!(
+                    "{} {} / {} ({} floor)",
+                    format_size(r.row.size),
+                    format_ratio(Some(h.vs("floor2")?)),
+                    format_ratio(Some(h.vs("reference")?)),
+                    floor_level(r.row.floor.median)
+                ))
+            })
+            .collect();
+        if !side.is_empty() {
+            lines.push(format!(
+                "hako round trip / two-line floor and / reference (a minimal descriptor ring by hand), {}: {}",
+                payload.name(),
+                side.join(", ")
+            ));
+        }
+        // The C API against Rust.
+        let c_api: Vec<String> = rows
+            .iter()
+            .filter_map(|r| {
+                let ratio = r.row.get("hako-c")?.vs("hako")?;
+                Some(format!(
+                    "{} {}",
+                    format_size(r.row.size),
+                    format_ratio(Some(ratio))
+                ))
+            })
+            .collect();
+        if !c_api.is_empty() {
+            lines.push(format!(
+                "hako-c (ping-pong in C through the C API) round trip / hako in Rust, {} (block \
+                 by block): {}",
+                payload.name(),
+                c_api.join(", ")
+            ));
+        }
+        // Against the futex floor (shown as "-" where it was not measured),
+        // and against busy-poll hako: back to back, the adaptive spin
+        // should catch every answer.
+        for (against, what, needs_it) in [
+            ("futex", "futex floor (two kernel wake-ups)", false),
+            ("hako", "busy-poll hako (answers back to back)", true),
+        ] {
+            let parts: Vec<String> = rows
+                .iter()
+                .filter(|r| !needs_it || r.row.get(against).is_some())
+                .filter_map(|r| {
+                    let m = r.row.get("hako-spin-park")?;
+                    Some(format!(
+                        "{} {}",
+                        format_size(r.row.size),
+                        format_ratio(m.vs(against))
+                    ))
+                })
+                .collect();
+            if !parts.is_empty() {
+                lines.push(format!(
+                    "hako-spin-park round trip / {what}, {}: {}",
+                    payload.name(),
+                    parts.join(", ")
+                ));
+            }
+        }
+        for name in ["hako"] {
+            let mut parts = Vec::new();
+            let mut kind = "peer";
+            for r in &rows {
+                let Some(h) = r.row.get(name) else { continue };
+                let (rivals, k) = rivals(&r.row.transports);
+                kind = k;
+                let Some(best) = rivals.iter().min_by_key(|m| m.stats.median) else {
+                    continue;
+                };
+                parts.push(format!(
+                    "{} {} {}",
+                    format_size(r.row.size),
+                    format_ratio(h.vs(best.name)),
+                    best.name
+                ));
+            }
+            if !parts.is_empty() {
+                lines.push(format!(
+                    "{name} round trip / fastest {kind}, {} (block by block; below 1x hako is faster): {}",
+                    payload.name(),
+                    parts.join(", ")
+                ));
+            }
+        }
+    }
+    for pattern in [Pattern::Throughput, Pattern::FanOut] {
+        for payload in PayloadMode::ALL {
+            let mut parts = Vec::new();
+            let mut kind = "peer";
+            let sizes: Vec<usize> = result
+                .one_way
+                .iter()
+                .filter(|r| r.pattern == pattern && r.payload == payload)
+                .map(|r| r.size)
+                .fold(Vec::new(), |mut v, s| {
+                    if !v.contains(&s) {
+                        v.push(s);
+                    }
+                    v
+                });
+            for size in sizes {
+                let rows: Vec<&OneWayRow> = result
+                    .one_way
+                    .iter()
+                    .filter(|r| r.pattern == pattern && r.payload == payload && r.size == size)
+                    .collect();
+                let Some(hako) = rows.iter().find(|r| r.transport == "hako") else {
+                    continue;
+                };
+                let Some(h) = hako.median_run().map(|m| m.messages_per_s()) else {
+                    continue;
+                };
+                let rated = |r: &&&OneWayRow| r.median_run().is_some();
+                let mut rival: Vec<&OneWayRow> = rows
+                    .iter()
+                    .filter(|r| PEER_NAMES.contains(&r.transport))
+                    .filter(rated)
+                    .copied()
+                    .collect();
+                if rival.is_empty() {
+                    kind = "other transport";
+                    rival = rows
+                        .iter()
+                        .filter(|r| !r.transport.starts_with("hako"))
+                        .filter(rated)
+                        .copied()
+                        .collect();
+                }
+                let rate_of = |r: &OneWayRow| r.median_run().map_or(0.0, |m| m.messages_per_s());
+                let Some(best) = rival
+                    .iter()
+                    .max_by(|a, b| rate_of(a).total_cmp(&rate_of(b)))
+                else {
+                    continue;
+                };
+                parts.push(format!(
+                    "{} {} msg/s = {} {} ({} msg/s)",
+                    format_size(size),
+                    rate(h),
+                    format_ratio(paired_rate_ratio(hako, best)),
+                    best.transport,
+                    rate(rate_of(best))
+                ));
+            }
+            if !parts.is_empty() {
+                lines.push(format!(
+                    "hako {} / fastest {kind}, {} (run by run; above 1x hako is faster): {}",
+                    pattern.name(),
+                    payload.name(),
+                    parts.join("; ")
+                ));
+            }
+        }
+    }
+    let full: Vec<String> = full_vs_memory(result, 64 << 10)
+        .map(|(size, median, mem)| {
+            format!(
+                "{} {} µs = {} of 2 × {} µs",
+                format_size(size),
+                us(median),
+                format_ratio(Some(median / (2.0 * mem))),
+                us(mem)
+            )
+        })
+        .collect();
+    if !full.is_empty() {
+        lines.push(format!(
+            "hako full-mode round trip / writing and reading the payload twice, each time \
+             written on one CPU and read on the other (the memory figure): {}",
+            full.join(", ")
+        ));
+    }
+    lines
+}
+
+/// hako's request/response transport.
+const HAKO: &str = "hako-reqres";
+
+/// What hako's request/response is compared with in the summary: name, and
+/// how the summary calls it.
+const RIVALS: [(&str, &str); 5] = [
+    ("hako", "hako pub/sub ping-pong"),
+    ("iceoryx2-reqres", "iceoryx2 request/response"),
+    ("shmipc", "shmipc"),
+    ("unix", "a unix socket"),
+    ("tcp", "TCP loopback"),
+];
+
+/// hako request/response against each rival: round trips per payload
+/// mode, block by block; rates per cell, run by run.
+fn request_response(result: &SuiteResult) -> Vec<String> {
+    let mut lines = Vec::new();
+    for payload in PayloadMode::ALL {
+        let rows: Vec<&PingPongRow> = result
+            .request_response
+            .iter()
+            .filter(|r| r.payload == payload)
+            .collect();
+        for (other, what) in RIVALS {
+            let parts: Vec<String> = rows
+                .iter()
+                .filter_map(|r| {
+                    let ratio = r.row.get(HAKO)?.vs(other)?;
+                    Some(format!(
+                        "{} {}",
+                        format_size(r.row.size),
+                        format_ratio(Some(ratio))
+                    ))
+                })
+                .collect();
+            if !parts.is_empty() {
+                lines.push(format!(
+                    "hako request/response round trip / {what}, {} (block by block; below 1x \
+                     hako is faster): {}",
+                    payload.name(),
+                    parts.join(", ")
+                ));
+            }
+        }
+    }
+    for cell in cells(&result.in_flight) {
+        let Some(h) = cell.iter().find(|r| r.transport == HAKO) else {
+            continue;
+        };
+        let Some(hr) = h.rate() else { continue };
+        let parts: Vec<String> = cell
+            .iter()
+            .filter(|o| o.transport != HAKO)
+            .filter_map(|o| {
+                let ratio = paired_rate_ratio(h, o)?;
+                Some(format!("{} {}", format_ratio(Some(ratio)), o.transport))
+            })
+            .collect();
+        if !parts.is_empty() {
+            lines.push(format!(
+                "hako request/response with {} in flight, {} {}: {} req/s = {} (run by run; \
+                 above 1x hako is faster)",
+                h.depth,
+                format_size(h.size),
+                h.payload.name(),
+                rate(hr),
+                parts.join(", ")
+            ));
+        }
+    }
+    lines
+}
+
+/// Per runtime: its label, hako async with the ports' default wait, busy,
+/// parked, and tokio's unix socket, on that runtime.
+const RUNTIMES: [(&str, [&str; 4]); 2] = [
+    (
+        "current-thread",
+        [
+            "hako-async",
+            "hako-async-busy",
+            "hako-async-park",
+            "tokio-unix",
+        ],
+    ),
+    (
+        "multi-thread",
+        [
+            "hako-async-mt",
+            "hako-async-busy-mt",
+            "hako-async-park-mt",
+            "tokio-unix-mt",
+        ],
+    ),
+];
+
+/// hako's blocking request/response that sleeps at once.
+const BLOCKING_PARK: &str = "hako-reqres-park";
+
+/// hako async against tokio's sockets and hako's blocking calls: round
+/// trips per size (block by block), rates per cell (run by run).
+fn asynch(result: &SuiteResult) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (label, [hako, busy, park, unix]) in RUNTIMES {
+        for (what, a, b) in [
+            ("hako async (busy) / tokio UnixStream", busy, unix),
+            ("hako async / tokio UnixStream", hako, unix),
+            (
+                "hako async (park) / hako blocking (park)",
+                park,
+                BLOCKING_PARK,
+            ),
+        ] {
+            let parts: Vec<String> = result
+                .async_round_trip
+                .iter()
+                .filter_map(|r| {
+                    let ratio = r.row.get(a)?.vs(b)?;
+                    Some(format!(
+                        "{} {} {}",
+                        format_size(r.row.size),
+                        r.payload.name(),
+                        format_ratio(Some(ratio))
+                    ))
+                })
+                .collect();
+            if !parts.is_empty() {
+                lines.push(format!(
+                    "{what} round trip, {label} (block by block; below 1x hako is faster): {}",
+                    parts.join(", ")
+                ));
+            }
+        }
+        for cell in cells(&result.async_in_flight) {
+            let (Some(h), Some(o)) = (
+                cell.iter().find(|r| r.transport == hako),
+                cell.iter().find(|r| r.transport == unix),
+            ) else {
+                continue;
+            };
+            let (Some(ratio), Some(hr)) = (paired_rate_ratio(h, o), h.rate()) else {
+                continue;
+            };
+            lines.push(format!(
+                "hako async with {} in flight, {} {}, {label}: {} req/s = {} tokio UnixStream \
+                 (run by run; above 1x hako is faster)",
+                h.depth,
+                format_size(h.size),
+                h.payload.name(),
+                rate(hr),
+                format_ratio(Some(ratio))
+            ));
+        }
+    }
+    lines
+}
+
+/// hako through two bridges.
+const BRIDGED: &str = "hako-bridge";
+/// hako through two bridges that poll (`--low-latency`).
+const LOW_LATENCY: &str = "hako-bridge-low-latency";
+/// Plain Zenoh.
+pub const PLAIN: &str = "zenoh";
+
+/// The bridged transports, each with what the summary calls it.
+pub const BRIDGED_KINDS: [(&str, &str); 2] = [
+    (BRIDGED, "hako through two bridges"),
+    (LOW_LATENCY, "hako through two low-latency bridges"),
+];
+
+/// Per size of `payload`'s rows: `name`'s round trip over zenoh's (block
+/// by block) and both medians in ns.
+pub fn bridge_ratios(
+    result: &SuiteResult,
+    payload: PayloadMode,
+    name: &str,
+) -> Vec<(usize, f64, u64, u64)> {
+    result
+        .bridge
+        .iter()
+        .filter(|r| r.payload == payload)
+        .filter_map(|r| {
+            let b = r.row.get(name)?;
+            let z = r.row.get(PLAIN)?;
+            Some((r.row.size, b.vs(PLAIN)?, b.stats.median, z.stats.median))
+        })
+        .collect()
+}
+
+/// The summary: per bridged transport and payload mode, what the bridge
+/// adds at each size; or why the rows were not measured.
+fn bridge(result: &SuiteResult) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(why) = &result.bridge_note {
+        lines.push(format!("bridge: not measured: {why}"));
+    }
+    for (name, label) in BRIDGED_KINDS {
+        for payload in PayloadMode::ALL {
+            let parts: Vec<String> = bridge_ratios(result, payload, name)
+                .iter()
+                .map(|&(size, ratio, b, z)| {
+                    format!(
+                        "{} at {} ({} / {} µs)",
+                        format_ratio(Some(ratio)),
+                        format_size(size),
+                        us(b as f64),
+                        us(z as f64)
+                    )
+                })
+                .collect();
+            if !parts.is_empty() {
+                lines.push(format!(
+                    "bridge: {label} / plain Zenoh round trip: {} (goal {}; {}, block by block, \
+                     medians {name} / zenoh)",
+                    parts.join(", "),
+                    round_trip_targets(Rows::Bridge, name, PLAIN).join(", "),
+                    payload.name()
+                ));
+            }
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::rounds::example_row;
+    use crate::report::fixtures::*;
+
+    fn text(result: &SuiteResult) -> String {
+        summary(result).join("\n")
+    }
+
+    #[test]
+    fn throughput_is_set_against_the_fastest_peer_run_by_run() {
+        let mut r = pubsub_result(190, 0.25, 66_000);
+        r.one_way = vec![
+            example_row("hako", &[50, 100, 40]),
+            example_row("iceoryx2", &[200, 1000, 200]),
+        ];
+        let s = text(&r);
+        assert!(
+            s.contains("hako throughput / fastest peer, touch (run by run; above 1x hako is faster): 1 MiB 20.00M msg/s = 5.00x iceoryx2 (5.00M msg/s)"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn the_two_line_floor_is_summarised_where_it_ran() {
+        let mut r = pubsub_result(190, 0.25, 66_000);
+        assert!(!text(&r).contains("two-line floor"));
+        let transports = &mut r.ping_pong[0].row.transports;
+        transports[0].vs.push(("floor2", 1.5));
+        transports.push(measured("floor2", 127, vec![("hako", 1.0 / 1.5)]));
+        let s = text(&r);
+        assert!(
+            s.contains("/ two-line floor (a descriptor line and a payload line each way), touch: 64 B 1.50x (worst 1.50x)"),
+            "{s}"
+        );
+        // floor2 is a floor, never a rival hako is compared with.
+        assert!(!s.contains("fastest other transport, touch (block by block; below 1x hako is faster): 64 B 1.50x floor2"), "{s}");
+        let transports = &mut r.ping_pong[0].row.transports;
+        transports[0].vs.push(("reference", 1.2));
+        transports.push(measured("reference", 160, vec![]));
+        let s = text(&r);
+        assert!(
+            s.contains("hako round trip / two-line floor and / reference (a minimal descriptor ring by hand), touch: 64 B 1.50x / 1.20x (low floor)"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn request_response_and_async_ratios_are_said() {
+        let s = text(&reqres_result(1.05, 0.25, 600));
+        assert!(s.contains("round trip / hako pub/sub ping-pong, touch (block by block; below 1x hako is faster): 64 B 1.05x"), "{s}");
+        assert!(
+            s.contains(
+                "with 16 in flight, 64 B touch: 10.00M req/s = 6.00x iceoryx2-reqres, 25.0x unix"
+            ),
+            "{s}"
+        );
+        let s = text(&async_result(0.008, 1.03, 2000));
+        assert!(s.contains("hako async (busy) / tokio UnixStream round trip, current-thread (block by block; below 1x hako is faster): 64 B touch 0.0080x"), "{s}");
+        assert!(
+            s.contains("hako async with 256 in flight, 64 B touch, current-thread: 10.00M req/s = 20.0x tokio UnixStream"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn the_bridge_line_gives_the_ratio_per_size_and_its_targets() {
+        let result = SuiteResult {
+            bridge: vec![
+                bridge_row(64, PayloadMode::Touch, 1.3),
+                bridge_row(1 << 20, PayloadMode::Touch, 1.1),
+                bridge_row(64, PayloadMode::Full, 1.0),
+            ],
+            ..SuiteResult::default()
+        };
+        let s = summary(&result);
+        assert_eq!(s.len(), 4, "{s:?}");
+        assert!(
+            s[0].starts_with(
+                "bridge: hako through two bridges / plain Zenoh round trip: 1.30x at 64 B \
+                 (130.0 / 100.0 µs), 1.10x at 1 MiB"
+            ),
+            "{s:?}"
+        );
+        assert!(
+            s[0].contains("goal ≤ 1.5x at 64 B, ≤ 1.35x at 1 MiB; touch"),
+            "{s:?}"
+        );
+        assert!(s[1].contains("full"), "{s:?}");
+        assert!(
+            s[2].starts_with("bridge: hako through two low-latency bridges / plain Zenoh")
+                && s[2].contains("goal ≤ 1.15x at 64 B; touch"),
+            "{s:?}"
+        );
+        let missing = SuiteResult {
+            bridge_note: Some(crate::suite::BRIDGE_LEFT_OUT.to_owned()),
+            ..SuiteResult::default()
+        };
+        let s = summary(&missing);
+        assert_eq!(s.len(), 1);
+        assert!(s[0].contains("--features bridge"), "{s:?}");
+    }
+
+    #[test]
+    fn a_park_that_hardly_slept_is_noted() {
+        let mut r = SuiteResult {
+            ping_pong: vec![wait_row(64, 105, 100, 150)],
+            ..Default::default()
+        };
+        assert!(!text(&r).contains("slept in about"));
+        let park = &mut r.ping_pong[0].row.transports[0];
+        park.leader_cpu.sleeps = 10;
+        park.follower_cpu.sleeps = 30;
+        assert!(
+            text(&r).contains("hako-park slept in about 20 % of its waits at 64 B"),
+            "{}",
+            text(&r)
+        );
+    }
+}
