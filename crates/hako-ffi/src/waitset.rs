@@ -13,7 +13,7 @@ use crate::event::hako_listener;
 use crate::handle::{get, get_mut, give, put, take};
 use crate::node::HAKO_FOREVER;
 use crate::pubsub::hako_subscriber;
-use crate::reqres::{hako_client, hako_server};
+use crate::reqres::service::{hako_client, hako_server};
 
 /// A waitset. Owning handle; one thread at a time. The ports attached to
 /// it refuse to drop (`HAKO_ERROR_MISUSE`) until it is dropped.

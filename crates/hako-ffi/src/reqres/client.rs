@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use super::{
+use super::service::{
     busy, hako_client, hako_message_mut, hako_pending, hako_port_options, hako_reqres_service,
     hako_response, strategy, Req, M_CLIENT, M_OWNER, M_TAG, M_VALUE, REQUEST_MARK,
 };

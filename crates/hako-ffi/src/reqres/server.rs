@@ -4,7 +4,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use super::{
+use super::service::{
     busy, hako_active_request, hako_message_mut, hako_port_options, hako_reqres_service,
     hako_server, strategy, M_OWNER, M_TAG, M_VALUE,
 };
