@@ -1,6 +1,7 @@
 //! What every class shares: the one-thread-at-a-time slot a port or sample
 //! lives in, waits that release the GIL and answer Ctrl-C, the buffer
-//! protocol's two halves, and the settings given as strings.
+//! protocol's two halves, a port's count of the waitsets it is attached
+//! to, and the settings given as strings.
 
 use std::ffi::c_int;
 use std::mem::MaybeUninit;
@@ -265,6 +266,34 @@ impl Exports {
             n => Err(PyBufferError::new_err(format!(
                 "cannot {doing} the {what} while {n} view(s) of it exist (memoryview, numpy \
                  array, ctypes object): delete them first"
+            ))),
+        }
+    }
+}
+
+/// The waitsets a port is attached to: each borrows the port, so a port
+/// attached to one refuses `close()`. Changed and read with the GIL held,
+/// which orders it (Relaxed).
+#[derive(Default)]
+pub struct Attachments(AtomicUsize);
+
+impl Attachments {
+    /// A waitset attached the port.
+    pub fn attach(&self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+
+    /// A waitset let the port go.
+    pub fn detach(&self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+
+    /// The error of `close()` on a port attached to a waitset.
+    pub fn refuse_close(&self) -> PyResult<()> {
+        match self.0.load(Relaxed) {
+            0 => Ok(()),
+            n => Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "the port is attached to {n} waitset(s): close them first"
             ))),
         }
     }

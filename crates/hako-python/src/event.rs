@@ -1,11 +1,10 @@
 //! Events: `EventService`, `Notifier`, `Listener`.
 
-use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 
-use crate::common::{deadline, port_methods, wait_sliced, wait_strategy, Slot};
+use crate::common::{deadline, port_methods, wait_sliced, wait_strategy, Attachments, Slot};
 use crate::errors::PyResultExt;
 
 /// An event service: make its notifiers and listeners here.
@@ -48,7 +47,7 @@ impl EventService {
             .py()?;
         Ok(Listener {
             port: Slot::new("the listener", l),
-            attached: AtomicUsize::new(0),
+            attached: Attachments::default(),
         })
     }
 }
@@ -94,7 +93,7 @@ fn fired(v: Vec<(hako::EventId, u64)>) -> Fired {
 pub struct Listener {
     pub(crate) port: Slot<hako::Listener>,
     /// Waitsets it is attached to.
-    pub(crate) attached: AtomicUsize,
+    pub(crate) attached: Attachments,
 }
 
 port_methods! { wakeup impl Listener {
@@ -153,7 +152,7 @@ port_methods! { wakeup impl Listener {
     /// Leaves the service now. Refused while it is attached to a waitset.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let mut g = self.port.lock(py);
-        crate::waitset::refuse_if_attached(&self.attached)?;
+        self.attached.refuse_close()?;
         drop(g.take());
         Ok(())
     }

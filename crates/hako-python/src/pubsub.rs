@@ -1,12 +1,13 @@
 //! Publish/subscribe: `PubSubService`, `Publisher`, `Subscriber`.
 
-use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::common::{deadline, port_methods, wait_sliced, wait_strategy, with_bytes, Slot};
+use crate::common::{
+    deadline, port_methods, wait_sliced, wait_strategy, with_bytes, Attachments, Slot,
+};
 use crate::errors::PyResultExt;
 use crate::node::Payload;
 use crate::sample::{Loan, LoanKind, Received, Sample};
@@ -111,7 +112,7 @@ impl PubSubService {
             .py()?;
         Ok(Subscriber {
             port: Slot::new("the subscriber", s),
-            attached: AtomicUsize::new(0),
+            attached: Attachments::default(),
             payload: self.payload.clone(),
             end_when_gone: end_when_publishers_gone,
         })
@@ -240,7 +241,7 @@ port_methods! { impl Publisher {
 pub struct Subscriber {
     pub(crate) port: Slot<hako::Subscriber<[u8]>>,
     /// Waitsets it is attached to.
-    pub(crate) attached: AtomicUsize,
+    pub(crate) attached: Attachments,
     payload: Payload,
     /// Built with ``end_when_publishers_gone=True``.
     end_when_gone: bool,
@@ -344,7 +345,7 @@ port_methods! { wakeup impl Subscriber {
     /// it is attached to a waitset.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let mut g = self.port.lock(py);
-        crate::waitset::refuse_if_attached(&self.attached)?;
+        self.attached.refuse_close()?;
         drop(g.take());
         Ok(())
     }

@@ -9,8 +9,8 @@
 //! (as `bytearray` refuses to resize while exported).
 
 use std::ffi::c_int;
-// Relaxed (the `live` and `attached` counts): changed and read with the
-// GIL held, which orders them.
+// Relaxed (the `live` count): changed and read with the GIL held, which
+// orders it.
 use std::sync::atomic::Ordering::Relaxed;
 
 use pyo3::exceptions::{PyBufferError, PyValueError};

@@ -3,21 +3,19 @@
 //!
 //! The Rust waitset borrows the ports it waits on. Here it holds a
 //! reference to each port's Python object (so it stays alive), counts
-//! itself in the port's `attached` (so `close()` is refused), and takes
-//! every attached port's lock while it waits (so no other thread uses a
-//! port the waitset arms): the borrow lasts as long as the waitset.
+//! itself in the port's `attached` (`common::Attachments`, so `close()` is
+//! refused), and takes every attached port's lock while it waits (so no
+//! other thread uses a port the waitset arms): the borrow lasts as long as
+//! the waitset.
 
 use std::os::fd::BorrowedFd;
-// Relaxed (the `live` and `attached` counts): changed and read with the
-// GIL held, which orders them.
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use crate::common::{deadline, wait_sliced, Owned, SLICE};
+use crate::common::{deadline, wait_sliced, Attachments, Owned, SLICE};
 use crate::errors::{PyResultExt, TerminationRequest};
 use crate::event::Listener;
 use crate::pubsub::Subscriber;
@@ -44,7 +42,7 @@ enum Held<'a> {
 }
 
 impl Port {
-    fn attached(&self) -> &AtomicUsize {
+    fn attached(&self) -> &Attachments {
         match self {
             Port::Subscriber(p) => &p.get().attached,
             Port::Listener(p) => &p.get().attached,
@@ -191,7 +189,7 @@ impl WaitSet {
             };
             id.py()
         })?;
-        port.attached().fetch_add(1, Relaxed);
+        port.attached().attach();
         drop(held);
         try_hold(&self.ports)?.push(port);
         Ok(id.index())
@@ -282,7 +280,7 @@ impl WaitSet {
         // The waitset goes before the ports it borrows are let go.
         drop(ws);
         for p in ports.drain(..) {
-            p.attached().fetch_sub(1, Relaxed);
+            p.attached().detach();
         }
         try_hold(&self.fds)?.clear();
         Ok(())
@@ -299,18 +297,8 @@ impl Drop for WaitSet {
             .unwrap_or_else(|e| e.into_inner())
             .drain(..)
         {
-            p.attached().fetch_sub(1, Relaxed);
+            p.attached().detach();
         }
-    }
-}
-
-/// The error of `close()` on a port attached to a waitset.
-pub fn refuse_if_attached(attached: &AtomicUsize) -> PyResult<()> {
-    match attached.load(Relaxed) {
-        0 => Ok(()),
-        n => Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-            "the port is attached to {n} waitset(s): close them first"
-        ))),
     }
 }
 

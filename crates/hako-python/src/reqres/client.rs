@@ -1,7 +1,7 @@
 //! `Client` and `PendingResponse`.
 
-// Relaxed (the `live` and `attached` counts): changed and read with the
-// GIL held, which orders them.
+// Relaxed (the `live` count): changed and read with the GIL held, which
+// orders it.
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::common::{deadline, port_methods, wait_sliced, with_bytes, Owned, Slot};
+use crate::common::{deadline, port_methods, wait_sliced, with_bytes, Attachments, Owned, Slot};
 use crate::errors::PyResultExt;
 use crate::node::Payload;
 use crate::sample::{ArraySpec, Loan, LoanKind, Received, Sample};
@@ -24,7 +24,7 @@ pub struct Client {
     /// Loans and pending responses that borrow it.
     pub(crate) live: AtomicUsize,
     /// Waitsets it is attached to.
-    pub(crate) attached: AtomicUsize,
+    pub(crate) attached: Attachments,
     req: Payload,
     pub(crate) resp: Payload,
 }
@@ -35,7 +35,7 @@ impl Client {
         Client {
             port: Slot::new("the client", Box::new(c)),
             live: AtomicUsize::new(0),
-            attached: AtomicUsize::new(0),
+            attached: Attachments::default(),
             req,
             resp,
         }
@@ -156,7 +156,7 @@ port_methods! { wakeup impl Client {
                 "{n} request loan(s) or pending response(s) still use the client: drop them first"
             )));
         }
-        crate::waitset::refuse_if_attached(&self.attached)?;
+        self.attached.refuse_close()?;
         drop(g.take());
         Ok(())
     }

@@ -1,8 +1,8 @@
 //! `Server` and `ActiveRequest`.
 
 use std::ffi::c_int;
-// Relaxed (the `live` and `attached` counts): changed and read with the
-// GIL held, which orders them.
+// Relaxed (the `live` count): changed and read with the GIL held, which
+// orders it.
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use crate::common::{deadline, port_methods, wait_sliced, with_bytes, Exports, Slot};
+use crate::common::{deadline, port_methods, wait_sliced, with_bytes, Attachments, Exports, Slot};
 use crate::errors::PyResultExt;
 use crate::node::Payload;
 use crate::sample::{Loan, LoanKind};
@@ -26,7 +26,7 @@ pub struct Server {
     /// Active requests that borrow it.
     live: AtomicUsize,
     /// Waitsets it is attached to.
-    pub(crate) attached: AtomicUsize,
+    pub(crate) attached: Attachments,
     req: Payload,
     resp: Payload,
 }
@@ -37,7 +37,7 @@ impl Server {
         Server {
             port: Slot::new("the server", Box::new(s)),
             live: AtomicUsize::new(0),
-            attached: AtomicUsize::new(0),
+            attached: Attachments::default(),
             req,
             resp,
         }
@@ -131,7 +131,7 @@ port_methods! { wakeup impl Server {
                 "{n} active request(s) still use the server: finish them first"
             )));
         }
-        crate::waitset::refuse_if_attached(&self.attached)?;
+        self.attached.refuse_close()?;
         drop(g.take());
         Ok(())
     }
