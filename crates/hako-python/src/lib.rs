@@ -15,6 +15,7 @@ mod common;
 mod errors;
 mod event;
 mod node;
+mod payload;
 mod pubsub;
 mod reqres;
 mod sample;

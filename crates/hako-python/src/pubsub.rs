@@ -9,7 +9,7 @@ use crate::common::{
     deadline, port_methods, wait_sliced, wait_strategy, with_bytes, Attachments, Slot,
 };
 use crate::errors::PyResultExt;
-use crate::node::Payload;
+use crate::payload::Payload;
 use crate::sample::{Loan, LoanKind, Received, Sample};
 
 /// A publish/subscribe service: make its publishers and subscribers here.

@@ -19,7 +19,7 @@ use pyo3::{ffi, IntoPyObjectExt};
 
 use crate::common::{with_bytes, Exports, Owned, Slot};
 use crate::errors::PyResultExt;
-use crate::node::Payload;
+use crate::payload::{ArraySpec, Payload};
 use crate::reqres::{Client, PendingResponse};
 use crate::view::{array_over, Memory};
 
@@ -44,14 +44,6 @@ impl LoanKind {
             LoanKind::Response(r) => r.as_mut_ptr(),
         }
     }
-}
-
-/// The numpy layout a loan was made for (`loan_array`).
-pub struct ArraySpec {
-    /// The array's shape.
-    pub shape: Py<PyAny>,
-    /// Its dtype.
-    pub dtype: Py<PyAny>,
 }
 
 /// A loaned chunk of shared memory to write a sample, request or response

@@ -11,8 +11,9 @@ use pyo3::prelude::*;
 
 use crate::common::{deadline, port_methods, wait_sliced, with_bytes, Attachments, Owned, Slot};
 use crate::errors::PyResultExt;
-use crate::node::Payload;
-use crate::sample::{ArraySpec, Loan, LoanKind, Received, Sample};
+use crate::payload::ArraySpec;
+use crate::payload::Payload;
+use crate::sample::{Loan, LoanKind, Received, Sample};
 
 type RustClient = hako::Client<[u8], [u8]>;
 

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 
 use crate::common::wait_strategy;
 use crate::errors::PyResultExt;
-use crate::node::Payload;
+use crate::payload::Payload;
 
 /// A request/response service: make its clients and servers here.
 #[pyclass(module = "hako", frozen)]

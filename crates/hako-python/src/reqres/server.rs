@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 
 use crate::common::{deadline, port_methods, wait_sliced, with_bytes, Attachments, Exports, Slot};
 use crate::errors::PyResultExt;
-use crate::node::Payload;
+use crate::payload::Payload;
 use crate::sample::{Loan, LoanKind};
 
 type RustServer = hako::Server<[u8], [u8]>;
