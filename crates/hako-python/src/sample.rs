@@ -9,29 +9,34 @@
 //! (as `bytearray` refuses to resize while exported).
 
 use std::ffi::c_int;
-// Relaxed (the `live` count): changed and read with the GIL held, which
-// orders it.
-use std::sync::atomic::Ordering::Relaxed;
 
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::{ffi, IntoPyObjectExt};
 
-use crate::common::{with_bytes, Exports, Owned, Slot};
+use crate::common::{with_bytes, Exports, Slot};
 use crate::errors::PyResultExt;
 use crate::payload::{ArraySpec, Payload};
-use crate::reqres::{Client, PendingResponse};
 use crate::view::{array_over, Memory};
+
+/// A loan that borrows its port's Python object (a client's request): the
+/// pattern that made it sends it and lets it go, under that port's lock.
+pub trait BorrowedLoan: Send {
+    /// Where its payload is.
+    fn ptr(&mut self) -> *mut u8;
+    /// Sends it; what `Loan.send()` returns (a request's
+    /// `PendingResponse`).
+    fn send(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>>;
+    /// Lets it go unsent.
+    fn release(self: Box<Self>, py: Python<'_>);
+}
 
 /// What a [`Loan`] holds.
 pub enum LoanKind {
     /// A sample to publish.
     Sample(hako::SampleMutUninit<[u8]>),
-    /// A request, borrowing its client (used under the client's lock).
-    Request(
-        Owned<hako::RequestMutUninit<'static, [u8], [u8]>>,
-        Py<Client>,
-    ),
+    /// A request, borrowing its client.
+    Request(Box<dyn BorrowedLoan>),
     /// A response to an active request.
     Response(hako::ResponseMutUninit<[u8]>),
 }
@@ -40,7 +45,7 @@ impl LoanKind {
     fn ptr(&mut self) -> *mut u8 {
         match self {
             LoanKind::Sample(s) => s.as_mut_ptr(),
-            LoanKind::Request(r, _) => r.0.as_mut_ptr(),
+            LoanKind::Request(r) => r.ptr(),
             LoanKind::Response(r) => r.as_mut_ptr(),
         }
     }
@@ -94,13 +99,11 @@ impl Loan {
     }
 }
 
-/// Drops a request loan under its client's lock (it borrows the client).
+/// Lets a loan go unsent: a request under its client's lock (it borrows
+/// the client).
 fn drop_kind(py: Python<'_>, kind: LoanKind) {
-    if let LoanKind::Request(loan, client) = kind {
-        let client = client.bind(py).get();
-        let _g = client.port.lock(py);
-        drop(loan);
-        client.live.fetch_sub(1, Relaxed);
+    if let LoanKind::Request(r) = kind {
+        r.release(py);
     }
 }
 
@@ -187,25 +190,7 @@ impl Loan {
                 // `SampleMutUninit::assume_init`.
                 unsafe { s.assume_init() }.send().into_py_any(py)
             }
-            LoanKind::Request(loan, client) => {
-                let c = client.bind(py).get();
-                let sent = {
-                    let _g = c.port.lock(py);
-                    // SAFETY: as above.
-                    unsafe { loan.0.assume_init() }.send()
-                };
-                match sent {
-                    // The loan's count in `live` passes to the pending response.
-                    Ok(p) => {
-                        let resp = c.resp.clone();
-                        PendingResponse::new(p, client, resp).into_py_any(py)
-                    }
-                    Err(e) => {
-                        c.live.fetch_sub(1, Relaxed);
-                        Err(crate::errors::ToPy::to_py(e))
-                    }
-                }
-            }
+            LoanKind::Request(r) => r.send(py),
             LoanKind::Response(r) => {
                 // SAFETY: as above.
                 unsafe { r.assume_init() }.send().py()?;

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 
 use crate::common::{deadline, port_methods, wait_sliced, with_bytes, Attachments, Owned, Slot};
 use crate::errors::PyResultExt;
-use crate::payload::ArraySpec;
-use crate::payload::Payload;
-use crate::sample::{Loan, LoanKind, Received, Sample};
+use crate::payload::{ArraySpec, Payload};
+use crate::sample::{BorrowedLoan, Loan, LoanKind, Received, Sample};
 
 type RustClient = hako::Client<[u8], [u8]>;
 
@@ -54,8 +54,55 @@ impl Client {
             let c: &'static RustClient = unsafe { &*(&**c as *const RustClient) };
             let loan = c.loan_slice_uninit(elements).py()?;
             me.live.fetch_add(1, Relaxed);
-            Ok(LoanKind::Request(Owned(loan), slf.clone().unbind()))
+            Ok(LoanKind::Request(Box::new(RequestLoan {
+                loan: Owned(loan),
+                client: slf.clone().unbind(),
+            })))
         })
+    }
+}
+
+/// A loaned request: it borrows its client, and is sent or dropped under
+/// the client's lock.
+struct RequestLoan {
+    loan: Owned<hako::RequestMutUninit<'static, [u8], [u8]>>,
+    client: Py<Client>,
+}
+
+impl BorrowedLoan for RequestLoan {
+    fn ptr(&mut self) -> *mut u8 {
+        self.loan.0.as_mut_ptr()
+    }
+
+    fn send(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let RequestLoan { loan, client } = *self;
+        let c = client.bind(py).get();
+        let sent = {
+            let _g = c.port.lock(py);
+            // SAFETY: u8 elements have no padding and a chunk is never
+            // uninitialised at the byte level (zeros or earlier payloads);
+            // see `SampleMutUninit::assume_init`.
+            unsafe { loan.0.assume_init() }.send()
+        };
+        match sent {
+            // The loan's count in `live` passes to the pending response.
+            Ok(p) => {
+                let resp = c.resp.clone();
+                PendingResponse::new(p, client, resp).into_py_any(py)
+            }
+            Err(e) => {
+                c.live.fetch_sub(1, Relaxed);
+                Err(crate::errors::ToPy::to_py(e))
+            }
+        }
+    }
+
+    fn release(self: Box<Self>, py: Python<'_>) {
+        let RequestLoan { loan, client } = *self;
+        let client = client.bind(py).get();
+        let _g = client.port.lock(py);
+        drop(loan);
+        client.live.fetch_sub(1, Relaxed);
     }
 }
 
