@@ -12,7 +12,7 @@ use crate::errors::{PyResultExt, TerminationRequest};
 use crate::event::EventService;
 use crate::payload::Payload;
 use crate::pubsub::PubSubService;
-use crate::reqres::ReqResService;
+use crate::reqres::service::ReqResService;
 
 /// A node: a process's membership in a hako domain (a directory of shared
 /// memory files, by default ``/dev/shm/hako-<uid>``). It opens and creates

@@ -19,7 +19,8 @@ use crate::common::{deadline, wait_sliced, Attachments, Owned, SLICE};
 use crate::errors::{PyResultExt, TerminationRequest};
 use crate::event::Listener;
 use crate::pubsub::Subscriber;
-use crate::reqres::{Client, Server};
+use crate::reqres::client::Client;
+use crate::reqres::server::Server;
 
 /// An attached port, kept alive by the waitset.
 enum Port {
