@@ -1,6 +1,6 @@
-//! Processes killed with SIGKILL (beyond issue #2's list; DESIGN.md asks for
-//! kill -9 tests, principle 6: "a dead node's resources are reclaimed by
-//! whoever notices").
+//! Processes killed with SIGKILL: what a dead node held is reclaimed by
+//! whoever notices its death (the README's "What it offers", crash
+//! recovery).
 //!
 //! * a publisher blocked by backpressure on a subscriber whose process is
 //!   killed notices the death (the node's flock is gone), drops that
