@@ -151,7 +151,7 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
                             "iceoryx2-reqres",
                             "hako-c",
                         ];
-                        let answers = ["hako-reqres", "hako-async", "tokio-"]
+                        let answers = ["hako-reqres", "hako-async", "tokio-", "monoio-"]
                             .iter()
                             .any(|p| t.starts_with(p));
                         assert!(ok.contains(&t.as_str()) || answers, "{row}");
@@ -225,6 +225,12 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
             "hako-reqres-park",
         ] {
             assert!(names.contains(&want), "{want} missing in {row}");
+        }
+        // The io_uring runtimes are peers: in a build with them.
+        if cfg!(feature = "peers") {
+            for want in ["monoio-unix", "tokio-uring-unix"] {
+                assert!(names.contains(&want), "{want} missing in {row}");
+            }
         }
         for t in measured {
             assert!(t["median_ns"].as_f64().unwrap() > 0.0, "{t}");

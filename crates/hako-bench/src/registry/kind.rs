@@ -54,6 +54,12 @@ pub enum Kind {
     /// `shmipc`.
     #[cfg(feature = "peers")]
     Shmipc,
+    /// `monoio-unix`.
+    #[cfg(feature = "peers")]
+    MonoioUnix,
+    /// `tokio-uring-unix`.
+    #[cfg(feature = "peers")]
+    TokioUringUnix,
     /// `zenoh`.
     #[cfg(feature = "bridge")]
     Zenoh,
@@ -66,7 +72,13 @@ pub enum Kind {
 }
 
 /// Names of the peer transports, known in every build.
-pub const PEER_NAMES: [&str; 3] = ["iceoryx2", "iceoryx2-reqres", "shmipc"];
+pub const PEER_NAMES: [&str; 5] = [
+    "iceoryx2",
+    "iceoryx2-reqres",
+    "shmipc",
+    "monoio-unix",
+    "tokio-uring-unix",
+];
 
 /// Names of the transports of the `bridge` feature, known in every build.
 pub const BRIDGE_NAMES: [&str; 3] = ["zenoh", "hako-bridge", "hako-bridge-low-latency"];
@@ -107,6 +119,10 @@ impl Kind {
         Kind::Iceoryx2ReqRes,
         #[cfg(feature = "peers")]
         Kind::Shmipc,
+        #[cfg(feature = "peers")]
+        Kind::MonoioUnix,
+        #[cfg(feature = "peers")]
+        Kind::TokioUringUnix,
         #[cfg(feature = "bridge")]
         Kind::Zenoh,
         #[cfg(feature = "bridge")]
@@ -158,8 +174,9 @@ impl Kind {
     /// What the async rows of `hako bench` compare unless told otherwise:
     /// hako's async request/response (the ports' default wait, busy, and
     /// parked) and tokio's unix and TCP sockets on both runtimes, hako's
-    /// blocking request/response (busy-polled, spin-then-park, parked)
-    /// and shmipc (whose streams are tokio's).
+    /// blocking request/response (busy-polled, spin-then-park, parked),
+    /// shmipc (whose streams are tokio's), and a unix socket on the
+    /// io_uring runtimes monoio and tokio-uring.
     pub const ASYNC: &'static [Kind] = &[
         Kind::HakoAsync(AsyncWait::Default, Flavor::CurrentThread),
         Kind::HakoAsync(AsyncWait::Busy, Flavor::CurrentThread),
@@ -176,6 +193,10 @@ impl Kind {
         Kind::HakoReqResPark,
         #[cfg(feature = "peers")]
         Kind::Shmipc,
+        #[cfg(feature = "peers")]
+        Kind::MonoioUnix,
+        #[cfg(feature = "peers")]
+        Kind::TokioUringUnix,
     ];
 
     /// What the bridge rows of `hako bench` compare unless told otherwise:
@@ -218,6 +239,10 @@ impl Kind {
             Kind::Iceoryx2ReqRes => "iceoryx2-reqres",
             #[cfg(feature = "peers")]
             Kind::Shmipc => "shmipc",
+            #[cfg(feature = "peers")]
+            Kind::MonoioUnix => "monoio-unix",
+            #[cfg(feature = "peers")]
+            Kind::TokioUringUnix => "tokio-uring-unix",
             #[cfg(feature = "bridge")]
             Kind::Zenoh => "zenoh",
             #[cfg(feature = "bridge")]

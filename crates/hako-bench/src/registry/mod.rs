@@ -13,7 +13,7 @@
 //! | `hako-spin`      | hako, `blocking_receive()`, `WaitStrategy::BusySpin`   | busy-poll   |
 //! | `hako-spin-park` | hako, `blocking_receive()`, `WaitStrategy::SpinThenPark` | blocking  |
 //! | `hako-park`      | hako, `blocking_receive()`, `WaitStrategy::Park`       | blocking    |
-//! | `reference`      | hako's data path by hand ([`crate::transports::floors::reference`])        | busy-poll   |
+//! | `reference`      | a minimal descriptor ring by hand ([`crate::transports::floors::reference`]) | busy-poll |
 //! | `hako-c`         | hako's ping-pong in C, through the C API ([`crate::transports::hako::c`]) | busy-poll |
 //! | `futex`          | one futex word ([`crate::transports::floors::futex`])                | blocking    |
 //! | `pipe`           | anonymous pipes ([`crate::transports::kernel::Pipe`])              | blocking    |
@@ -24,6 +24,8 @@
 //! | `iceoryx2`       | iceoryx2 pub/sub, polled (feature `peers`)             | busy-poll   |
 //! | `iceoryx2-reqres`| iceoryx2 request/response, polled (feature `peers`)    | busy-poll   |
 //! | `shmipc`         | shmipc streams (feature `peers`)                       | blocking    |
+//! | `monoio-unix`    | a unix socket on monoio's io_uring runtime (feature `peers`, [`crate::transports::peers::uring`]) | blocking |
+//! | `tokio-uring-unix` | a unix socket on tokio-uring (feature `peers`)       | blocking    |
 //! | `zenoh`          | plain Zenoh over TCP loopback (feature `bridge`, [`crate::transports::bridge::plain`]) | blocking |
 //! | `hako-bridge`    | hako through two `hako-bridge` processes (feature `bridge`, [`crate::transports::bridge::bridged`]) | blocking |
 //!

@@ -16,7 +16,10 @@ use crate::transports::hako::reqres::HakoReqRes;
 use crate::transports::kernel::{Fifo, MessageQueue, Pipe, Tcp, UnixSocket};
 #[cfg(feature = "peers")]
 use crate::transports::peers::{
-    iceoryx2::Iceoryx2, iceoryx2_reqres::Iceoryx2ReqRes, shmipc::Shmipc,
+    iceoryx2::Iceoryx2,
+    iceoryx2_reqres::Iceoryx2ReqRes,
+    shmipc::Shmipc,
+    uring::{Monoio, TokioUring, UringUnix},
 };
 use crate::transports::runtimes::{
     AsyncTransport, AsyncWait, Flavor, HakoAsync, Socket, TokioStream,
@@ -134,6 +137,16 @@ macro_rules! each {
                 let $t = &$self.shmipc;
                 $body
             }
+            #[cfg(feature = "peers")]
+            Kind::MonoioUnix => {
+                let $t = &$self.monoio_unix;
+                $body
+            }
+            #[cfg(feature = "peers")]
+            Kind::TokioUringUnix => {
+                let $t = &$self.tokio_uring_unix;
+                $body
+            }
             #[cfg(feature = "bridge")]
             Kind::Zenoh => {
                 let $t = &$self.zenoh;
@@ -181,6 +194,10 @@ pub struct Transports {
     iceoryx2_reqres: Iceoryx2ReqRes,
     #[cfg(feature = "peers")]
     shmipc: Shmipc,
+    #[cfg(feature = "peers")]
+    monoio_unix: UringUnix<Monoio>,
+    #[cfg(feature = "peers")]
+    tokio_uring_unix: UringUnix<TokioUring>,
     #[cfg(feature = "bridge")]
     zenoh: PlainZenoh,
     #[cfg(feature = "bridge")]
@@ -233,6 +250,10 @@ impl Transports {
             iceoryx2_reqres: Iceoryx2ReqRes,
             #[cfg(feature = "peers")]
             shmipc: Shmipc,
+            #[cfg(feature = "peers")]
+            monoio_unix: UringUnix::default(),
+            #[cfg(feature = "peers")]
+            tokio_uring_unix: UringUnix::default(),
             #[cfg(feature = "bridge")]
             zenoh: PlainZenoh,
             #[cfg(feature = "bridge")]

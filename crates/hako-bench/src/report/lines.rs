@@ -404,15 +404,25 @@ const BLOCKING_PARK: &str = "hako-reqres-park";
 fn asynch(result: &SuiteResult) -> Vec<String> {
     let mut lines = Vec::new();
     for (label, [hako, busy, park, unix]) in RUNTIMES {
-        for (what, a, b) in [
-            ("hako async (busy) / tokio UnixStream", busy, unix),
-            ("hako async / tokio UnixStream", hako, unix),
+        let mut pairs = vec![
             (
-                "hako async (park) / hako blocking (park)",
+                "hako async (busy) / tokio UnixStream".to_owned(),
+                busy,
+                unix,
+            ),
+            ("hako async / tokio UnixStream".to_owned(), hako, unix),
+            (
+                "hako async (park) / hako blocking (park)".to_owned(),
                 park,
                 BLOCKING_PARK,
             ),
-        ] {
+        ];
+        // The io_uring runtimes are thread-per-core: set against hako on a
+        // current-thread runtime.
+        if label == "current-thread" {
+            pairs.extend(URING.map(|(name, what)| (format!("hako async / {what}"), hako, name)));
+        }
+        for (what, a, b) in pairs {
             let parts: Vec<String> = result
                 .async_round_trip
                 .iter()
@@ -433,29 +443,44 @@ fn asynch(result: &SuiteResult) -> Vec<String> {
                 ));
             }
         }
+        let mut rivals = vec![(unix, "tokio UnixStream")];
+        if label == "current-thread" {
+            rivals.extend(URING);
+        }
         for cell in cells(&result.async_in_flight) {
-            let (Some(h), Some(o)) = (
-                cell.iter().find(|r| r.transport == hako),
-                cell.iter().find(|r| r.transport == unix),
-            ) else {
+            let Some(h) = cell.iter().find(|r| r.transport == hako) else {
                 continue;
             };
-            let (Some(ratio), Some(hr)) = (paired_rate_ratio(h, o), h.rate()) else {
+            let Some(hr) = h.rate() else { continue };
+            let parts: Vec<String> = rivals
+                .iter()
+                .filter_map(|&(name, what)| {
+                    let o = cell.iter().find(|r| r.transport == name)?;
+                    Some(format!("{} {what}", format_ratio(paired_rate_ratio(h, o))))
+                })
+                .collect();
+            if parts.is_empty() {
                 continue;
-            };
+            }
             lines.push(format!(
-                "hako async with {} in flight, {} {}, {label}: {} req/s = {} tokio UnixStream \
+                "hako async with {} in flight, {} {}, {label}: {} req/s = {} \
                  (run by run; above 1x hako is faster)",
                 h.depth,
                 format_size(h.size),
                 h.payload.name(),
                 rate(hr),
-                format_ratio(Some(ratio))
+                parts.join(", ")
             ));
         }
     }
     lines
 }
+
+/// The io_uring runtimes' unix sockets, and what the summary calls them.
+const URING: [(&str, &str); 2] = [
+    ("monoio-unix", "monoio unix socket (io_uring)"),
+    ("tokio-uring-unix", "tokio-uring unix socket (io_uring)"),
+];
 
 /// hako through two bridges.
 const BRIDGED: &str = "hako-bridge";
@@ -586,6 +611,33 @@ mod tests {
         assert!(s.contains("hako async (busy) / tokio UnixStream round trip, current-thread (block by block; below 1x hako is faster): 64 B touch 0.0080x"), "{s}");
         assert!(
             s.contains("hako async with 256 in flight, 64 B touch, current-thread: 10.00M req/s = 20.0x tokio UnixStream"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn the_io_uring_runtimes_are_set_against_hako_async() {
+        let r = SuiteResult {
+            async_round_trip: vec![row_of(
+                64,
+                vec![
+                    measured("hako-async", 3_000, vec![("monoio-unix", 0.06)]),
+                    measured("monoio-unix", 50_000, vec![("hako-async", 1.0 / 0.06)]),
+                ],
+            )],
+            async_in_flight: vec![
+                rate_row_at("hako-async", &[100, 100, 100], 16),
+                rate_row_at("tokio-uring-unix", &[4000, 4000, 4000], 16),
+            ],
+            ..Default::default()
+        };
+        let s = text(&r);
+        assert!(
+            s.contains("hako async / monoio unix socket (io_uring) round trip, current-thread (block by block; below 1x hako is faster): 64 B touch 0.060x"),
+            "{s}"
+        );
+        assert!(
+            s.contains("hako async with 16 in flight, 64 B touch, current-thread: 10.00M req/s = 40.0x tokio-uring unix socket (io_uring)"),
             "{s}"
         );
     }

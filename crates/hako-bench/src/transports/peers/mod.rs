@@ -9,6 +9,8 @@
 //! * [`shmipc`](mod@shmipc) — CloudWeGo shmipc: byte streams whose data goes
 //!   through shared memory and whose wake-ups go through a unix socket or an
 //!   eventfd, driven by tokio.
+//! * [`uring`] — monoio and tokio-uring, the io_uring runtimes: a client
+//!   and a server over a unix socket, each on its own runtime.
 //!
 //! Each keeps its files apart per run (see the modules), so that a run that
 //! was killed leaves nothing that the next one does not clean up.
@@ -16,3 +18,4 @@
 pub mod iceoryx2;
 pub mod iceoryx2_reqres;
 pub mod shmipc;
+pub mod uring;
