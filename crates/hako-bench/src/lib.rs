@@ -1,93 +1,48 @@
-//! # hako-bench — cross-process benchmarks of hako against a shared-memory floor
+//! # hako-bench — cross-process benchmarks of hako
 //!
 //! The library and the program (`hako-bench`, which `hako bench` runs) of
-//! hako's benchmarks: the comparison suite
-//! ([`suite`]): ping-pong, throughput and fan-out between separate
-//! processes, in `touch` and `full` payload modes ([`transport::Pattern`],
-//! [`transport::PayloadMode`]), through hako, the floors, the kernel's
-//! pipes, FIFOs, sockets and message queues ([`kernel`]) and, with the
-//! `peers` feature, iceoryx2 and shmipc (`peers`), next to a memory figure
-//! ([`memory`]) and the bytes each port maps ([`footprint`]); with the
-//! `bridge` feature, hako through two `hako-bridge` processes against
-//! plain Zenoh (`bridge`). The rest of this page describes the ping-pong
-//! machinery and `hako-pingpong`, the lower-level tool that shares it.
+//! hako's benchmark suite: ping-pong, throughput, fan-out,
+//! request/response, async and bridge rows between separate processes, in
+//! `touch` and `full` payload modes, through hako, floors, the kernel's IPC,
+//! async runtimes and (feature `peers`) the peer libraries, next to a
+//! memory figure and the bytes each port maps. docs/benchmark.md says what
+//! it measures and how to read it.
 //!
-//! Every number of a ping-pong row is a *round trip* between two processes,
-//! each pinned to its own CPU (or both to one CPU, `--same-cpu`): a *leader*
-//! sends, a *follower* answers, and the leader times the pair. On a VM the
-//! cross-CPU cost of moving one cache line changes as the host moves the
-//! vCPUs, so each result is quoted next to a *floor* — two processes
-//! ping-ponging one cache line — measured just before it (see `DESIGN.md`,
-//! "Measuring"). Transports that sleep in the kernel are also quoted against
-//! the *futex floor* (two processes waking each other through one futex
-//! word) and against each other, block by block.
+//! Every round trip is quoted next to a *floor* measured just before it —
+//! two processes ping-ponging one cache line, or waking each other through
+//! one futex word — because on a VM the cross-CPU cost of moving a cache
+//! line changes as the host moves the vCPUs; transports of a row are
+//! compared with each other block by block, rates run by run.
 //!
-//! ## The binary
+//! ## The tree, bottom up
 //!
-//! `hako-pingpong` measures the transports named by `--transports` (default
-//! `hako,hako-spin,hako-park,hako-spin-park,futex,pipe,unix,mq`; see
-//! [`select`]) at each of `--sizes` (64 B … 4 MiB), with the processes on two
-//! CPUs (`--pinning cross`, the default), on one (`--pinning same` or
-//! `--same-cpu`, which leaves out the busy-polling transports and probes the
-//! futex floor instead of the cache line) or both in turn (`--pinning
-//! both`). Per transport and size it prints the median and p99 round trip,
-//! the ratios to the probes and to `futex`, the CPU time (user + system) per
-//! round trip of each process and how often each slept (voluntary context
-//! switches), then hako against the futex floor and each kernel mechanism,
-//! and whether the goals of issues #2 and #3 are met. `--quick` takes about
-//! 10 s per pinning mode; `--json FILE` writes everything.
+//! * [`units`] — how sizes, ratios, times and rates are written and read.
+//! * [`sys`] — the machine: CPUs and CPU time, the clock, a shared mapping
+//!   for the floors, the run's directory and the clean-up of dead runs.
+//! * [`transport`] — the [`Transport`](transport::Transport) trait (a
+//!   [`Leader`](transport::Leader) and a [`Follower`](transport::Follower)
+//!   side), what a row is ([`transport::RowSpec`], patterns, payload modes)
+//!   and the timed loop.
+//! * [`transports`] — every transport, by family: floors (one cache line,
+//!   two, a futex word, a minimal descriptor ring), the kernel's IPC,
+//!   hako's patterns and its C face, async runtimes (hako's async ports and
+//!   tokio's sockets), the peer libraries (iceoryx2, shmipc, monoio and
+//!   tokio-uring) and the bridge.
+//! * [`harness`] — the follower processes and the protocol with them,
+//!   pinning, a row measured in blocks between floor probes, rate rows in
+//!   rounds, statistics, progress.
+//! * [`registry`] — every transport by name, and the lists each group runs.
+//! * [`suite`] — what runs, in which order; the memory figure and the
+//!   footprint.
+//! * [`report`] — one model of a run's figures, rendered as text,
+//!   Markdown, JSON and SVG; the summary's ratios and the goals, the latter
+//!   from one table of data ([`report::goals::GOALS`]).
+//! * [`cli`] — `hako bench`'s arguments and the run.
 //!
-//! ## Pieces
-//!
-//! * [`transport`] — the [`Transport`](transport::Transport) trait: a way to
-//!   move a message of `size` bytes from leader to follower and back, with a
-//!   [`Leader`](transport::Leader) and a [`Follower`](transport::Follower) side.
-//! * [`floor`] — the floor: one cache-line-aligned `AtomicU64` in shared memory.
-//! * [`futex_floor`] — the blocking floor: one futex word in shared memory,
-//!   each side wakes the other and sleeps.
-//! * [`hako_reqres`] — hako request/response: a client and a server, `[u8]`
-//!   requests and responses, up to 64 in flight.
-//! * [`hako_c`] — hako's ping-pong written in C against the C API.
-//! * [`hako_pubsub`] — hako publish/subscribe: services "ping" and "pong",
-//!   payload `[u8]`, written and checked at both ends only; busy-polling
-//!   `receive()`, or `blocking_receive()` with a `WaitStrategy`.
-//! * [`aio`] — transports driven by tokio on both sides: hako's async
-//!   request/response ports and tokio's unix and TCP sockets, on a
-//!   current-thread or a multi-threaded runtime.
-//! * [`kernel`] — pipes, a unix socket and POSIX message queues, the payload
-//!   copied through the kernel.
-//! * `bridge` (feature `bridge`) — a round trip through two `hako-bridge`
-//!   processes over Zenoh, and the same with plain Zenoh.
-//! * [`reference`](mod@reference) — hako's data path (chunk pool, stamped submission and
-//!   completion rings) hand-written with nothing else: what the zero-copy
-//!   design costs before any library overhead.
-//! * [`harness`] — starts the follower as a child process of the same binary,
-//!   pins CPUs, runs warm-up and timed iterations, and summarises the round
-//!   trips in an HDR histogram (optionally dumping the raw times);
-//!   [`follower`] — the follower process's side of it; [`timing`] — the
-//!   clock, the timed loop and the statistics of a row.
-//! * [`blocks`] — a row measured in blocks between floor probes, so a floor
-//!   that changes mid-row does not skew the ratio; transports of a row are
-//!   also compared block by block.
-//! * [`select`] — every transport by name, for `--transports`.
-//! * [`stream`] — one-way and request/response rate rows, measured in
-//!   rounds and compared run by run.
-//! * [`suite`] — the whole comparison: every pattern, mode, size and
-//!   transport in one session; one-way rows fitted to a time budget;
-//!   [`progress`] — its steps, for the progress bar.
-//! * [`memory`] — writing and reading a payload once in one process.
-//! * [`footprint`] — bytes of shared memory one publisher and one
-//!   subscriber map, by the subscribers their service allows (hako, and
-//!   iceoryx2 with `peers`).
-//! * [`cpu`] — CPU pinning and CPU time (the process CPU clock, and
-//!   `getrusage` for sleeps and the user/system split); [`shm`] — a shared
-//!   mapping for the floors;
-//!   [`rundir`] — the per-run domain root and the cleanup of dead runs'
-//!   leftovers; [`report`] — the table and the JSON file.
-//!
-//! A binary built on this crate calls [`follower::follower_main`] first thing
-//! when it finds [`harness::FOLLOWER_ARG`] as its first argument; the leader
-//! side is a [`harness::Session`].
+//! A module imports only from its own layer and the ones below.
+//! A binary built on this crate calls [`harness::follower::follower_main`]
+//! first thing when it finds [`harness::FOLLOWER_ARG`] as its first
+//! argument; the leader side is a [`harness::Session`].
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]

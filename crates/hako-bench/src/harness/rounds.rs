@@ -273,7 +273,7 @@ pub fn example_row(transport: &'static str, elapsed_us: &[u64]) -> OneWayRow {
 }
 
 /// `a`'s rate over `b`'s, taken run by run (runs with the same index ran
-/// in the same round of [`measure_one_way`]) and the median of those
+/// in the same round of `measure_one_way`) and the median of those
 /// ratios; `None` if either has no runs.
 pub fn paired_rate_ratio(a: &OneWayRow, b: &OneWayRow) -> Option<f64> {
     let mut ratios: Vec<f64> = a

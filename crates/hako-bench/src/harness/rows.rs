@@ -8,7 +8,7 @@ use crate::transport::{Pattern, PayloadMode};
 /// The result of one row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowResult {
-    /// [`Transport::name`].
+    /// [`Transport::name`](crate::transport::Transport::name).
     pub transport: &'static str,
     /// Message size in bytes.
     pub size: usize,
@@ -24,7 +24,7 @@ pub struct RowResult {
     pub follower_cpu: CpuTime,
 }
 
-/// A one-way or request/response row to run: see [`Session::run_one_way`].
+/// A one-way or request/response row to run: see [`Session::run_one_way`](crate::harness::Session::run_one_way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OneWay {
     /// [`Pattern::Throughput`], [`Pattern::FanOut`] or
@@ -47,7 +47,7 @@ pub struct OneWay {
 /// The result of one one-way row.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OneWayResult {
-    /// [`Transport::name`].
+    /// [`Transport::name`](crate::transport::Transport::name).
     pub transport: &'static str,
     /// What ran.
     pub spec: OneWay,

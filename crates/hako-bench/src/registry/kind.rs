@@ -145,7 +145,7 @@ impl Kind {
         Kind::Shmipc,
         Kind::Floor,
         Kind::Floor2,
-        // hako's data path by hand: what the library adds beyond it.
+        // A minimal descriptor ring by hand: what the library adds beyond it.
         Kind::Reference,
         Kind::Futex,
         Kind::Pipe,

@@ -19,7 +19,7 @@
 //!    as many messages as fit [`StreamPlan::budget`] (within
 //!    [`StreamPlan::min_messages`]..=[`StreamPlan::max_messages`]); a row
 //!    reports its median run, and ratios between transports are taken run
-//!    by run, within a round ([`paired_rate_ratio`]).
+//!    by run, within a round ([`paired_rate_ratio`](crate::harness::rounds::paired_rate_ratio)).
 //!
 //! 4. **request/response**, per payload mode and size: the round trip of
 //!    one request at a time, all of [`SuiteConfig::reqres`] together in

@@ -14,7 +14,7 @@ pub fn monotonic_ns() -> u64 {
 /// where it ticks at a constant rate whatever the CPU's frequency and power
 /// state (x86-64 with the `constant_tsc` and `nonstop_tsc` flags; reading it
 /// costs about 10 ns here), else `CLOCK_MONOTONIC` (about 27 ns here, through
-/// the vDSO). [`measure`] converts ticks to nanoseconds with the
+/// the vDSO). [`measure`](crate::transport::timed::measure) converts ticks to nanoseconds with the
 /// monotonic clock read at both ends of the timed round trips.
 #[derive(Debug, Clone, Copy)]
 pub struct Ticks {
@@ -54,7 +54,7 @@ impl Ticks {
 
 /// Average cost of one read of the clock round trips are timed with
 /// ([`Ticks`]), in nanoseconds. Every timed round trip reads it once, while
-/// its message travels (see [`measure`]).
+/// its message travels (see [`measure`](crate::transport::timed::measure)).
 pub fn clock_cost_ns() -> f64 {
     const N: u32 = 200_000;
     let clock = Ticks::get();

@@ -20,8 +20,8 @@
 //!   is no next). Five runs each, alternating, gave 117-119 µs at 64 B and
 //!   1 250-1 273 µs at 1 MiB with it, 119-125 µs and 1 269-1 296 µs
 //!   without: a few per cent;
-//! * a payload is handed over without a copy ([`Outgoing`]) and checked
-//!   where it lies, in the pieces it arrived in ([`check_zbytes`]): Zenoh
+//! * a payload is handed over without a copy (`Outgoing`) and checked
+//!   where it lies, in the pieces it arrived in (`check_zbytes`): Zenoh
 //!   copies a message into its batches and out of them, nothing more.
 //!
 //! Answering inside the subscriber's callback, on Zenoh's own thread, as

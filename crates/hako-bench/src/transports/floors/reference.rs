@@ -1,14 +1,20 @@
-//! A reference zero-copy transport: hako's data path with nothing else.
+//! A reference zero-copy transport: a minimal descriptor ring by hand.
 //!
-//! Same shape as hako's publish/subscribe — a pool of chunks, a submission
-//! ring of lap-stamped descriptors and a completion ring that returns chunks —
-//! but single-owner and minimal: no locks, no reference counts, no atomic
-//! read-modify-write at all, no port tables, no validation beyond the chunk
-//! index and length. It shows what the zero-copy design itself costs on this
-//! machine (two cache-line transfers per message, the descriptor and the
-//! chunk it names, which the receiver fetches at once because each
-//! descriptor announces the next message's chunk), so hako's number can be
-//! read as "design cost + library overhead".
+//! A pool of chunks, a submission ring of lap-stamped descriptors that name
+//! a chunk (and announce the next one), and a completion ring that returns
+//! chunks — single-owner and minimal: no locks, no reference counts, no
+//! atomic read-modify-write at all, no port tables, no validation beyond
+//! the chunk index and length. It shows what moving a message by
+//! descriptor costs on this machine (two cache-line transfers per message,
+//! the descriptor and the chunk it names, which the receiver fetches at
+//! once because each descriptor announces the next message's chunk), so
+//! hako's figure can be read as "mechanism + library".
+//!
+//! It is the bare mechanism, not hako's layout: hako's two-word descriptor
+//! also carries the length and names a return word per connection through
+//! which the chunk comes back (no completion ring), and its reader's head
+//! lives in shared memory for drop-oldest; here the length is in the
+//! chunk's header and a completion ring returns chunks.
 //!
 //! One file per direction:
 //!
@@ -26,7 +32,7 @@
 //! each descriptor (hako announces its guess of the chunk it loans next,
 //! which in a lockstep exchange is right every time), and the receiver
 //! prefetches that chunk's first and last payload line while it polls the
-//! slot (see hako's `core::ring`).
+//! slot (as hako's ring does).
 //!
 //! The pool has as many chunks as each ring has slots, so neither ring can
 //! overflow and no shared head index is needed.

@@ -25,7 +25,7 @@
 //!   and follower, each holding one message of `size` bytes (ping-pong) or a
 //!   few (one-way). A message arrives whole or not at all. Sizes above
 //!   `/proc/sys/fs/mqueue/msgsize_max` are skipped
-//!   ([`Transport::skip_reason`]).
+//!   ([`Transport::skip_reason`](crate::transport::Transport::skip_reason)).
 //!
 //! A stream (pipe, FIFO, socket) has no message boundaries: each side reads
 //! until it has `size` bytes. One-way rows use the leader→follower direction
@@ -34,7 +34,7 @@
 //! ([`KernelLeader`], [`KernelFollower`]) over a [`Channel`].
 //!
 //! A side whose peer died sees end-of-file or a broken pipe (streams) or a
-//! receive that times out after [`PEER_TIMEOUT`] (message queue).
+//! receive that times out after [`PEER_TIMEOUT`](crate::transport::PEER_TIMEOUT) (message queue).
 
 mod channel;
 mod mq;

@@ -24,7 +24,7 @@
 //! running ahead, receivers here got a later message in place of the next
 //! within a few hundred messages. So the sender gives back a reservation
 //! that is not in shared memory and tries again (the back-pressure shmipc's
-//! streams lack; see [`write_msg`]), and a stream that fell back anyway
+//! streams lack; see `write_msg`), and a stream that fell back anyway
 //! fails its row. Ping-pong never fills the shared memory.
 //!
 //! Each side runs a tokio runtime with one worker thread for shmipc's
