@@ -19,9 +19,9 @@
 //! `domain::list(a)`); it points at the file of the longest module prefix
 //! of the path. Comments, doc links, string literals and the test modules
 //! (which `use super::*` freely) are not imports. A path to an item of the
-//! root file (a re-export of `lib.rs`) points at the root, which declares
-//! every file: that is a circle, so inside a crate every path names the
-//! module that defines the item.
+//! root file (a re-export of `lib.rs`) points at the root, the top layer:
+//! an import up, and a circle when the root imports from that file; so
+//! inside a crate every path names the module that defines the item.
 
 #[path = "architecture/layers.rs"]
 mod layers;
