@@ -16,7 +16,8 @@
 //!
 //! ## The tree, bottom up
 //!
-//! * [`units`] — how sizes, ratios, times and rates are written and read.
+//! * [`error`] — the error type; [`units`] — how sizes, ratios, times and
+//!   rates are written and read.
 //! * [`sys`] — the machine: CPUs and CPU time, the clock, a shared mapping
 //!   for the floors, the run's directory and the clean-up of dead runs.
 //! * [`transport`] — the [`Transport`](transport::Transport) trait (a
@@ -49,6 +50,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod error;
 pub mod harness;
 pub mod registry;
 pub mod report;
@@ -58,8 +60,4 @@ pub mod transport;
 pub mod transports;
 pub mod units;
 
-/// The error type of this crate: benchmarks report, they do not recover.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// Result with [`BoxError`].
-pub type Result<T, E = BoxError> = std::result::Result<T, E>;
+pub use error::{BoxError, Result};

@@ -4,15 +4,15 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::error::Result;
 use crate::harness::blocks::Plan;
 use crate::registry::{Kind, Transports};
 use crate::suite::{self, StreamPlan, SuiteConfig};
 use crate::transport::Pattern;
 use crate::transports::hako::pubsub::HakoPubSub;
 use crate::units::format_size;
-use crate::Result;
 
-use super::{BenchArgs, Pinning, MAX_SIZE};
+use super::args::{BenchArgs, Pinning, MAX_SIZE};
 
 /// Checks the arguments and builds the suite's configuration.
 /// `mode` is the pinning of this run (one of the two of `--pinning both`).

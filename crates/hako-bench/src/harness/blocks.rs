@@ -42,9 +42,9 @@ use std::time::Duration;
 use super::rows::RowResult;
 use super::session::{RunRow, Session};
 use super::stats::Stats;
+use crate::error::Result;
 use crate::sys::cpu::CpuTime;
 use crate::transport::{Pattern, PayloadMode};
-use crate::Result;
 
 /// Round trips of a calibration run (after one untimed).
 const CALIBRATION: u64 = 5;

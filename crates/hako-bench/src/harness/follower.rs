@@ -8,10 +8,10 @@ use std::path::PathBuf;
 
 use super::followers::FollowerReport;
 use super::session::FOLLOWER_ARG;
+use crate::error::Result;
 use crate::sys::clock::monotonic_ns;
 use crate::sys::cpu::{self, CpuTime};
 use crate::transport::{set_yield_when_idle, Follower, Pattern, PayloadMode, RowSpec, Transport};
-use crate::Result;
 
 /// A [`Transport`] as the follower process sees it: found by name, built and
 /// served in one call. Implemented for every `Transport`.

@@ -4,8 +4,8 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout};
 
+use crate::error::Result;
 use crate::sys::cpu::CpuTime;
-use crate::Result;
 
 #[cfg(doc)]
 use crate::sys::clock::monotonic_ns;

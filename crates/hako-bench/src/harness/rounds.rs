@@ -9,8 +9,8 @@ use super::progress::Steps;
 use super::rows::{OneWay, OneWayResult};
 use super::session::{RunRow, Session};
 use super::stats::Stats;
+use crate::error::Result;
 use crate::transport::{Pattern, PayloadMode};
-use crate::Result;
 
 /// How one-way rows are measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +117,7 @@ pub(crate) fn measure_one_way(
     cell: &mut [OneWayRow],
     steps: &mut Steps<'_>,
 ) -> Result<()> {
-    let context = |row: &OneWayRow, e: crate::BoxError| -> crate::BoxError {
+    let context = |row: &OneWayRow, e: crate::error::BoxError| -> crate::error::BoxError {
         format!(
             "{}{} through {}, {} mode, {}: {e}",
             row.pattern.name(),

@@ -8,10 +8,10 @@ use std::process::{Command, Stdio};
 use super::followers::{parse_done, FollowerProc, FollowerReport};
 use super::rows::{OneWay, OneWayResult, RowResult};
 use super::stats::Stats;
+use crate::error::Result;
 use crate::sys::clock::monotonic_ns;
 use crate::sys::cpu::{self, CpuTime};
 use crate::transport::{Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting};
-use crate::Result;
 
 /// First argument that makes a binary of this crate act as the follower.
 pub const FOLLOWER_ARG: &str = "__hako-bench-follower";

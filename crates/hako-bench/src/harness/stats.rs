@@ -2,7 +2,7 @@
 
 use hdrhistogram::Histogram;
 
-use crate::Result;
+use crate::error::Result;
 
 /// Round-trip times of one row, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]

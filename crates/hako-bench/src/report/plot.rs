@@ -12,10 +12,10 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+use crate::error::Result;
 use crate::suite::{PingPongRow, SuiteResult};
 use crate::transport::PayloadMode;
 use crate::units::format_size;
-use crate::Result;
 
 /// The median round trip (µs) of each transport at each size, per mode.
 type Lines = Vec<(&'static str, Vec<(f64, f64)>)>;
@@ -37,7 +37,7 @@ fn lines(rows: &[PingPongRow], payload: PayloadMode) -> Lines {
     out
 }
 
-fn plot_err(e: impl std::fmt::Display) -> crate::BoxError {
+fn plot_err(e: impl std::fmt::Display) -> crate::error::BoxError {
     format!("cannot draw the plot: {e}").into()
 }
 

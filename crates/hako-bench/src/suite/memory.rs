@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::error::Result;
 use crate::transport::{tag, PayloadMode};
-use crate::Result;
 
 /// Nanoseconds to write `size` bytes and read them back into a checksum,
 /// the median of `reps` repetitions (after one untimed).

@@ -50,6 +50,7 @@ use std::path::PathBuf;
 pub mod footprint;
 pub mod memory;
 
+use crate::error::Result;
 pub use crate::harness::blocks::PingPongRow;
 use crate::harness::blocks::{self, Plan};
 pub use crate::harness::progress::Progress;
@@ -60,7 +61,6 @@ use crate::harness::{RunRow, Session, SessionConfig};
 use crate::registry::{Kind, Transports};
 use crate::sys::cpu;
 use crate::transport::{Pattern, PayloadMode, Waiting};
-use crate::Result;
 use footprint::FootprintReport;
 
 /// Everything a suite run needs.

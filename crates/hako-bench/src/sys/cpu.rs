@@ -2,7 +2,7 @@
 
 use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
 
-use crate::Result;
+use crate::error::Result;
 
 /// CPUs the calling thread may run on now.
 pub fn allowed_cpus() -> Result<Vec<usize>> {

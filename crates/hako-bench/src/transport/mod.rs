@@ -47,17 +47,13 @@ pub mod timed;
 
 use std::collections::VecDeque;
 use std::ops::RangeInclusive;
-use std::time::Duration;
 
-use crate::Result;
+use crate::error::Result;
 
-pub use polling::{poll, prefetch, set_yield_when_idle};
+pub use polling::{poll, prefetch, set_yield_when_idle, PEER_TIMEOUT};
 pub use row::{
     byte_sum, check_reached, check_tagged, tag, Pattern, PayloadMode, RowSpec, FULL_IN_FLIGHT,
 };
-
-/// How long a side waits for its peer before it gives up on it.
-pub const PEER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The leader's side of a row.
 pub trait Leader {
@@ -103,7 +99,7 @@ pub trait Leader {
     where
         Self: Sized,
     {
-        timed::measure(self, warmup, iterations)
+        timed::measure(warmup, iterations, |seq, sent| self.round_trip(seq, sent))
     }
 }
 

@@ -3,10 +3,12 @@
 //! for the lines a poller reads next.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::PEER_TIMEOUT;
-use crate::Result;
+use crate::error::Result;
+
+/// How long a side waits for its peer before it gives up on it.
+pub const PEER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether [`poll`] gives up the CPU after each empty look.
 static YIELD_WHEN_IDLE: AtomicBool = AtomicBool::new(false);

@@ -6,7 +6,7 @@
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
 
-use crate::Result;
+use crate::error::Result;
 
 /// How messages flow in a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

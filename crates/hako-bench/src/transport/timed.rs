@@ -3,17 +3,17 @@
 
 use std::time::Instant;
 
+use crate::error::Result;
 use crate::sys::clock::Ticks;
 use crate::sys::cpu::CpuTime;
-use crate::transport::Leader;
-use crate::Result;
 
 /// Runs `warmup` untimed, then `iterations` timed round trips; returns the
 /// time of each in nanoseconds and the CPU time this process used for the
 /// timed ones.
 ///
 /// The clock ([`Ticks`]) is read once per round trip, just after the
-/// message is sent ([`Leader::round_trip`]'s `sent`), while it travels to
+/// message is sent (the `sent` that `round_trip` calls, as
+/// [`Leader::round_trip`](super::Leader::round_trip) does), while it travels to
 /// the follower and the answer comes back, so the clock read is not part
 /// of the time measured, as long as it and whatever else the sender does
 /// after sending take less time than the way there and back. Each interval
@@ -21,14 +21,14 @@ use crate::Result;
 /// was: waiting for one answer and sending the next message, one full
 /// round trip. The last warm-up round trip (there is at least one) starts
 /// the first interval.
-pub fn measure<L: Leader>(
-    leader: &mut L,
+pub fn measure(
     warmup: u64,
     iterations: u64,
+    mut round_trip: impl FnMut(u64, &mut dyn FnMut()) -> Result<()>,
 ) -> Result<(Vec<u64>, CpuTime)> {
     let warmup = warmup.max(1);
     for seq in 1..warmup {
-        leader.round_trip(seq, || ())?;
+        round_trip(seq, &mut || ())?;
     }
     // Written (not just reserved) now, so no page fault lands in the timing.
     let mut samples = vec![0u64; usize::try_from(iterations)?];
@@ -39,11 +39,11 @@ pub fn measure<L: Leader>(
     let cpu_before = CpuTime::now()?;
     let (start, start_ticks) = (Instant::now(), clock.now());
     let mut t0 = 0;
-    leader.round_trip(warmup, || t0 = clock.now())?;
+    round_trip(warmup, &mut || t0 = clock.now())?;
     let mut seq = warmup;
     for s in samples.iter_mut() {
         seq += 1;
-        leader.round_trip(seq, || {
+        round_trip(seq, &mut || {
             let t1 = clock.now();
             // Saturating: counters of different CPUs may disagree a little
             // if the leader is not pinned and moves.
@@ -66,6 +66,7 @@ pub fn measure<L: Leader>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::Leader;
 
     /// A leader that waits `before` before its message is "sent" and
     /// `after` after it, and counts what the harness asked of it.
@@ -97,7 +98,8 @@ mod tests {
                 seqs: Vec::new(),
                 sent_calls: 0,
             };
-            let (samples, _) = measure(&mut leader, warmup, 5).unwrap();
+            let (samples, _) =
+                measure(warmup, 5, |seq, sent| leader.round_trip(seq, sent)).unwrap();
             assert_eq!(samples.len(), 5);
             // Messages 1, 2, ... in order, at least one of them warm-up;
             // `sent` once per round trip.

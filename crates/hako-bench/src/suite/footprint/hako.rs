@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::maps::{check_echo, files, mapped_bytes, unique, Figures};
-use crate::Result;
+use crate::error::Result;
 
 /// A directory made for one measure, removed (with all in it) on drop.
 struct Place(PathBuf);

@@ -17,8 +17,8 @@ use std::path::Path as StdPath;
 use iceoryx2::prelude::*;
 
 use super::maps::{check_echo, files, mapped_bytes, unique, Figures};
+use crate::error::Result;
 use crate::transports::peers::iceoryx2::{err, SHM_PREFIX};
-use crate::Result;
 
 /// Where `shm_open` puts iceoryx2's files.
 const SHM_DIR: &str = "/dev/shm";

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::Result;
+use crate::error::Result;
 
 /// What one publisher and one subscriber mapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

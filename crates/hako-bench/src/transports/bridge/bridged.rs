@@ -33,10 +33,10 @@ use super::common::{
     free_port, FOLLOWER_WAIT, LINK_WATCHDOG, PING_PONG_ONLY, PROBE, PROBE_ANSWER, PROBE_EVERY,
 };
 use super::program::{self, BridgeSpec, Bridges};
+use crate::error::Result;
 use crate::transport::{
     tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting, PEER_TIMEOUT,
 };
-use crate::Result;
 
 /// hako publish/subscribe across two domains joined by `hako-bridge`:
 /// `hako-bridge`, or with the bridges' `--low-latency`

@@ -6,8 +6,8 @@ use std::time::Duration;
 use ::zenoh::bytes::ZBytes;
 use bytes::{Bytes, BytesMut};
 
+use crate::error::Result;
 use crate::transport::{byte_sum, PayloadMode};
-use crate::Result;
 
 /// The first and last byte of a probe.
 pub const PROBE: u8 = 255;

@@ -46,10 +46,10 @@ use super::common::{
     check_zbytes, endpoint, ends, free_port, tagged_as, Outgoing, FOLLOWER_WAIT, LINK_WATCHDOG,
     PING_PONG_ONLY, PROBE, PROBE_ANSWER, PROBE_EVERY,
 };
+use crate::error::Result;
 use crate::transport::{
     tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting, PEER_TIMEOUT,
 };
-use crate::Result;
 
 /// Plain Zenoh publishers and subscribers.
 #[derive(Debug, Clone, Copy, Default)]
@@ -117,7 +117,7 @@ fn key(row: &RowSpec, what: &str) -> String {
     format!("hako-bench/{}/{what}", row.row_id)
 }
 
-fn zerr(what: &str) -> impl Fn(::zenoh::Error) -> crate::BoxError + '_ {
+fn zerr(what: &str) -> impl Fn(::zenoh::Error) -> crate::error::BoxError + '_ {
     move |e| format!("zenoh: {what}: {e}").into()
 }
 

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{kill_process, Pid, Signal};
 use rustix::thread::CpuSet;
 
-use crate::Result;
+use crate::error::Result;
 
 /// The environment variable that names the program.
 pub const BRIDGE_ENV: &str = "HAKO_BRIDGE";

@@ -17,9 +17,9 @@
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
+use crate::error::Result;
 use crate::sys::shm::SharedRegion;
 use crate::transport::{poll, prefetch, Follower, Leader, RowSpec, Transport, Waiting};
-use crate::Result;
 
 /// Bytes of the shared file (one page).
 const REGION: usize = 4096;

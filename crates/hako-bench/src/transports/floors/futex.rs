@@ -22,9 +22,9 @@ use std::time::Duration;
 use rustix::io::Errno;
 use rustix::thread::futex;
 
+use crate::error::Result;
 use crate::sys::shm::SharedRegion;
 use crate::transport::{Follower, Leader, RowSpec, Transport, Waiting, PEER_TIMEOUT};
-use crate::Result;
 
 /// Bytes of the shared file (one page).
 const REGION: usize = 4096;

@@ -45,11 +45,11 @@
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
+use crate::error::Result;
 use crate::sys::shm::SharedRegion;
 use crate::transport::{
     poll, prefetch, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
 };
-use crate::Result;
 
 /// Slots per ring, and chunks in the pool.
 const SLOTS: u64 = 4;

@@ -7,10 +7,10 @@
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 
+use crate::error::Result;
 use crate::transport::{
     poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
 };
-use crate::Result;
 
 /// One side of a row, made by `hb_create` (c/pingpong.c).
 #[repr(C)]
@@ -60,7 +60,7 @@ struct Keep([*const (); 11]);
 unsafe impl Sync for Keep {}
 
 /// The C side's last error.
-fn c_error(what: &str) -> crate::BoxError {
+fn c_error(what: &str) -> crate::error::BoxError {
     // SAFETY: a NUL-terminated thread-local buffer of c/pingpong.c.
     let msg = unsafe { CStr::from_ptr(hb_last_error()) };
     format!("hako-c {what}: {}", msg.to_string_lossy()).into()

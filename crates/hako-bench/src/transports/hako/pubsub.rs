@@ -38,10 +38,10 @@ use hako::{
     Sample, SampleMutUninit, ServiceName, Subscriber, WaitStrategy,
 };
 
+use crate::error::Result;
 use crate::transport::{
     check_reached, pipeline, poll, tag, Follower, Leader, PayloadMode, RowSpec, Transport, Waiting,
 };
-use crate::Result;
 
 /// How the receiving side of [`HakoPubSub`] waits for a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -311,7 +311,7 @@ impl Transport for HakoPubSub {
     }
 }
 
-fn one_way_only(what: &str) -> crate::BoxError {
+fn one_way_only(what: &str) -> crate::error::BoxError {
     format!("{what}: this row is one-way (no pong service)").into()
 }
 

@@ -24,10 +24,10 @@
 
 use hako::{Client, Config, Node, NodeBuilder, ReqResService, Server, ServiceName, WaitStrategy};
 
+use crate::error::Result;
 use crate::transport::{
     pipeline, poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
 };
-use crate::Result;
 
 /// Most requests a client may keep in flight here.
 pub const MAX_DEPTH: u32 = 1024;

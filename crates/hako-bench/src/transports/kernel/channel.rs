@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{fcntl_getfl, fcntl_setfl, open, Mode, OFlags};
 
+use crate::error::Result;
 #[cfg(doc)]
 use crate::transport::Transport;
 #[cfg(doc)]
 use crate::transport::PEER_TIMEOUT;
 use crate::transport::{pipeline, tag, Follower, Leader, PayloadMode, RowSpec};
-use crate::Result;
 
 /// The two buffers of one side: what it writes, what it reads into.
 #[derive(Debug)]

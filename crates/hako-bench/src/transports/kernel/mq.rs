@@ -3,8 +3,8 @@
 use std::ffi::CString;
 
 use super::channel::{unlink_queue, Buffers, Channel, KernelFollower, KernelLeader};
+use crate::error::Result;
 use crate::transport::{Pattern, RowSpec, Transport, Waiting, PEER_TIMEOUT};
-use crate::Result;
 
 // ------------------------------------------------------- message queue --
 

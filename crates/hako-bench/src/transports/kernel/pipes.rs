@@ -8,8 +8,8 @@ use rustix::fs::{mkfifoat, Mode, OFlags, CWD};
 use rustix::pipe::{pipe_with, PipeFlags};
 
 use super::channel::{open_fifo, Buffers, KernelFollower, KernelLeader};
+use crate::error::Result;
 use crate::transport::{RowSpec, Transport, Waiting};
-use crate::Result;
 
 // ---------------------------------------------------------------- pipes --
 

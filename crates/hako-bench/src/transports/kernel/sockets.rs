@@ -4,8 +4,8 @@ use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 
 use super::channel::{Buffers, KernelFollower, KernelLeader};
+use crate::error::Result;
 use crate::transport::{RowSpec, Transport, Waiting};
-use crate::Result;
 
 // --------------------------------------------------------------- sockets --
 

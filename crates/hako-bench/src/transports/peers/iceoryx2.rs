@@ -30,11 +30,11 @@ use iceoryx2::port::update_connections::UpdateConnections;
 use iceoryx2::prelude::*;
 use iceoryx2::service::port_factory::publish_subscribe::PortFactory as PubSubFactory;
 
+use crate::error::Result;
 use crate::transport::{
     check_reached, poll, tag, Follower, Leader, PayloadMode, RowSpec, Transport, Waiting,
 };
 use crate::transports::hako::pubsub::HakoPubSub;
-use crate::Result;
 
 /// Prefix of iceoryx2's shared-memory files of a run: `hkb<leader pid>_`.
 pub const SHM_PREFIX: &str = "hkb";
@@ -71,7 +71,7 @@ type Pub = Publisher<ipc::Service, [u8], ()>;
 type Sub = Subscriber<ipc::Service, [u8], ()>;
 type Factory = PubSubFactory<ipc::Service, [u8], ()>;
 
-pub(crate) fn err(what: &str, e: impl std::fmt::Debug) -> crate::BoxError {
+pub(crate) fn err(what: &str, e: impl std::fmt::Debug) -> crate::error::BoxError {
     format!("iceoryx2: {what}: {e:?}").into()
 }
 

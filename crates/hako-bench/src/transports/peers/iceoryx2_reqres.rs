@@ -27,10 +27,10 @@ use iceoryx2::prelude::*;
 use iceoryx2::service::port_factory::request_response::PortFactory as ReqResFactory;
 
 use super::iceoryx2::{err, node, service_name};
+use crate::error::Result;
 use crate::transport::{
     pipeline, poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
 };
-use crate::Result;
 
 type Svc = ipc::Service;
 type Factory = ReqResFactory<Svc, [u8], (), [u8], ()>;

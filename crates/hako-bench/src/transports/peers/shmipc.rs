@@ -45,16 +45,16 @@ use shmipc::transport::{DefaultUnixConnect, DefaultUnixListen};
 use shmipc::{Error as ShmError, Listener};
 use tokio::runtime::Runtime;
 
+use crate::error::Result;
 use crate::transport::{
     pipeline, tag, Follower, Leader, PayloadMode, RowSpec, Transport, Waiting, PEER_TIMEOUT,
 };
-use crate::Result;
 
 /// shmipc streams.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Shmipc;
 
-fn err(what: &str, e: impl std::fmt::Display) -> crate::BoxError {
+fn err(what: &str, e: impl std::fmt::Display) -> crate::error::BoxError {
     format!("shmipc: {what}: {e}").into()
 }
 
@@ -336,7 +336,7 @@ impl Transport for Shmipc {
             let mut stream = manager.get_stream().map_err(|e| err("open a stream", e))?;
             // The server learns of a stream from its first bytes.
             write_msg(&mut stream, 1, PayloadMode::Touch, 0).await?;
-            Ok::<_, crate::BoxError>((manager, stream))
+            Ok::<_, crate::error::BoxError>((manager, stream))
         })?;
         Ok(ShmipcFollower {
             stream,
@@ -363,7 +363,7 @@ impl Leader for ShmipcLeader {
                 read_msg(&mut s, 1, PayloadMode::Touch, 0, "a hello").await?;
                 streams.push(s);
             }
-            Ok::<_, crate::BoxError>(streams)
+            Ok::<_, crate::error::BoxError>(streams)
         })?;
         self.streams = streams;
         // The listener keeps the sessions alive; keep it with the streams.

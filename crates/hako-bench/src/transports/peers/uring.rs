@@ -25,13 +25,13 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::error::Result;
 use crate::sys::clock::Ticks;
 use crate::sys::cpu::CpuTime;
 use crate::transport::{
     tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting, PEER_TIMEOUT,
 };
 use crate::transports::kernel::socket_in_flight_skip;
-use crate::Result;
 
 /// An io_uring runtime with unix-socket streams whose reads and writes take
 /// owned buffers.

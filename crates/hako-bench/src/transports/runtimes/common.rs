@@ -7,10 +7,10 @@ use std::ops::RangeInclusive;
 
 use tokio::runtime::Runtime;
 
+use crate::error::Result;
 use crate::sys::clock::Ticks;
 use crate::sys::cpu::CpuTime;
 use crate::transport::{Follower, Leader, Pattern, RowSpec, Transport, Waiting};
-use crate::Result;
 
 /// The tokio runtime a side runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -18,11 +18,11 @@ use hako::aio::{AsyncClient, AsyncServer};
 use hako::{Node, ReqResService, Ticket, WaitStrategy};
 
 use super::common::{Backend, ClientSide, Flavor, ServerSide};
+use crate::error::Result;
 use crate::transport::{tag, PayloadMode, RowSpec, Waiting, PEER_TIMEOUT};
 use crate::transports::hako::reqres::{
     answer, create_client, create_server, send_request, MAX_DEPTH,
 };
-use crate::Result;
 
 /// How an async hako side waits: its ports' [`WaitStrategy`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::common::{Backend, ClientSide, Flavor, ServerSide};
+use crate::error::Result;
 use crate::transport::{tag, PayloadMode, RowSpec, Waiting, PEER_TIMEOUT};
 use crate::transports::kernel::socket_in_flight_skip;
-use crate::Result;
 
 #[cfg(doc)]
 use crate::transports::kernel::SOCKET_IN_FLIGHT_BYTES;
@@ -228,7 +228,7 @@ impl SocketClient {
 impl ClientSide for SocketClient {
     async fn connect(&mut self) -> Result<()> {
         let accept = async {
-            Ok::<Stream, crate::BoxError>(match &self.listening {
+            Ok::<Stream, crate::error::BoxError>(match &self.listening {
                 Some(Listening::Unix(l, _)) => Stream::Unix(l.accept().await?.0),
                 Some(Listening::Tcp(l, _)) => {
                     let s = l.accept().await?.0;
