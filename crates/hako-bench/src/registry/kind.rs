@@ -4,69 +4,45 @@
 use crate::transports::runtimes::{AsyncWait, Flavor, Socket};
 use crate::transports::runtimes::{Backend, HakoAsync, TokioStream};
 
-/// A transport, by name.
+/// A transport, by name: each variant is the transport [`Kind::name`]
+/// names (`HakoSpinPark` is `hako-spin-park`, `TokioStream(Unix,
+/// MultiThread)` `tokio-unix-mt`).
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
-    /// `floor`.
     Floor,
-    /// `floor2`.
     Floor2,
-    /// `hako`.
     Hako,
-    /// `hako-spin`.
     HakoSpin,
-    /// `hako-spin-park`.
     HakoSpinPark,
-    /// `hako-park`.
     HakoPark,
-    /// `hako-reqres`.
     HakoReqRes,
-    /// `hako-reqres-spin-park`.
     HakoReqResSpinPark,
-    /// `hako-reqres-park`.
     HakoReqResPark,
-    /// `hako-async…`: hako request/response under tokio.
     HakoAsync(AsyncWait, Flavor),
-    /// `tokio-unix…`, `tokio-tcp…`.
     TokioStream(Socket, Flavor),
-    /// `reference`.
     Reference,
-    /// `hako-c`.
     HakoC,
-    /// `futex`.
     Futex,
-    /// `pipe`.
     Pipe,
-    /// `fifo`.
     Fifo,
-    /// `unix`.
     Unix,
-    /// `tcp`.
     Tcp,
-    /// `mq`.
     Mq,
-    /// `iceoryx2`.
     #[cfg(feature = "peers")]
     Iceoryx2,
-    /// `iceoryx2-reqres`.
     #[cfg(feature = "peers")]
     Iceoryx2ReqRes,
-    /// `shmipc`.
     #[cfg(feature = "peers")]
     Shmipc,
-    /// `monoio-unix`.
     #[cfg(feature = "peers")]
     MonoioUnix,
-    /// `tokio-uring-unix`.
     #[cfg(feature = "peers")]
     TokioUringUnix,
-    /// `zenoh`.
     #[cfg(feature = "bridge")]
     Zenoh,
-    /// `hako-bridge`.
     #[cfg(feature = "bridge")]
     HakoBridge,
-    /// `hako-bridge-low-latency`.
     #[cfg(feature = "bridge")]
     HakoBridgeLowLatency,
 }

@@ -43,6 +43,29 @@ fn wait_note(result: &SuiteResult) -> Option<String> {
     })
 }
 
+/// `64 B 1.05x, 1 MiB 1.10x`: `a`'s round trip over `b`'s, block by block,
+/// in each of `rows` where both ran (the payload mode after the size, with
+/// `mode`); `None` where none did.
+fn per_size<'a>(
+    rows: impl IntoIterator<Item = &'a PingPongRow>,
+    a: &str,
+    b: &str,
+    mode: bool,
+) -> Option<String> {
+    let parts: Vec<String> = rows
+        .into_iter()
+        .filter_map(|r| {
+            let ratio = format_ratio(Some(r.row.get(a)?.vs(b)?));
+            let size = format_size(r.row.size);
+            Some(match mode {
+                true => format!("{size} {} {ratio}", r.payload.name()),
+                false => format!("{size} {ratio}"),
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
 /// The peers that ran in `row`, or (none in this build or run) every
 /// transport that is neither hako nor a floor; and which of the two it is.
 fn rivals(row: &[Measured]) -> (Vec<&Measured>, &'static str) {
@@ -138,53 +161,15 @@ fn publish_subscribe(result: &SuiteResult) -> Vec<String> {
             ));
         }
         // The C API against Rust.
-        let c_api: Vec<String> = rows
-            .iter()
-            .filter_map(|r| {
-                let ratio = r.row.get("hako-c")?.vs("hako")?;
-                Some(format!(
-                    "{} {}",
-                    format_size(r.row.size),
-                    format_ratio(Some(ratio))
-                ))
-            })
-            .collect();
-        if !c_api.is_empty() {
+        if let Some(c_api) = per_size(rows.iter().copied(), "hako-c", "hako", false) {
             lines.push(format!(
                 "hako-c (ping-pong in C through the C API) round trip / hako in Rust, {} (block \
-                 by block): {}",
+                 by block): {c_api}",
                 payload.name(),
-                c_api.join(", ")
             ));
         }
-        // Against the futex floor (shown as "-" where it was not measured),
-        // and against busy-poll hako: back to back, the adaptive spin
-        // should catch every answer.
-        for (against, what, needs_it) in [
-            ("futex", "futex floor (two kernel wake-ups)", false),
-            ("hako", "busy-poll hako (answers back to back)", true),
-        ] {
-            let parts: Vec<String> = rows
-                .iter()
-                .filter(|r| !needs_it || r.row.get(against).is_some())
-                .filter_map(|r| {
-                    let m = r.row.get("hako-spin-park")?;
-                    Some(format!(
-                        "{} {}",
-                        format_size(r.row.size),
-                        format_ratio(m.vs(against))
-                    ))
-                })
-                .collect();
-            if !parts.is_empty() {
-                lines.push(format!(
-                    "hako-spin-park round trip / {what}, {}: {}",
-                    payload.name(),
-                    parts.join(", ")
-                ));
-            }
-        }
-        for name in ["hako"] {
+        {
+            let name = "hako";
             let mut parts = Vec::new();
             let mut kind = "peer";
             for r in &rows {
@@ -324,23 +309,11 @@ fn request_response(result: &SuiteResult) -> Vec<String> {
             .filter(|r| r.payload == payload)
             .collect();
         for (other, what) in RIVALS {
-            let parts: Vec<String> = rows
-                .iter()
-                .filter_map(|r| {
-                    let ratio = r.row.get(HAKO)?.vs(other)?;
-                    Some(format!(
-                        "{} {}",
-                        format_size(r.row.size),
-                        format_ratio(Some(ratio))
-                    ))
-                })
-                .collect();
-            if !parts.is_empty() {
+            if let Some(parts) = per_size(rows.iter().copied(), HAKO, other, false) {
                 lines.push(format!(
                     "hako request/response round trip / {what}, {} (block by block; below 1x \
-                     hako is faster): {}",
+                     hako is faster): {parts}",
                     payload.name(),
-                    parts.join(", ")
                 ));
             }
         }
@@ -423,23 +396,9 @@ fn asynch(result: &SuiteResult) -> Vec<String> {
             pairs.extend(URING.map(|(name, what)| (format!("hako async / {what}"), hako, name)));
         }
         for (what, a, b) in pairs {
-            let parts: Vec<String> = result
-                .async_round_trip
-                .iter()
-                .filter_map(|r| {
-                    let ratio = r.row.get(a)?.vs(b)?;
-                    Some(format!(
-                        "{} {} {}",
-                        format_size(r.row.size),
-                        r.payload.name(),
-                        format_ratio(Some(ratio))
-                    ))
-                })
-                .collect();
-            if !parts.is_empty() {
+            if let Some(parts) = per_size(&result.async_round_trip, a, b, true) {
                 lines.push(format!(
-                    "{what} round trip, {label} (block by block; below 1x hako is faster): {}",
-                    parts.join(", ")
+                    "{what} round trip, {label} (block by block; below 1x hako is faster): {parts}"
                 ));
             }
         }
