@@ -14,7 +14,7 @@
 //!   one runs ([`bridge`]), so that the other commands do not link Zenoh.
 //! * `hako list`, `hako nodes`, `hako inspect SERVICE`, `hako clean`,
 //!   `hako monitor` — what a domain holds, seen from outside ([`domain`]).
-//! * `hako pub`, `hako sub`, `hako notify`, `hako listen`, `hako call`,
+//! * `hako pub`, `hako sub`, `hako hz`, `hako notify`, `hako listen`, `hako call`,
 //!   `hako serve --echo` — talking to a service from a terminal
 //!   ([`talk`]).
 //!
@@ -87,6 +87,11 @@ enum Command {
     /// as text (or --hex), any other type as a hex dump headed by its name,
     /// size and alignment.
     Sub(talk::SubArgs),
+    /// How often a publish/subscribe service's samples arrive: rate, and the
+    /// mean, min, max and standard deviation of the intervals over a
+    /// sliding window, with the samples missed (a lossy subscriber: it
+    /// never holds a publisher back).
+    Hz(talk::HzArgs),
     /// Send an event.
     Notify(talk::NotifyArgs),
     /// Print the events of an event service.
@@ -145,6 +150,7 @@ fn main() -> ExitCode {
         Command::Monitor(a) => domain::monitor(a),
         Command::Pub(a) => talk::publish(a),
         Command::Sub(a) => talk::subscribe(a),
+        Command::Hz(a) => talk::hz(a),
         Command::Notify(a) => talk::notify(a),
         Command::Listen(a) => talk::listen(a),
         Command::Config(a) => config::run(a),

@@ -29,6 +29,14 @@ mod trust;
 #[path = "tools/monitor.rs"]
 mod monitor;
 
+/// `hz`: rates and intervals, and a publisher it never holds back.
+#[path = "tools/hz.rs"]
+mod hz;
+
+/// `monitor --prometheus`: a scrape, parsed.
+#[path = "tools/prometheus.rs"]
+mod prometheus;
+
 const HAKO: &str = env!("CARGO_BIN_EXE_hako");
 /// Only a hang takes this long.
 const WATCHDOG: Duration = Duration::from_secs(60);

@@ -8,13 +8,16 @@
 //!
 //! `view.rs` (the root opened for reading, the names and counts of a
 //! service's ports) is below the commands' files, `list.rs` (`list`,
-//! `nodes`), `inspect.rs`, `clean.rs` and `monitor.rs`; this file only
+//! `nodes`), `inspect.rs`, `clean.rs`, `prometheus.rs` (the counters as
+//! OpenMetrics over HTTP) and `monitor.rs` (which serves them with
+//! `--prometheus`); this file only
 //! declares them and re-exports the commands.
 
 mod clean;
 mod inspect;
 mod list;
 mod monitor;
+mod prometheus;
 mod view;
 
 pub use clean::{clean, CleanArgs};

@@ -1,4 +1,5 @@
-//! `hako monitor`: per-service message rates, live.
+//! `hako monitor`: per-service message rates, live; with `--prometheus`,
+//! the counters served to Prometheus ([`super::prometheus`]).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -20,6 +21,13 @@ pub struct MonitorArgs {
     /// Stop after this many reports (default: until Ctrl-C).
     #[arg(long)]
     count: Option<u64>,
+    /// Serve every service's counters as OpenMetrics text at
+    /// http://ADDR/metrics for Prometheus, read at each scrape, instead of
+    /// printing rates (ADDR defaults to 127.0.0.1:9464; to serve beyond
+    /// this machine, name an address of another interface).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1,
+          default_missing_value = "127.0.0.1:9464")]
+    prometheus: Option<String>,
     #[command(flatten)]
     domain: DomainArgs,
     #[command(flatten)]
@@ -45,6 +53,9 @@ struct Rates {
 /// Runs `hako monitor`.
 pub fn monitor(a: MonitorArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
+    if let Some(addr) = &a.prometheus {
+        return super::prometheus::serve(cfg, &a.trust, addr);
+    }
     let interval = Duration::from_millis(a.interval);
     let term = crate::common::termination_flag();
     // Per port: sent (or requests, responses), deliveries, dropped.

@@ -19,6 +19,13 @@ pub struct ReadTrust {
     untrusted: bool,
 }
 
+impl ReadTrust {
+    /// Whether `--untrusted` was given.
+    pub(super) fn untrusted(&self) -> bool {
+        self.untrusted
+    }
+}
+
 /// The error of a domain root that does not exist: nothing of hako's ran
 /// there, or the path is mistyped.
 pub(super) fn no_root(cfg: &hako::Config) -> CliError {

@@ -1,12 +1,13 @@
-//! `hako pub`, `hako sub`, `hako notify`, `hako listen`, `hako call` and
-//! `hako serve`: talking to a service from a terminal, for debugging and
+//! `hako pub`, `hako sub`, `hako hz`, `hako notify`, `hako listen`, `hako
+//! call` and `hako serve`: talking to a service from a terminal, for debugging and
 //! scripts.
 //!
 //! The files import each other in one direction: `open.rs` (the node, the
 //! service's name, `--create`, the error of a service that cannot be
 //! opened) → `payload.rs` (a service's payload type, seen as bytes) → one
 //! file per command family, `events.rs` (`notify`, `listen`), `publish.rs`
-//! (`pub`), `subscribe.rs` (`sub`), `reqres.rs` (`call`, `serve`); this
+//! (`pub`), `subscribe.rs` (`sub`), `hz.rs` (`hz`), `reqres.rs` (`call`,
+//! `serve`); this
 //! file only declares them and re-exports the commands.
 //!
 //! `pub` and `sub` work on publish/subscribe services of any payload type.
@@ -32,6 +33,7 @@
 //! type), so `--create` on a service of another type is refused.
 
 mod events;
+mod hz;
 mod open;
 mod payload;
 mod publish;
@@ -39,6 +41,7 @@ mod reqres;
 mod subscribe;
 
 pub use events::{listen, notify, ListenArgs, NotifyArgs};
+pub use hz::{hz, HzArgs};
 pub use publish::{publish, PubArgs};
 pub use reqres::{call, serve, CallArgs, ServeArgs};
 pub use subscribe::{subscribe, SubArgs};
