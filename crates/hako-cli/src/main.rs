@@ -14,7 +14,8 @@
 //!   one runs ([`bridge`]), so that the other commands do not link Zenoh.
 //! * `hako list`, `hako nodes`, `hako inspect SERVICE`, `hako clean`,
 //!   `hako monitor` — what a domain holds, seen from outside ([`domain`]).
-//! * `hako pub`, `hako sub`, `hako hz`, `hako notify`, `hako listen`, `hako call`,
+//! * `hako pub`, `hako sub`, `hako hz`, `hako record`, `hako replay`,
+//!   `hako notify`, `hako listen`, `hako call`,
 //!   `hako serve --echo` — talking to a service from a terminal
 //!   ([`talk`]).
 //!
@@ -92,6 +93,15 @@ enum Command {
     /// sliding window, with the samples missed (a lossy subscriber: it
     /// never holds a publisher back).
     Hz(talk::HzArgs),
+    /// Record every sample of publish/subscribe services, with its receive
+    /// time and its publisher, into an MCAP file (lossy unless --no-loss:
+    /// a recording never holds a publisher back; what it missed is counted
+    /// in the file).
+    Record(talk::RecordArgs),
+    /// Publish the samples of a recording again with the recorded timing
+    /// (--rate, --loop, --service), opening or creating the services with
+    /// the recorded payload types.
+    Replay(talk::ReplayArgs),
     /// Send an event.
     Notify(talk::NotifyArgs),
     /// Print the events of an event service.
@@ -151,6 +161,8 @@ fn main() -> ExitCode {
         Command::Pub(a) => talk::publish(a),
         Command::Sub(a) => talk::subscribe(a),
         Command::Hz(a) => talk::hz(a),
+        Command::Record(a) => talk::record(a),
+        Command::Replay(a) => talk::replay(a),
         Command::Notify(a) => talk::notify(a),
         Command::Listen(a) => talk::listen(a),
         Command::Config(a) => config::run(a),

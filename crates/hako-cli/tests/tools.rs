@@ -37,6 +37,10 @@ mod hz;
 #[path = "tools/prometheus.rs"]
 mod prometheus;
 
+/// `record` and `replay`: MCAP read back, replayed, compared.
+#[path = "tools/record.rs"]
+mod record;
+
 const HAKO: &str = env!("CARGO_BIN_EXE_hako");
 /// Only a hang takes this long.
 const WATCHDOG: Duration = Duration::from_secs(60);

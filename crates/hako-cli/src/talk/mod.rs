@@ -7,7 +7,8 @@
 //! opened) → `payload.rs` (a service's payload type, seen as bytes) → one
 //! file per command family, `events.rs` (`notify`, `listen`), `publish.rs`
 //! (`pub`), `subscribe.rs` (`sub`), `hz.rs` (`hz`), `reqres.rs` (`call`,
-//! `serve`); this
+//! `serve`), `recording.rs` (how a recording is laid out in MCAP) →
+//! `record.rs` (`record`) and `replay.rs` (`replay`); this
 //! file only declares them and re-exports the commands.
 //!
 //! `pub` and `sub` work on publish/subscribe services of any payload type.
@@ -37,11 +38,16 @@ mod hz;
 mod open;
 mod payload;
 mod publish;
+mod record;
+mod recording;
+mod replay;
 mod reqres;
 mod subscribe;
 
 pub use events::{listen, notify, ListenArgs, NotifyArgs};
 pub use hz::{hz, HzArgs};
 pub use publish::{publish, PubArgs};
+pub use record::{record, RecordArgs};
+pub use replay::{replay, ReplayArgs};
 pub use reqres::{call, serve, CallArgs, ServeArgs};
 pub use subscribe::{subscribe, SubArgs};

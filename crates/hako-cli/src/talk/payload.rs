@@ -204,6 +204,49 @@ pub(super) fn open(
     Ok(BytesService { service, ty })
 }
 
+/// Opens (or, with `create`, makes) the publish/subscribe service `name`
+/// carrying `ty`, a type known from elsewhere (a recording): ports see its
+/// payloads as bytes. A service that carries another type is refused by
+/// the library.
+pub(super) fn open_typed(
+    node: &Node,
+    name: &ServiceName,
+    ty: &PayloadType,
+    create: bool,
+) -> Result<BytesService, CliError> {
+    let builder = node
+        .service_builder(name)
+        .publish_subscribe::<[u8]>()
+        .payload_type(TypeDetails {
+            type_name: ty.name.clone(),
+            size: ty.size as u64,
+            align: ty.align,
+            slice: ty.slice,
+        });
+    let service = if create {
+        builder.open_or_create()
+    } else {
+        builder.open()
+    }
+    .map_err(|e| open_error(name, e))?;
+    let ty = PayloadType::of(service.payload())?;
+    Ok(BytesService { service, ty })
+}
+
+/// The bytes of a received sample, where they lie: its `len` elements of
+/// the type's size.
+pub(super) fn as_bytes<'s>(sample: &'s Sample<[u8]>, ty: &PayloadType) -> &'s [u8] {
+    // The library checked at receive that `len` elements fit the
+    // publisher's chunk, so the product does not overflow.
+    let n = sample.len() * ty.size;
+    // SAFETY: `n` bytes lie at `as_ptr` while the sample lives (the
+    // returned slice borrows it): `len` elements of the size the service
+    // records (`ty`, read from the service this sample's subscriber
+    // opened; see `PubSubBuilder::payload_type`). The publisher does not
+    // write a sent sample's chunk while a subscriber holds it.
+    unsafe { std::slice::from_raw_parts(sample.as_ptr().cast::<u8>(), n) }
+}
+
 /// The bytes of a received sample: its `len` elements of the type's size.
 pub(super) fn bytes_of(sample: &Sample<[u8]>, ty: &PayloadType) -> Vec<u8> {
     // The library checked at receive that `len` elements fit the
