@@ -4,7 +4,10 @@
 //! A lossy subscriber receives every sample it can and lets it go at once,
 //! so a publisher is never held back, even on a backpressure service: what
 //! it cannot keep up with is lost here, counted by the publishers as their
-//! overflow towards it, and reported as `missed`.
+//! overflow towards it, and reported as `missed`. It times each sample as
+//! it arrives, so it takes each one: a publisher pays it a delivery per
+//! sample, as for any subscriber. `--counters` takes the rate from the
+//! publishers' counters instead, and costs them nothing.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -35,6 +38,11 @@ pub struct HzArgs {
     /// Exit with code 4 if no sample came for this many seconds.
     #[arg(long)]
     timeout: Option<f64>,
+    /// Take the rate from the publishers' counters instead of subscribing:
+    /// it costs the publishers nothing, but gives no interval statistics
+    /// (what a publisher sends, whether or not anyone receives it).
+    #[arg(long)]
+    counters: bool,
     #[command(flatten)]
     domain: DomainArgs,
 }
@@ -143,12 +151,86 @@ fn report(a: &HzArgs, w: Option<Intervals>, received: u64, missed: Option<u64>) 
     }
 }
 
+/// Samples sent so far by each publisher of the service `name`; a missing
+/// service is an error.
+fn sent(cfg: &hako::Config, name: &ServiceName) -> Result<Vec<(u64, u64)>, CliError> {
+    let info = hako::inspect::service(cfg, name).map_err(|e| match e {
+        hako::ServiceError::DoesNotExist(_) => CliError {
+            code: exit::NOT_FOUND,
+            message: format!("service {:?} does not exist", name.as_str()),
+        },
+        e => CliError::failure(e.to_string()),
+    })?;
+    Ok(info
+        .publishers
+        .iter()
+        .filter_map(|p| match p.counters {
+            PortCounters::Publisher { sent, .. } => Some((p.id, sent)),
+            _ => None,
+        })
+        .collect())
+}
+
+/// `hako hz --counters`: the rate the publishers' counters give, one
+/// report per interval.
+fn from_counters(
+    a: &HzArgs,
+    cfg: &hako::Config,
+    name: &ServiceName,
+    interval: Duration,
+) -> Result<(), CliError> {
+    let term = crate::common::termination_flag();
+    let mut last = sent(cfg, name)?;
+    let (mut at, mut reports) = (Instant::now(), 0u64);
+    while !term.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(interval.min(Duration::from_millis(50)));
+        if at.elapsed() < interval {
+            continue;
+        }
+        let now = sent(cfg, name)?;
+        let secs = at.elapsed().as_secs_f64();
+        at = Instant::now();
+        // Publishers present both times: one that came or went meanwhile
+        // has no rate over the interval.
+        let delta: u64 = now
+            .iter()
+            .filter_map(|(id, n)| {
+                let before = last.iter().find(|(i, _)| i == id)?.1;
+                Some(n.saturating_sub(before))
+            })
+            .sum();
+        last = now;
+        let rate = delta as f64 / secs;
+        if a.domain.json() {
+            println!(
+                "{}",
+                serde_json::json!({"service": a.service, "rate_hz": rate, "sent": delta,
+                                   "publishers": last.len(), "from": "counters"})
+            );
+        } else {
+            println!(
+                "{}: rate {rate:.2} Hz from the counters of {} publisher(s) ({delta} sent)",
+                a.service,
+                last.len()
+            );
+        }
+        reports += 1;
+        if a.count.is_some_and(|c| reports >= c) {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// Runs `hako hz`.
 pub fn hz(a: HzArgs) -> Result<(), CliError> {
     let name = service_name(&a.service)?;
     let interval = seconds(a.interval, "--interval")?.max(Duration::from_millis(10));
     let timeout = a.timeout.map(|t| seconds(t, "--timeout")).transpose()?;
     let cfg = a.domain.config()?;
+    if a.counters {
+        return from_counters(&a, &cfg, &name, interval);
+    }
     let node = node(&a.domain, "hz")?;
     let BytesService { service, .. } =
         payload::open(&a.domain, &node, &name, CreateArg { create: false })?;

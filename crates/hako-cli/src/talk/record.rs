@@ -85,15 +85,8 @@ pub fn record(a: RecordArgs) -> Result<(), CliError> {
     let duration = a.duration.map(|d| seconds(d, "--duration")).transpose()?;
     let cfg = a.domain.config()?;
     let node = node(&a.domain, "record")?;
-    let file = File::create(&a.output)
-        .map_err(|e| failed(&format!("cannot create {}", a.output.display()), e))?;
-    let mut out = mcap::WriteOptions::new()
-        .compression(None)
-        .profile("hako")
-        .library(concat!("hako record ", env!("CARGO_PKG_VERSION")))
-        .create(BufWriter::with_capacity(4 << 20, file))
-        .map_err(|e| failed("writing the recording", e))?;
-    let (mut recorded, mut subs) = (Vec::new(), Vec::new());
+    // Every service first: a missing one writes no file.
+    let mut opened = Vec::new();
     for s in &a.services {
         let name = service_name(s)?;
         let BytesService { service, ty } =
@@ -104,6 +97,23 @@ pub fn record(a: RecordArgs) -> Result<(), CliError> {
             .lossy(!a.no_loss)
             .create()
             .map_err(|e| failed(&format!("subscribing to {s:?}"), e))?;
+        opened.push((name, ty, sub));
+    }
+    let file = File::create(&a.output)
+        .map_err(|e| failed(&format!("cannot create {}", a.output.display()), e))?;
+    // No chunks: each message goes to the file as it comes, a large payload
+    // straight from shared memory (the buffer passes writes longer than
+    // itself through), and readers find messages by reading the file
+    // through, as `hako replay` does.
+    let mut out = mcap::WriteOptions::new()
+        .compression(None)
+        .use_chunks(false)
+        .profile("hako")
+        .library(concat!("hako record ", env!("CARGO_PKG_VERSION")))
+        .create(BufWriter::with_capacity(64 << 10, file))
+        .map_err(|e| failed("writing the recording", e))?;
+    let (mut recorded, mut subs) = (Vec::new(), Vec::new());
+    for (name, ty, sub) in opened {
         let schema = out
             .add_schema(&ty.name, SCHEMA_ENCODING, &recording::schema_data(&ty))
             .map_err(|e| failed("writing the recording", e))?;

@@ -57,6 +57,23 @@ fn hz_reports_the_rate_and_intervals() {
     assert!(0.0 <= min && min <= mean && mean <= max, "{last}");
     assert!(last["std_dev_s"].as_f64().unwrap() >= 0.0, "{last}");
     assert_eq!(last["missed"], 0, "{last}");
+    // From the counters: no subscriber of its own.
+    let o = d.run(&[
+        "hz",
+        "demo/hz",
+        "--counters",
+        "--interval",
+        "0.2",
+        "--count",
+        "2",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = reports(&o.stdout);
+    assert_eq!(r.len(), 2, "{}", text(&o.stdout));
+    assert_eq!(r[1]["from"], "counters");
+    assert_eq!(r[1]["publishers"], 1, "{}", r[1]);
+    assert!(r[1]["rate_hz"].as_f64().unwrap() > 0.0, "{}", r[1]);
     assert!(wait(pub_).status.success());
 
     // Text, and a service that does not exist.
