@@ -226,6 +226,34 @@ impl DomainView {
         Ok(out)
     }
 
+    /// The node of the entry `file` (a `node_` file name), or `None` if
+    /// it names no node: for a watcher that lists the root itself.
+    pub(crate) fn node_of(&self, file: &str) -> Option<NodeInfo> {
+        let id = parse_node_file(file)?;
+        let (pid, name) = read_node_info(&self.root, file);
+        Some(NodeInfo {
+            id,
+            pid,
+            name,
+            alive: node_alive_in(&self.root, id),
+        })
+    }
+
+    /// Whether the root has an entry `name` now.
+    pub(crate) fn has_entry(&self, name: &str) -> bool {
+        matches!(self.root.stat_entry(name), Ok(Some(_)))
+    }
+
+    /// The service of the directory `key` (a `svc_` entry).
+    pub(crate) fn service_of(&self, key: &str) -> Result<ServiceInfo, ServiceError> {
+        service_in(&self.root, key, None)
+    }
+
+    /// A second open file description of the root, to list it from.
+    pub(crate) fn reopen_root(&self) -> io::Result<std::os::fd::OwnedFd> {
+        self.root.reopen()
+    }
+
     /// The service `name`.
     pub fn service(&self, name: &ServiceName) -> Result<ServiceInfo, ServiceError> {
         service_in(

@@ -190,6 +190,7 @@ not_under_loom! {
     mod pubsub;
     mod reqres;
     mod waitset;
+    pub mod watch;
 
     pub use describe::{Pattern, StaticDescription};
     pub use domain::cleanup::reclaim_dead_nodes;
@@ -217,6 +218,7 @@ not_under_loom! {
     pub use pubsub::sample_mut::{SampleMut, SampleMutUninit};
     pub use pubsub::service::{PubSubBuilder, PubSubService};
     pub use pubsub::settings::PubSubQos;
+    pub use watch::{Change, PortChange, Role, Watcher};
     pub use pubsub::subscriber::{Subscriber, SubscriberBuilder, SubscriberCreateError};
     pub use reqres::client::{Client, RequestMut, RequestMutUninit, ToServer};
     pub use reqres::client_builder::ClientBuilder;

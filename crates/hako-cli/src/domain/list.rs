@@ -2,6 +2,7 @@
 
 use clap::Args;
 use hako::inspect::{self, DomainView};
+use hako::{Change, Watcher};
 use serde_json::json;
 
 use super::view::{dead, live, open_view, pattern_name, payload_name, port_names, ReadTrust};
@@ -10,6 +11,16 @@ use crate::common::{CliError, DomainArgs};
 /// `hako list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// Then print each change of the domain as it happens (services
+    /// created and removed; nodes and ports that come, leave, die and are
+    /// reclaimed), until Ctrl-C; with --json, only the changes, one JSON
+    /// object a line, after a first line `{"watching": ROOT}` printed once
+    /// the watch is set.
+    #[arg(long)]
+    watch: bool,
+    /// With --watch: stop after this many changes.
+    #[arg(long, requires = "watch")]
+    count: Option<u64>,
     #[command(flatten)]
     domain: DomainArgs,
     #[command(flatten)]
@@ -45,10 +56,88 @@ fn bridged(s: &inspect::ServiceInfo, bridges: &[u64]) -> bool {
         .any(|p| p.node_alive && bridges.contains(&p.node))
 }
 
+/// A change as `hako list --watch` prints it.
+fn change_line(c: &Change) -> String {
+    let port = |p: &hako::PortChange, what: &str| {
+        format!(
+            "{what}: {:?} {:016x} of {} (node {:016x})",
+            p.role, p.port, p.service, p.node
+        )
+        .to_lowercase()
+        .replacen(&p.service.to_lowercase(), &p.service, 1)
+    };
+    match c {
+        Change::ServiceCreated { service, pattern } => {
+            format!("service created: {service} ({})", pattern.replace('_', "/"))
+        }
+        Change::ServiceRemoved { service } => format!("service removed: {service}"),
+        Change::NodeJoined { node, pid, name } => format!(
+            "node joined: {node:016x} ({name}, pid {})",
+            pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
+        ),
+        Change::NodeLeft { node } => format!("node left: {node:016x}"),
+        Change::NodeDied { node } => format!("node DIED: {node:016x}"),
+        Change::NodeReclaimed { node } => format!("node reclaimed: {node:016x}"),
+        Change::PortAdded(p) => port(p, "port added"),
+        Change::PortRemoved(p) => port(p, "port removed"),
+        Change::PortDied(p) => port(p, "port DIED"),
+        Change::PortReclaimed(p) => port(p, "port reclaimed"),
+        c => format!("{c:?}"),
+    }
+}
+
+/// `hako list --watch`: the changes, as they happen.
+fn watch(a: &ListArgs, cfg: &hako::Config) -> Result<(), CliError> {
+    if a.trust.untrusted() {
+        return Err(CliError::usage(
+            "--watch reads only a domain root it trusts: leave out --untrusted",
+        ));
+    }
+    let mut watcher = Watcher::new(cfg).map_err(|e| CliError::io(&cfg.root, e))?;
+    if a.domain.json() {
+        // Said once the watch is set: what follows is every change.
+        println!("{}", json!({ "watching": cfg.root }));
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+    }
+    let term = crate::common::termination_flag();
+    let mut seen = 0u64;
+    while !term.load(std::sync::atomic::Ordering::Relaxed) {
+        let changes = watcher
+            .wait(Some(std::time::Duration::from_millis(100)))
+            .map_err(|e| CliError::io(&cfg.root, e))?;
+        for c in changes {
+            if a.domain.json() {
+                println!("{}", serde_json::to_string(&c).expect("JSON"));
+            } else {
+                println!("{}", change_line(&c));
+            }
+            seen += 1;
+            if a.count.is_some_and(|n| seen >= n) {
+                return Ok(());
+            }
+        }
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+    }
+    Ok(())
+}
+
 /// Runs `hako list`.
 pub fn list(a: ListArgs) -> Result<(), CliError> {
     let cfg = a.domain.config()?;
-    let view = open_view(&cfg, &a.trust)?;
+    if a.watch && a.domain.json() {
+        return watch(&a, &cfg);
+    }
+    show(&a, &cfg)?;
+    if a.watch {
+        println!();
+        watch(&a, &cfg)?;
+    }
+    Ok(())
+}
+
+/// The list, as a table or JSON.
+fn show(a: &ListArgs, cfg: &hako::Config) -> Result<(), CliError> {
+    let view = open_view(cfg, &a.trust)?;
     let all = view.services().map_err(|e| CliError::io(&cfg.root, e))?;
     let bridges = bridge_nodes(&view);
     if a.domain.json() {

@@ -6,7 +6,8 @@
 //! [`futures_core::Stream`] of them; [`AsyncServer`] wraps a
 //! [`Server`](crate::Server): `receive().await` for the next request;
 //! [`AsyncClient`] a [`Client`](crate::Client): the responses of each
-//! request in flight awaited, or as a stream.
+//! request in flight awaited, or as a stream; [`AsyncWatcher`] a
+//! [`Watcher`](crate::Watcher): a domain's changes awaited.
 //! Sending stays synchronous where it never waits; where it may (a
 //! publisher, client or server under `Block` backpressure, whose
 //! receiver's queue is full) `ready().await` waits for room:
@@ -95,6 +96,7 @@ mod readiness;
 mod room;
 mod server;
 mod subscriber;
+mod watch;
 
 pub use client::{AsyncClient, ReceiveResponse, Responses};
 pub use error::AsyncError;
@@ -102,3 +104,4 @@ pub use listener::{AsyncListener, Events, Wait};
 pub use room::{AsyncPublisher, Ready};
 pub use server::{AsyncServer, ReceiveRequest};
 pub use subscriber::{AsyncSubscriber, Receive};
+pub use watch::AsyncWatcher;
