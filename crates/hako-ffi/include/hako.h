@@ -17,6 +17,15 @@
 // A timeout that never ends (for the `timeout_us` arguments).
 #define HAKO_FOREVER UINT64_MAX
 
+// Room for a service name and its NUL (names are at most 255 bytes).
+#define HAKO_SERVICE_NAME_SIZE 256
+
+// Room for a node name and its NUL (names are at most 128 bytes).
+#define HAKO_NODE_NAME_SIZE 129
+
+// Room for a pattern's name and its NUL.
+#define HAKO_PATTERN_NAME_SIZE 32
+
 // What a call of the C API did: `HAKO_OK` (0) or why it failed.
 // `hako_last_error_message` says more about the last failure on the
 // calling thread.
@@ -124,6 +133,48 @@ typedef enum hako_wait_outcome {
   HAKO_WAIT_TERMINATION = 2,
 } hako_wait_outcome;
 
+// What a change is.
+typedef enum hako_change_kind {
+  // A service was created (`service`, `pattern`).
+  HAKO_CHANGE_SERVICE_CREATED = 0,
+  // A service was removed (`service`).
+  HAKO_CHANGE_SERVICE_REMOVED = 1,
+  // A node joined (`node`, `pid`, `node_name`).
+  HAKO_CHANGE_NODE_JOINED = 2,
+  // A node left: its process ended it (`node`).
+  HAKO_CHANGE_NODE_LEFT = 3,
+  // A node's process died without ending it (`node`).
+  HAKO_CHANGE_NODE_DIED = 4,
+  // What a dead node left was reclaimed (`node`).
+  HAKO_CHANGE_NODE_RECLAIMED = 5,
+  // A port was created (`service`, `role`, `port`, `node`).
+  HAKO_CHANGE_PORT_ADDED = 6,
+  // A port was dropped by its process.
+  HAKO_CHANGE_PORT_REMOVED = 7,
+  // A port's process died.
+  HAKO_CHANGE_PORT_DIED = 8,
+  // A dead process's port was reclaimed.
+  HAKO_CHANGE_PORT_RECLAIMED = 9,
+} hako_change_kind;
+
+// What a port is to its service.
+typedef enum hako_port_role {
+  // Not about a port.
+  HAKO_ROLE_NONE = 0,
+  // A publisher.
+  HAKO_ROLE_PUBLISHER = 1,
+  // A subscriber.
+  HAKO_ROLE_SUBSCRIBER = 2,
+  // An event notifier.
+  HAKO_ROLE_NOTIFIER = 3,
+  // An event listener.
+  HAKO_ROLE_LISTENER = 4,
+  // A request/response client.
+  HAKO_ROLE_CLIENT = 5,
+  // A request/response server.
+  HAKO_ROLE_SERVER = 6,
+} hako_port_role;
+
 // A request a server received, to answer. Owning handle, used from its
 // server's thread; dropping it ends the response stream.
 typedef struct hako_active_request hako_active_request;
@@ -168,6 +219,10 @@ typedef struct hako_subscriber hako_subscriber;
 // A waitset. Owning handle; one thread at a time. The ports attached to
 // it refuse to drop (`HAKO_ERROR_MISUSE`) until it is dropped.
 typedef struct hako_waitset hako_waitset;
+
+// Watches a domain (`hako_watcher_create`). Owning handle
+// (`hako_watcher_drop`); one thread at a time.
+typedef struct hako_watcher hako_watcher;
 
 // Settings of an event service. Zero means: the configured default on
 // create, anything on open.
@@ -368,6 +423,28 @@ typedef struct hako_wait_event {
   // The attachment.
   size_t id;
 } hako_wait_event;
+
+// A change of the domain. Fields a kind does not use are zero (empty
+// strings, `HAKO_ROLE_NONE`).
+typedef struct hako_change {
+  // What changed.
+  enum hako_change_kind kind;
+  // The service (NUL-terminated), or "".
+  char service[HAKO_SERVICE_NAME_SIZE];
+  // The service's pattern ("publish_subscribe", "event",
+  // "request_response") for `HAKO_CHANGE_SERVICE_CREATED`, or "".
+  char pattern[HAKO_PATTERN_NAME_SIZE];
+  // The node, or 0.
+  uint64_t node;
+  // The node's process id (`HAKO_CHANGE_NODE_JOINED`), or 0.
+  uint32_t pid;
+  // The node's name (`HAKO_CHANGE_NODE_JOINED`), or "".
+  char node_name[HAKO_NODE_NAME_SIZE];
+  // The port's role, or `HAKO_ROLE_NONE`.
+  enum hako_port_role role;
+  // The port, or 0.
+  uint64_t port;
+} hako_change;
 
 #ifdef __cplusplus
 extern "C" {
@@ -903,6 +980,38 @@ enum hako_status hako_waitset_wait(struct hako_waitset *waitset,
                                    size_t capacity,
                                    size_t *count,
                                    enum hako_wait_outcome *outcome);
+
+// Watches the domain at `root` (NULL: the configuration in effect), whose
+// root must exist (`HAKO_ERROR_NOT_FOUND` if not); the changes reported
+// are those after this call.
+//
+// # Safety
+// `root` is NULL or NUL-terminated; `out` is writable.
+enum hako_status hako_watcher_create(const char *root, struct hako_watcher **out);
+
+// Drops a watcher and sets `*watcher` to NULL.
+//
+// # Safety
+// `watcher` is NULL or points to NULL or to a watcher handle.
+enum hako_status hako_watcher_drop(struct hako_watcher **watcher);
+
+// The next change: at once (`timeout_us` 0), within `timeout_us`
+// microseconds, or whenever one comes (`HAKO_FOREVER`). `*got` says
+// whether `*change` was written (false on a timeout).
+//
+// # Safety
+// `watcher` is a watcher handle; `change` and `got` are writable.
+enum hako_status hako_watcher_next(struct hako_watcher *watcher,
+                                   uint64_t timeout_us,
+                                   struct hako_change *change,
+                                   bool *got);
+
+// A descriptor that is readable when there may be changes (for `poll`, or
+// `hako_waitset_attach_fd`); the watcher owns it: do not close it.
+//
+// # Safety
+// `watcher` is a watcher handle; `fd` is writable.
+enum hako_status hako_watcher_fd(const struct hako_watcher *watcher, int32_t *fd);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -432,6 +432,32 @@ private:
     detail::Handle<hako_listener, hako_listener_drop> h_;
 };
 
+/// Watches a domain: services created and removed; nodes and ports that
+/// come, leave, die and are reclaimed (`hako_change`). `fd()` is readable
+/// when there may be changes (for `poll` or a waitset).
+class Watcher {
+public:
+    /// The domain of the configuration in effect, or the one at `root`.
+    explicit Watcher(const char* root = nullptr) { detail::check(hako_watcher_create(root, h_.out())); }
+    explicit Watcher(const std::string& root) : Watcher(root.c_str()) {}
+    /// The next change, waiting up to `timeout`; none if none came.
+    std::optional<hako_change> next(Timeout timeout = Timeout::forever()) {
+        hako_change c{};
+        bool got = false;
+        detail::check(hako_watcher_next(h_.get(), timeout.us, &c, &got));
+        if (!got) return std::nullopt;
+        return c;
+    }
+    int fd() const {
+        int fd = -1;
+        detail::check(hako_watcher_fd(h_.get(), &fd));
+        return fd;
+    }
+
+private:
+    detail::Handle<hako_watcher, hako_watcher_drop> h_;
+};
+
 /// Settings of a request/response service (0: the default on create,
 /// anything on open).
 using ReqResOptions = hako_reqres_options;

@@ -44,6 +44,7 @@ mod pubsub;
 mod reqres;
 mod sample;
 mod waitset;
+mod watch;
 
 pub use error::{hako_error_string, hako_last_error_message, hako_status};
 pub use event::*;
@@ -52,3 +53,4 @@ pub use pubsub::*;
 pub use reqres::*;
 pub use sample::*;
 pub use waitset::*;
+pub use watch::*;

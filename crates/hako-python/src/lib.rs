@@ -1,6 +1,6 @@
 //! The `hako` Python package's native module, `hako._hako`: nodes,
 //! publish/subscribe, events, request/response and the waitset of the
-//! Rust crate, with zero-copy samples through the buffer protocol. The
+//! Rust crate, the watcher of a domain's changes, with zero-copy samples through the buffer protocol. The
 //! Python part of the package (`python/hako`) re-exports it and adds the
 //! payload type names (`_types.py`) and the asyncio waits (`_aio.py`).
 //!
@@ -21,6 +21,7 @@ mod reqres;
 mod sample;
 mod view;
 mod waitset;
+mod watch;
 
 use pyo3::prelude::*;
 
@@ -43,5 +44,6 @@ fn _hako(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reqres::Server>()?;
     m.add_class::<reqres::ActiveRequest>()?;
     m.add_class::<waitset::WaitSet>()?;
+    m.add_class::<watch::Watcher>()?;
     Ok(())
 }

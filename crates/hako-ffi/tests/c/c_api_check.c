@@ -154,6 +154,18 @@ int main(int argc, char** argv) {
     EXPECT(hako_publisher_drop(&p1) == HAKO_OK);
     EXPECT(hako_publisher_drop(&p2) == HAKO_OK);
     EXPECT(hako_pubsub_service_drop(&svc) == HAKO_OK);
+    /* A watcher: made, asked, dropped; a domain that is not there is
+     * NOT_FOUND. */
+    hako_watcher* watcher = NULL;
+    EXPECT(hako_watcher_create(argv[1], &watcher) == HAKO_OK);
+    hako_change change;
+    bool got = true;
+    EXPECT(hako_watcher_next(watcher, 0, &change, &got) == HAKO_OK && !got);
+    int wfd = -1;
+    EXPECT(hako_watcher_fd(watcher, &wfd) == HAKO_OK && wfd >= 0);
+    EXPECT(hako_watcher_drop(&watcher) == HAKO_OK && watcher == NULL);
+    EXPECT(hako_watcher_drop(&watcher) == HAKO_ERROR_NULL_ARGUMENT);
+    EXPECT(hako_watcher_create("/dev/shm/hako-no-such-domain-here", &watcher) == HAKO_ERROR_NOT_FOUND);
     EXPECT(hako_node_drop(&node) == HAKO_OK);
     EXPECT(hako_node_drop(&node) == HAKO_ERROR_NULL_ARGUMENT);
     if (failures == 0) printf("RESULT checks passed\n");

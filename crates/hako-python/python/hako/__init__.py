@@ -58,6 +58,7 @@ from ._hako import (
     TerminationRequest,
     WaitSet,
     WaitSetError,
+    Watcher,
     __version__,
 )
 from ._types import describe as describe_type
@@ -69,7 +70,7 @@ __all__ = [
     "PortCreateError", "PubSubService", "Publisher", "ReceiveError",
     "ReqResService", "RequestSendError", "ResponseSendError", "Sample",
     "SendError", "Server", "ServiceError", "Subscriber", "TerminationRequest",
-    "WaitSet", "WaitSetError", "describe_type", "__version__",
+    "WaitSet", "WaitSetError", "Watcher", "describe_type", "__version__",
 ]
 
 del _hako
