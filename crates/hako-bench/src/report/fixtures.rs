@@ -186,3 +186,9 @@ pub fn wait_row(size: usize, park: u64, futex: u64, unix: u64) -> PingPongRow {
         ],
     )
 }
+
+/// Panics unless `text` contains every one of `parts`, naming the missing.
+pub fn contains_all(text: &str, parts: &[&str]) {
+    let missing: Vec<&&str> = parts.iter().filter(|p| !text.contains(**p)).collect();
+    assert!(missing.is_empty(), "missing {missing:?} in:\n{text}");
+}
