@@ -1,0 +1,3 @@
+module hako.local/hako
+
+go 1.26

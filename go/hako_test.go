@@ -1,0 +1,215 @@
+package hako
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mixed is `Mixed` of crates/hako-ffi/examples/rust_peer.rs (and
+// tests/c/mixed.h): fields of every width, padding between.
+type mixed struct {
+	A uint8
+	B uint16
+	C uint32
+	D uint64
+	E float32
+	F float64
+}
+
+func mixedOf(seq uint64) mixed {
+	return mixed{A: uint8(seq * 7), B: uint16(seq * 31), C: uint32(seq * 1_000_003),
+		D: seq * 0x9e37_79b9_7f4a_7c15, E: float32(seq) * 0.5, F: float64(seq) * 0.25}
+}
+
+var mixedType = TypeOf[mixed]("hako_tests::Mixed")
+
+// root is a fresh domain root of the test, removed after it.
+func root(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/dev/shm", "hako-go-test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// must is v, or a panic (which fails the test with its stack) on err.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestBytesZeroCopyBothWays(t *testing.T) {
+	node := must(NewNode(NodeOptions{Name: "go-test", Root: root(t)}))
+	defer node.Close()
+	svc := must(node.PublishSubscribe("go/bytes", Bytes(), OpenOrCreate, PubSubOptions{}))
+	defer svc.Close()
+	pub := must(svc.NewPublisher(1024))
+	defer pub.Close()
+	sub := must(svc.NewSubscriber(SubscriberOptions{}))
+	defer sub.Close()
+
+	loan := must(pub.Loan(5))
+	copy(loan.Bytes(), "hello")
+	if n := must(loan.Send()); n != 1 {
+		t.Fatalf("reached %d subscribers", n)
+	}
+	if _, err := loan.Send(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a second send: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s := must(sub.Receive(ctx))
+	if !bytes.Equal(s.Bytes(), []byte("hello")) || s.Len() != 5 {
+		t.Fatalf("got %q", s.Bytes())
+	}
+	id := must(node.ID())
+	if id == 0 || s.PublisherID() == 0 {
+		t.Fatal("no ids")
+	}
+	if err := s.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(); !errors.Is(err, ErrClosed) || s.Bytes() != nil {
+		t.Fatalf("a second release: %v", err)
+	}
+	if got := must(sub.TryReceive()); got != nil {
+		t.Fatal("a sample from nowhere")
+	}
+	// A loan given back unsent.
+	loan = must(pub.Loan(1))
+	if err := loan.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(sub.TryReceive()); got != nil {
+		t.Fatal("a released loan arrived")
+	}
+}
+
+func TestTypedValuesAndErrors(t *testing.T) {
+	node := must(NewNode(NodeOptions{Root: root(t)}))
+	defer node.Close()
+	svc := must(node.PublishSubscribe("go/typed", mixedType, OpenOrCreate, PubSubOptions{BufferSize: 4}))
+	defer svc.Close()
+	pub := must(svc.NewPublisher(0))
+	sub := must(svc.NewSubscriber(SubscriberOptions{}))
+	for seq := uint64(0); seq < 3; seq++ {
+		must(Send(pub, mixedOf(seq)))
+		s := must(sub.TryReceive())
+		v := must(Value[mixed](s))
+		if *v != mixedOf(seq) {
+			t.Fatalf("%d: got %+v", seq, *v)
+		}
+		s.Release()
+	}
+	// A value of another size is refused; so is a service of another type.
+	if _, err := Send(pub, uint32(1)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("a wrong size: %v", err)
+	}
+	if _, err := node.PublishSubscribe("go/typed", Bytes(), Open, PubSubOptions{}); !errors.Is(err, ErrIncompatible) {
+		t.Fatalf("another type: %v", err)
+	}
+	if _, err := node.PublishSubscribe("go/none", Bytes(), Open, PubSubOptions{}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a missing service: %v", err)
+	}
+	// A wait ends with its context.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := sub.Receive(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a wait past its deadline: %v", err)
+	}
+	// Closed means closed.
+	pub.Close()
+	sub.Close()
+	if _, err := pub.SendCopy(nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a closed publisher: %v", err)
+	}
+	if err := sub.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed twice: %v", err)
+	}
+}
+
+// peer is the Rust side of the cross-language tests (built by
+// ./scripts/c: target/release/examples/rust_peer).
+func peer(t *testing.T) string {
+	p := must(filepath.Abs("../target/release/examples/rust_peer"))
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is missing: run ./scripts/c --build-only first", p)
+	}
+	return p
+}
+
+func TestGoPublisherRustSubscriber(t *testing.T) {
+	const count = 2000
+	r := root(t)
+	cmd := exec.Command(peer(t), "subscribe", r, fmt.Sprint(count))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	node := must(NewNode(NodeOptions{Name: "go-publisher", Root: r}))
+	defer node.Close()
+	svc := must(node.PublishSubscribe("ffi/cross", mixedType, OpenOrCreate,
+		PubSubOptions{Backpressure: true, BufferSize: 8}))
+	pub := must(svc.NewPublisher(0))
+	defer pub.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); must(pub.SubscriberCount()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Rust subscriber never came: %s", out.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for seq := uint64(0); seq < count; seq++ {
+		// Written in place: the *T of a loan over shared memory.
+		loan := must(pub.Loan(1))
+		*(*mixed)(loanPointer(loan)) = mixedOf(seq)
+		must(loan.Send())
+	}
+	if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), fmt.Sprintf("RESULT received=%d", count)) {
+		t.Fatalf("the Rust subscriber: %v: %s", err, out.String())
+	}
+}
+
+func TestRustPublisherGoSubscriber(t *testing.T) {
+	const count = 2000
+	r := root(t)
+	node := must(NewNode(NodeOptions{Name: "go-subscriber", Root: r}))
+	defer node.Close()
+	svc := must(node.PublishSubscribe("ffi/cross", mixedType, OpenOrCreate,
+		PubSubOptions{Backpressure: true, BufferSize: 8}))
+	sub := must(svc.NewSubscriber(SubscriberOptions{}))
+	defer sub.Close()
+	cmd := exec.Command(peer(t), "publish", r, fmt.Sprint(count))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for seq := uint64(0); seq < count; seq++ {
+		s, err := sub.Receive(ctx)
+		if err != nil {
+			t.Fatalf("message %d: %v (%s)", seq, err, out.String())
+		}
+		if v := must(Value[mixed](s)); *v != mixedOf(seq) {
+			t.Fatalf("message %d: got %+v", seq, *v)
+		}
+		s.Release()
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the Rust publisher: %v: %s", err, out.String())
+	}
+}
