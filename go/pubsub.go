@@ -8,7 +8,6 @@ import "C"
 import (
 	"context"
 	"fmt"
-	"time"
 	"unsafe"
 )
 
@@ -247,18 +246,11 @@ func (s *Subscriber) receive(us uint64) (*Sample, error) {
 
 // Receive waits for the next sample until ctx ends (then ctx's error).
 func (s *Subscriber) Receive(ctx context.Context) (*Sample, error) {
-	const slice = 50 * time.Millisecond
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		wait := slice
-		if d, ok := ctx.Deadline(); ok {
-			if left := time.Until(d); left < wait {
-				wait = max(left, 0)
-			}
-		}
-		got, err := s.receive(uint64(wait.Microseconds()))
+		got, err := s.receive(uint64(slice(ctx).Microseconds()))
 		if err != nil || got != nil {
 			return got, err
 		}
