@@ -59,12 +59,18 @@ fn bridged(s: &inspect::ServiceInfo, bridges: &[u64]) -> bool {
 /// A change as `hako list --watch` prints it.
 fn change_line(c: &Change) -> String {
     let port = |p: &hako::PortChange, what: &str| {
+        let role = match p.role {
+            hako::Role::Publisher => "publisher",
+            hako::Role::Subscriber => "subscriber",
+            hako::Role::Notifier => "notifier",
+            hako::Role::Listener => "listener",
+            hako::Role::Client => "client",
+            hako::Role::Server => "server",
+        };
         format!(
-            "{what}: {:?} {:016x} of {} (node {:016x})",
-            p.role, p.port, p.service, p.node
+            "{what}: {role} {:016x} of {} (node {:016x})",
+            p.port, p.service, p.node
         )
-        .to_lowercase()
-        .replacen(&p.service.to_lowercase(), &p.service, 1)
     };
     match c {
         Change::ServiceCreated { service, pattern } => {
