@@ -186,3 +186,17 @@ func (p PayloadType) String() string {
 	}
 	return fmt.Sprintf("%s (%d B, align %d)", p.Name, p.Size, p.Align)
 }
+
+// ReclaimDeadNodes removes what nodes that died left in the domain at root
+// (empty: the configuration in effect): their ports, services no live node
+// holds, their files. Returns how many dead nodes it reclaimed.
+func ReclaimDeadNodes(root string) (int, error) {
+	var croot *C.char
+	if root != "" {
+		croot = cString(root)
+		defer free(croot)
+	}
+	var n C.size_t
+	err := call(func() C.enum_hako_status { return C.hako_reclaim_dead_nodes(croot, &n) })
+	return int(n), err
+}
