@@ -213,3 +213,49 @@ func TestRustPublisherGoSubscriber(t *testing.T) {
 		t.Fatalf("the Rust publisher: %v: %s", err, out.String())
 	}
 }
+
+// A counted view keeps its message from being released or sent under it.
+func TestViewsKeepTheirMessage(t *testing.T) {
+	node := must(NewNode(NodeOptions{Root: root(t)}))
+	defer node.Close()
+	svc := must(node.PublishSubscribe("go/views", Bytes(), OpenOrCreate, PubSubOptions{}))
+	defer svc.Close()
+	pub := must(svc.NewPublisher(16))
+	defer pub.Close()
+	sub := must(svc.NewSubscriber(SubscriberOptions{}))
+	defer sub.Close()
+
+	loan := must(pub.Loan(4))
+	lv := must(loan.View())
+	copy(lv.Bytes(), "view")
+	if _, err := loan.Send(); !errors.Is(err, ErrMisuse) {
+		t.Fatalf("sending under an open view: %v", err)
+	}
+	if err := lv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lv.Close(); !errors.Is(err, ErrClosed) || lv.Bytes() != nil {
+		t.Fatalf("closing a view twice: %v", err)
+	}
+	must(loan.Send())
+
+	s := must(sub.TryReceive())
+	v1, v2 := must(s.View()), must(s.View())
+	if string(v1.Bytes()) != "view" {
+		t.Fatalf("got %q", v1.Bytes())
+	}
+	if err := s.Release(); !errors.Is(err, ErrMisuse) || !strings.Contains(err.Error(), "2 view(s)") {
+		t.Fatalf("releasing under two views: %v", err)
+	}
+	v1.Close()
+	if err := s.Release(); !errors.Is(err, ErrMisuse) {
+		t.Fatalf("releasing under one view: %v", err)
+	}
+	v2.Close()
+	if err := s.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.View(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a view of a released sample: %v", err)
+	}
+}

@@ -141,8 +141,9 @@ func (p *Publisher) SendCopy(b []byte) (int, error) {
 // Loan is a sample being written in shared memory: write through Bytes
 // (or the *T of LoanOf), then Send, or Release it unsent.
 type Loan struct {
-	p *Publisher
-	s C.hako_sample_mut
+	p     *Publisher
+	s     C.hako_sample_mut
+	views views
 }
 
 // Loan lends a sample of n elements (1 for a service of a single value).
@@ -174,6 +175,9 @@ func (l *Loan) Send() (int, error) {
 	if l.p.h == nil {
 		return 0, ErrClosed
 	}
+	if err := l.views.check("sending a loan"); err != nil {
+		return 0, err
+	}
 	var reached C.size_t
 	err := call(func() C.enum_hako_status { return C.hako_publisher_send(l.p.h, &l.s, &reached) })
 	return int(reached), err
@@ -183,6 +187,9 @@ func (l *Loan) Send() (int, error) {
 func (l *Loan) Release() error {
 	if l.s.data == nil {
 		return ErrClosed
+	}
+	if err := l.views.check("releasing a loan"); err != nil {
+		return err
 	}
 	return call(func() C.enum_hako_status { return C.hako_sample_mut_drop(&l.s) })
 }
@@ -222,7 +229,8 @@ func (s *Subscriber) Close() error {
 
 // Sample is a received sample, read-only in shared memory until Release.
 type Sample struct {
-	s C.hako_sample
+	s     C.hako_sample
+	views views
 }
 
 // TryReceive takes the next sample without waiting; nil if none is there.
@@ -273,10 +281,14 @@ func (s *Sample) Len() int { return int(s.s.len) }
 // PublisherID is the id of the publisher that sent it.
 func (s *Sample) PublisherID() uint64 { return uint64(s.s.publisher_id) }
 
-// Release gives the sample back to its publisher.
+// Release gives the sample back to its publisher; refused (ErrMisuse)
+// while a View of it is open.
 func (s *Sample) Release() error {
 	if s.s.data == nil {
 		return ErrClosed
+	}
+	if err := s.views.check("releasing a sample"); err != nil {
+		return err
 	}
 	return call(func() C.enum_hako_status { return C.hako_sample_drop(&s.s) })
 }

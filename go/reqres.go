@@ -185,7 +185,8 @@ type Pending struct {
 // Response is a response received, read-only in shared memory until
 // Release.
 type Response struct {
-	r C.hako_response
+	r     C.hako_response
+	views views
 }
 
 // Bytes is the response's payload, valid until Release.
@@ -196,10 +197,14 @@ func (r *Response) Bytes() []byte {
 	return unsafe.Slice((*byte)(r.r.data), int(r.r.size))
 }
 
-// Release gives the response back to its server.
+// Release gives the response back to its server; refused (ErrMisuse)
+// while a View of it is open.
 func (r *Response) Release() error {
 	if r.r.data == nil {
 		return ErrClosed
+	}
+	if err := r.views.check("releasing a response"); err != nil {
+		return err
 	}
 	return call(func() C.enum_hako_status { return C.hako_response_drop(&r.r) })
 }
