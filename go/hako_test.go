@@ -150,36 +150,90 @@ func peer(t *testing.T) string {
 	return p
 }
 
-func TestGoPublisherRustSubscriber(t *testing.T) {
-	const count = 2000
-	r := root(t)
-	cmd := exec.Command(peer(t), "subscribe", r, fmt.Sprint(count))
+// publishTo publishes count `mixed` values, written in place, to the
+// subscriber `program ARGS...` of another language, which checks them and
+// prints RESULT received=COUNT.
+func publishTo(t *testing.T, r string, count uint64, program string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(program, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	node := must(NewNode(NodeOptions{Name: "go-publisher", Root: r}))
 	defer node.Close()
 	svc := must(node.PublishSubscribe("ffi/cross", mixedType, OpenOrCreate,
 		PubSubOptions{Backpressure: true, BufferSize: 8}))
+	defer svc.Close()
 	pub := must(svc.NewPublisher(0))
 	defer pub.Close()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); must(pub.SubscriberCount()) == 0; {
+	for deadline := time.Now().Add(30 * time.Second); must(pub.SubscriberCount()) == 0; {
 		if time.Now().After(deadline) {
-			t.Fatalf("the Rust subscriber never came: %s", out.String())
+			cmd.Process.Kill()
+			t.Fatalf("the subscriber never came: %s", out.String())
 		}
 		time.Sleep(time.Millisecond)
 	}
 	for seq := uint64(0); seq < count; seq++ {
-		// Written in place: the *T of a loan over shared memory.
-		loan := must(pub.Loan(1))
-		*(*mixed)(loanPointer(loan)) = mixedOf(seq)
+		loan, v := must2(LoanOf[mixed](pub))
+		*v = mixedOf(seq)
 		must(loan.Send())
 	}
 	if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), fmt.Sprintf("RESULT received=%d", count)) {
-		t.Fatalf("the Rust subscriber: %v: %s", err, out.String())
+		t.Fatalf("the subscriber: %v: %s", err, out.String())
 	}
+}
+
+func must2[A, B any](a A, b B, err error) (A, B) {
+	if err != nil {
+		panic(err)
+	}
+	return a, b
+}
+
+// program is a program another script of the repository builds.
+func program(t *testing.T, path, builtBy string) string {
+	p := must(filepath.Abs("../" + path))
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is missing: run %s first", p, builtBy)
+	}
+	return p
+}
+
+func TestGoPublisherRustSubscriber(t *testing.T) {
+	r := root(t)
+	publishTo(t, r, 2000, peer(t), "subscribe", r, "2000")
+}
+
+func TestGoPublisherCppSubscriber(t *testing.T) {
+	r := root(t)
+	publishTo(t, r, 2000, program(t, "target/c/tests-c/cpp_subscriber", "./scripts/c --build-only"), r, "2000")
+}
+
+// The Python face's subscriber, with the `Mixed` of its tests.
+const pythonSubscriber = `
+import sys
+sys.path.insert(0, "../crates/hako-python/tests")
+import hako
+from conftest import Mixed, mixed_of, same
+root, count = sys.argv[1], int(sys.argv[2])
+node = hako.Node("py-subscriber", root=root)
+svc = node.publish_subscribe("ffi/cross", Mixed, overflow="backpressure", buffer_size=8)
+sub = svc.subscriber()
+for seq in range(count):
+    s = sub.receive(timeout=10.0)
+    assert s is not None, f"message {seq} did not come"
+    v = s.value
+    assert same(v, mixed_of(seq)), f"message {seq} is wrong"
+    s.release()
+print(f"RESULT received={count}", flush=True)
+`
+
+func TestGoPublisherPythonSubscriber(t *testing.T) {
+	r := root(t)
+	python := program(t, "target/python/venv/bin/python", "./scripts/python --build-only")
+	publishTo(t, r, 500, python, "-c", pythonSubscriber, r, "500")
 }
 
 func TestRustPublisherGoSubscriber(t *testing.T) {
