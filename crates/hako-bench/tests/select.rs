@@ -12,7 +12,7 @@ fn names_match_the_transports() {
         assert_eq!(t.get(k).row_name(), k.name());
         assert_eq!(Kind::parse(k.name()), Ok(k));
     }
-    let follower: Vec<&str> = t.for_follower().iter().map(|t| t.dyn_name()).collect();
+    let follower: Vec<&str> = t.for_follower().iter().map(|t| t.row_name()).collect();
     let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
     assert_eq!(follower, names);
     for &k in Kind::SUITE

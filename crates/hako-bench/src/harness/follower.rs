@@ -7,62 +7,10 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use super::followers::FollowerReport;
-use super::session::FOLLOWER_ARG;
+use super::session::{RunRow, FOLLOWER_ARG};
 use crate::error::Result;
-use crate::sys::clock::monotonic_ns;
-use crate::sys::cpu::{self, CpuTime};
-use crate::transport::{set_yield_when_idle, Follower, Pattern, PayloadMode, RowSpec, Transport};
-
-/// A [`Transport`] as the follower process sees it: found by name, built and
-/// served in one call. Implemented for every `Transport`.
-pub trait DynTransport: Send + Sync {
-    /// [`Transport::name`].
-    fn dyn_name(&self) -> &'static str;
-
-    /// Builds the follower's side of `row`, calls `ready`, then serves
-    /// (ping-pong) or receives (one-way) `warmup` untimed and `iterations`
-    /// timed messages; returns what it measured of the timed ones, and the
-    /// side itself: the caller drops it only once the leader has moved on
-    /// (its next command), because closing a connection may overtake the
-    /// last answer still on its way (shmipc's close does).
-    fn follow(
-        &self,
-        row: &RowSpec,
-        warmup: u64,
-        iterations: u64,
-        ready: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<(FollowerReport, Box<dyn std::any::Any>)>;
-}
-
-impl<T: Transport> DynTransport for T
-where
-    T::Follower: 'static,
-{
-    fn dyn_name(&self) -> &'static str {
-        self.name()
-    }
-
-    fn follow(
-        &self,
-        row: &RowSpec,
-        warmup: u64,
-        iterations: u64,
-        ready: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<(FollowerReport, Box<dyn std::any::Any>)> {
-        let mut side = self.follower(row)?;
-        ready()?;
-        let one_way = row.pattern.one_way();
-        side.serve_range(1..=warmup, one_way)?;
-        let before = CpuTime::now()?;
-        side.serve_range(warmup + 1..=warmup + iterations, one_way)?;
-        let last_ns = monotonic_ns();
-        let report = FollowerReport {
-            cpu: CpuTime::now()?.since(before),
-            last_ns,
-        };
-        Ok((report, Box::new(side)))
-    }
-}
+use crate::sys::cpu;
+use crate::transport::{set_yield_when_idle, Pattern, PayloadMode, RowSpec};
 
 /// Follower arguments, as the leader passes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,7 +62,7 @@ pub fn follower_args() -> Option<Result<Vec<String>>> {
 /// The follower process: call it when the first argument is
 /// [`FOLLOWER_ARG`], passing the remaining arguments and every transport the
 /// leader may ask for. Returns when the leader says `quit` or goes away.
-pub fn follower_main(args: &[String], transports: &[&dyn DynTransport]) -> Result<()> {
+pub fn follower_main(args: &[String], transports: &[&dyn RunRow]) -> Result<()> {
     use rustix::process::{getppid, set_parent_process_death_signal, Signal};
 
     let args = parse_follower_args(args)?;
@@ -148,7 +96,7 @@ pub fn follower_main(args: &[String], transports: &[&dyn DynTransport]) -> Resul
                 let result = (|| -> Result<(FollowerReport, Box<dyn std::any::Any>)> {
                     let t = transports
                         .iter()
-                        .find(|t| t.dyn_name() == *name)
+                        .find(|t| t.row_name() == *name)
                         .ok_or_else(|| format!("no transport named {name:?}"))?;
                     let row = RowSpec {
                         root: args.root.clone(),

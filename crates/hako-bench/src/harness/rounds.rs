@@ -84,6 +84,34 @@ impl OneWayRow {
     }
 }
 
+/// The rows of one cell, none run yet: every transport of `rows`, each
+/// with the reason it cannot carry the cell, if it cannot (a request/
+/// response cell asks also whether it keeps `depth` requests in flight).
+pub fn cell_of(
+    rows: &[&dyn RunRow],
+    (pattern, payload, size): (Pattern, PayloadMode, usize),
+    followers: u32,
+    depth: u32,
+) -> Vec<OneWayRow> {
+    rows.iter()
+        .map(|t| OneWayRow {
+            pattern,
+            payload,
+            size,
+            followers,
+            depth,
+            transport: t.row_name(),
+            skipped: t.row_skip_reason(size, pattern).or_else(|| {
+                (pattern == Pattern::RequestResponse)
+                    .then(|| t.row_in_flight_skip(size, depth))
+                    .flatten()
+            }),
+            probe: None,
+            runs: Vec::new(),
+        })
+        .collect()
+}
+
 /// The rate rows of `rates` by cell (payload mode, size, depth), in the
 /// order they were measured.
 pub fn cells(rates: &[OneWayRow]) -> Vec<Vec<&OneWayRow>> {

@@ -11,7 +11,7 @@ use super::stats::Stats;
 use crate::error::Result;
 use crate::sys::clock::monotonic_ns;
 use crate::sys::cpu::{self, CpuTime};
-use crate::transport::{Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting};
+use crate::transport::{Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting};
 
 /// First argument that makes a binary of this crate act as the follower.
 pub const FOLLOWER_ARG: &str = "__hako-bench-follower";
@@ -338,9 +338,9 @@ impl Drop for Session {
     }
 }
 
-/// A [`Transport`] as the leader's [`Session`] sees it, so that rows of
-/// different transports can be listed together. Implemented for every
-/// `Transport`.
+/// A [`Transport`] as the leader's [`Session`] and the follower process see
+/// it, so that rows of different transports can be listed together and a
+/// transport found by name. Implemented for every `Transport`.
 pub trait RunRow {
     /// [`Transport::name`].
     fn row_name(&self) -> &'static str;
@@ -369,9 +369,27 @@ pub trait RunRow {
 
     /// [`Transport::in_flight_skip`].
     fn row_in_flight_skip(&self, size: usize, depth: u32) -> Option<String>;
+
+    /// In the follower process: builds the follower's side of `row`, calls
+    /// `ready`, then serves (ping-pong) or receives (one-way) `warmup`
+    /// untimed and `iterations` timed messages; returns what it measured
+    /// of the timed ones, and the side itself: the caller drops it only
+    /// once the leader has moved on (its next command), because closing a
+    /// connection may overtake the last answer still on its way (shmipc's
+    /// close does).
+    fn follow(
+        &self,
+        row: &RowSpec,
+        warmup: u64,
+        iterations: u64,
+        ready: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<(FollowerReport, Box<dyn std::any::Any>)>;
 }
 
-impl<T: Transport> RunRow for T {
+impl<T: Transport> RunRow for T
+where
+    T::Follower: 'static,
+{
     fn row_name(&self) -> &'static str {
         self.name()
     }
@@ -405,5 +423,26 @@ impl<T: Transport> RunRow for T {
 
     fn row_in_flight_skip(&self, size: usize, depth: u32) -> Option<String> {
         self.in_flight_skip(size, depth)
+    }
+
+    fn follow(
+        &self,
+        row: &RowSpec,
+        warmup: u64,
+        iterations: u64,
+        ready: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<(FollowerReport, Box<dyn std::any::Any>)> {
+        let mut side = self.follower(row)?;
+        ready()?;
+        let one_way = row.pattern.one_way();
+        side.serve_range(1..=warmup, one_way)?;
+        let before = CpuTime::now()?;
+        side.serve_range(warmup + 1..=warmup + iterations, one_way)?;
+        let last_ns = monotonic_ns();
+        let report = FollowerReport {
+            cpu: CpuTime::now()?.since(before),
+            last_ns,
+        };
+        Ok((report, Box::new(side)))
     }
 }

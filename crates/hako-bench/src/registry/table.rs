@@ -5,7 +5,6 @@ use std::sync::Arc;
 use hako::WaitStrategy;
 
 use super::kind::Kind;
-use crate::harness::follower::DynTransport;
 use crate::harness::RunRow;
 use crate::transport::Transport;
 #[cfg(feature = "bridge")]
@@ -32,19 +31,16 @@ use crate::transports::runtimes::{
 #[derive(Clone)]
 struct Entry {
     kind: Kind,
-    leader: Arc<dyn RunRow>,
-    follower: Arc<dyn DynTransport>,
+    transport: Arc<dyn RunRow + Send + Sync>,
 }
 
 fn entry<T: Transport + 'static>(kind: Kind, transport: T) -> Entry
 where
     T::Follower: 'static,
 {
-    let t = Arc::new(transport);
     Entry {
         kind,
-        leader: t.clone(),
-        follower: t,
+        transport: Arc::new(transport),
     }
 }
 
@@ -132,13 +128,13 @@ impl Transports {
 
     /// Transport `kind`, for the leader.
     pub fn get(&self, kind: Kind) -> &dyn RunRow {
-        &*self.find(kind).leader
+        &*self.find(kind).transport
     }
 
     /// Every transport in the order of [`Kind::ALL`], for
     /// [`crate::harness::follower::follower_main`].
-    pub fn for_follower(&self) -> Vec<&dyn DynTransport> {
-        Kind::ALL.iter().map(|&k| &*self.find(k).follower).collect()
+    pub fn for_follower(&self) -> Vec<&dyn RunRow> {
+        Kind::ALL.iter().map(|&k| self.get(k)).collect()
     }
 }
 

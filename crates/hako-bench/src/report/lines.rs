@@ -1,7 +1,6 @@
 //! The summary of a run: the ratios that matter, each from the same run
 //! and said in words, with what they were taken over.
 
-use crate::harness::blocks::Measured;
 use crate::harness::floor_level;
 use crate::harness::rounds::{cells, paired_rate_ratio, OneWayRow};
 use crate::registry::PEER_NAMES;
@@ -66,21 +65,22 @@ fn per_size<'a>(
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
-/// The peers that ran in `row`, or (none in this build or run) every
-/// transport that is neither hako nor a floor; and which of the two it is.
-fn rivals(row: &[Measured]) -> (Vec<&Measured>, &'static str) {
-    let peers: Vec<&Measured> = row
+/// The peers among `items` (named by `name`), or (none in this build or
+/// run) every one that is neither hako nor a floor; and which of the two
+/// it is.
+fn rivals<T>(items: &[T], name: impl Fn(&T) -> &str) -> (Vec<&T>, &'static str) {
+    let peers: Vec<&T> = items
         .iter()
-        .filter(|m| PEER_NAMES.contains(&m.name))
+        .filter(|m| PEER_NAMES.contains(&name(m)))
         .collect();
     if !peers.is_empty() {
         return (peers, "peer");
     }
-    let others = row
+    let others = items
         .iter()
         .filter(|m| {
-            !m.name.starts_with("hako")
-                && !["floor", "floor2", "futex", "reference"].contains(&m.name)
+            let n = name(m);
+            !n.starts_with("hako") && !["floor", "floor2", "futex", "reference"].contains(&n)
         })
         .collect();
     (others, "other transport")
@@ -174,7 +174,7 @@ fn publish_subscribe(result: &SuiteResult) -> Vec<String> {
             let mut kind = "peer";
             for r in &rows {
                 let Some(h) = r.row.get(name) else { continue };
-                let (rivals, k) = rivals(&r.row.transports);
+                let (rivals, k) = rivals(&r.row.transports, |m| m.name);
                 kind = k;
                 let Some(best) = rivals.iter().min_by_key(|m| m.stats.median) else {
                     continue;
@@ -222,25 +222,16 @@ fn publish_subscribe(result: &SuiteResult) -> Vec<String> {
                 let Some(h) = hako.median_run().map(|m| m.messages_per_s()) else {
                     continue;
                 };
-                let rated = |r: &&&OneWayRow| r.median_run().is_some();
-                let mut rival: Vec<&OneWayRow> = rows
+                let rated: Vec<&OneWayRow> = rows
                     .iter()
-                    .filter(|r| PEER_NAMES.contains(&r.transport))
-                    .filter(rated)
+                    .filter(|r| r.rate().is_some())
                     .copied()
                     .collect();
-                if rival.is_empty() {
-                    kind = "other transport";
-                    rival = rows
-                        .iter()
-                        .filter(|r| !r.transport.starts_with("hako"))
-                        .filter(rated)
-                        .copied()
-                        .collect();
-                }
+                let (rival, k) = rivals(&rated, |r| r.transport);
+                kind = k;
                 let rate_of = |r: &OneWayRow| r.median_run().map_or(0.0, |m| m.messages_per_s());
                 let Some(best) = rival
-                    .iter()
+                    .into_iter()
                     .max_by(|a, b| rate_of(a).total_cmp(&rate_of(b)))
                 else {
                     continue;

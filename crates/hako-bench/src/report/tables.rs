@@ -313,6 +313,7 @@ pub fn memory_table(result: &SuiteResult) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::fixtures::contains_all;
     use crate::report::fixtures::{measured, row_of};
 
     #[test]
@@ -326,10 +327,10 @@ mod tests {
             ],
         )];
         let text = wait_table(&rows).unwrap().to_text();
-        assert!(text.contains("/futex") && text.contains("/unix"), "{text}");
+        contains_all(&text, &["/futex", "/unix"]);
         assert!(!text.contains("/mq"), "{text}");
         let line = text.lines().find(|l| l.contains("hako-park")).unwrap();
-        assert!(line.contains("1.05x") && line.contains("0.70x"), "{text}");
+        contains_all(&line, &["1.05x", "0.70x"]);
         assert!(line.ends_with("1.00/1.00"), "{text}");
         // Busy polling alone: no table.
         let rows = [row_of(

@@ -55,7 +55,7 @@ pub use crate::harness::blocks::PingPongRow;
 use crate::harness::blocks::{self, Plan};
 pub use crate::harness::progress::Progress;
 pub(crate) use crate::harness::progress::Steps;
-use crate::harness::rounds::measure_one_way;
+use crate::harness::rounds::{cell_of, measure_one_way};
 pub use crate::harness::rounds::{OneWayRow, StreamPlan};
 use crate::harness::{RunRow, Session, SessionConfig};
 use crate::registry::{Kind, Transports};
@@ -346,20 +346,7 @@ pub fn run(cfg: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<Suit
         };
         for &payload in &cfg.payloads {
             for &size in &cfg.sizes {
-                let mut cell: Vec<OneWayRow> = rows
-                    .iter()
-                    .map(|t| OneWayRow {
-                        pattern,
-                        payload,
-                        size,
-                        followers,
-                        depth: 1,
-                        transport: t.row_name(),
-                        skipped: t.row_skip_reason(size, pattern),
-                        probe: None,
-                        runs: Vec::new(),
-                    })
-                    .collect();
+                let mut cell = cell_of(&rows, (pattern, payload, size), followers, 1);
                 measure_one_way(
                     (&cfg.plan, &cfg.stream),
                     &mut session,
@@ -451,22 +438,7 @@ fn measure_reqres(
         for &size in group.rate_sizes {
             for &depth in group.depths {
                 let pattern = Pattern::RequestResponse;
-                let mut cell: Vec<OneWayRow> = rows
-                    .iter()
-                    .map(|t| OneWayRow {
-                        pattern,
-                        payload,
-                        size,
-                        followers: 1,
-                        depth,
-                        transport: t.row_name(),
-                        skipped: t
-                            .row_skip_reason(size, pattern)
-                            .or_else(|| t.row_in_flight_skip(size, depth)),
-                        probe: None,
-                        runs: Vec::new(),
-                    })
-                    .collect();
+                let mut cell = cell_of(rows, (pattern, payload, size), 1, depth);
                 measure_one_way(
                     (&cfg.plan, &cfg.stream),
                     session,
