@@ -223,14 +223,14 @@ mod tests {
             .lines()
             .find(|l| l.trim_start().starts_with("4,096") && l.contains("hako"))
             .unwrap();
-        contains_all(&line, &["3.12 MiB", "800 B"]);
+        contains_all(line, &["3.12 MiB", "800 B"]);
         assert!(line.contains("256 B"), "{text}");
         // iceoryx2 beside hako at each count; its failure in the row, the
         // error below the table.
         let lines: Vec<&str> = text.lines().collect();
         let at = lines.iter().position(|l| l == &line).unwrap();
         let failed = lines[at + 1];
-        contains_all(&failed, &["iceoryx2", "failed"]);
+        contains_all(failed, &["iceoryx2", "failed"]);
         assert!(!failed.contains("TooMany"), "{text}");
         contains_all(
             &text,

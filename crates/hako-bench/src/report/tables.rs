@@ -330,7 +330,7 @@ mod tests {
         contains_all(&text, &["/futex", "/unix"]);
         assert!(!text.contains("/mq"), "{text}");
         let line = text.lines().find(|l| l.contains("hako-park")).unwrap();
-        contains_all(&line, &["1.05x", "0.70x"]);
+        contains_all(line, &["1.05x", "0.70x"]);
         assert!(line.ends_with("1.00/1.00"), "{text}");
         // Busy polling alone: no table.
         let rows = [row_of(
