@@ -90,21 +90,6 @@ pub struct BridgedFollower {
     side: Side,
 }
 
-impl std::fmt::Debug for BridgedLeader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BridgedLeader")
-            .field("roots", &self.roots)
-            .field("bridges", &self.bridges)
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for BridgedFollower {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BridgedFollower").finish_non_exhaustive()
-    }
-}
-
 /// The root of domain `ab` (`a`: the leader's, `b`: the follower's) of
 /// transport `name`.
 fn root(row: &RowSpec, name: &str, ab: &str) -> PathBuf {

@@ -72,24 +72,13 @@ struct Side {
     payload: PayloadMode,
 }
 
-impl std::fmt::Debug for Side {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Side")
-            .field("out", &self.out.key_expr())
-            .field("inbox", &self.inbox.key_expr())
-            .finish_non_exhaustive()
-    }
-}
-
 /// The leader's side: puts pings, takes pongs.
-#[derive(Debug)]
 pub struct ZenohLeader {
     side: Side,
     port_file: PathBuf,
 }
 
 /// The follower's side: takes pings, puts pongs.
-#[derive(Debug)]
 pub struct ZenohFollower {
     side: Side,
 }

@@ -76,12 +76,6 @@ impl Drop for CSide {
     }
 }
 
-impl std::fmt::Debug for CSide {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CSide")
-    }
-}
-
 impl CSide {
     fn new(leader: bool, row: &RowSpec) -> Result<Self> {
         if row.size == 0 {

@@ -140,24 +140,6 @@ pub struct HakoFollower {
     wait: HakoWait,
 }
 
-impl std::fmt::Debug for HakoLeader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HakoLeader")
-            .field("ping", &self.ping)
-            .field("pong", &self.pong)
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for HakoFollower {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HakoFollower")
-            .field("ping", &self.ping)
-            .field("pong", &self.pong)
-            .finish_non_exhaustive()
-    }
-}
-
 fn node(row: &RowSpec, name: &str) -> Result<Node> {
     let config = Config::default().with_root(&row.root);
     Ok(NodeBuilder::new().name(name)?.config(&config).create()?)

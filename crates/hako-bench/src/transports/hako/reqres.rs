@@ -61,22 +61,6 @@ pub struct ReqResFollower {
     blocking: bool,
 }
 
-impl std::fmt::Debug for ReqResLeader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReqResLeader")
-            .field("size", &self.size)
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for ReqResFollower {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReqResFollower")
-            .field("size", &self.size)
-            .finish_non_exhaustive()
-    }
-}
-
 fn node(row: &RowSpec, name: &str) -> Result<Node> {
     let config = Config::default().with_root(&row.root);
     Ok(NodeBuilder::new().name(name)?.config(&config).create()?)

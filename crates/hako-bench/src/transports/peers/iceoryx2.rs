@@ -158,22 +158,6 @@ pub struct IceoryxFollower {
     payload: PayloadMode,
 }
 
-impl std::fmt::Debug for IceoryxLeader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IceoryxLeader")
-            .field("size", &self.size)
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for IceoryxFollower {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IceoryxFollower")
-            .field("size", &self.size)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Transport for Iceoryx2 {
     type Leader = IceoryxLeader;
     type Follower = IceoryxFollower;

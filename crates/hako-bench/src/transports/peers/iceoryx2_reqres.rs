@@ -62,22 +62,6 @@ pub struct IceoryxServer {
     payload: PayloadMode,
 }
 
-impl std::fmt::Debug for IceoryxClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IceoryxClient")
-            .field("size", &self.size)
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for IceoryxServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IceoryxServer")
-            .field("size", &self.size)
-            .finish_non_exhaustive()
-    }
-}
-
 /// Writes `t` into `buf` as `payload` says.
 #[inline]
 fn fill(buf: &mut [MaybeUninit<u8>], payload: PayloadMode, t: u8) {

@@ -249,23 +249,6 @@ pub struct ShmipcFollower {
     payload: PayloadMode,
 }
 
-impl std::fmt::Debug for ShmipcLeader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShmipcLeader")
-            .field("size", &self.size)
-            .field("streams", &self.streams.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for ShmipcFollower {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShmipcFollower")
-            .field("size", &self.size)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Transport for Shmipc {
     type Leader = ShmipcLeader;
     type Follower = ShmipcFollower;

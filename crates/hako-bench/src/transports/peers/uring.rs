@@ -145,12 +145,6 @@ impl<R> Default for UringUnix<R> {
     }
 }
 
-impl<R> std::fmt::Debug for UringUnix<R> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("UringUnix")
-    }
-}
-
 /// Why io_uring cannot be used here, if it cannot: a ring is set up once
 /// per process to find out.
 fn unavailable() -> Option<&'static str> {
