@@ -29,17 +29,7 @@ fn dict<'py>(py: Python<'py>, c: &hako::Change) -> PyResult<Bound<'py, PyDict>> 
     let port = |d: &Bound<'py, PyDict>, kind: &str, p: &hako::PortChange| -> PyResult<()> {
         d.set_item("change", kind)?;
         d.set_item("service", &p.service)?;
-        d.set_item(
-            "role",
-            match p.role {
-                hako::Role::Publisher => "publisher",
-                hako::Role::Subscriber => "subscriber",
-                hako::Role::Notifier => "notifier",
-                hako::Role::Listener => "listener",
-                hako::Role::Client => "client",
-                hako::Role::Server => "server",
-            },
-        )?;
+        d.set_item("role", p.role.name())?;
         d.set_item("port", hex(p.port))?;
         d.set_item("node", hex(p.node))
     };

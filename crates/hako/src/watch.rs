@@ -76,6 +76,21 @@ pub enum Role {
     Server,
 }
 
+impl Role {
+    /// Its name, as the JSON of a change and the tools write it
+    /// (`publisher`, `subscriber`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Publisher => "publisher",
+            Role::Subscriber => "subscriber",
+            Role::Notifier => "notifier",
+            Role::Listener => "listener",
+            Role::Client => "client",
+            Role::Server => "server",
+        }
+    }
+}
+
 /// A change of the domain.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "change", rename_all = "snake_case")]

@@ -169,6 +169,19 @@ pub fn bridge_row(size: usize, payload: PayloadMode, ratio: f64) -> PingPongRow 
     )
 }
 
+/// Bridge rows: hako-bridge 1.3x plain Zenoh at 64 B and 1.1x at 1 MiB
+/// (touch), 1x at 64 B (full).
+pub fn bridge_result() -> SuiteResult {
+    SuiteResult {
+        bridge: vec![
+            bridge_row(64, PayloadMode::Touch, 1.3),
+            bridge_row(1 << 20, PayloadMode::Touch, 1.1),
+            bridge_row(64, PayloadMode::Full, 1.0),
+        ],
+        ..SuiteResult::default()
+    }
+}
+
 /// Wait-strategy rows: hako-park at `park` ns against the futex floor's
 /// `futex` and a unix socket's `unix`, at `size`.
 pub fn wait_row(size: usize, park: u64, futex: u64, unix: u64) -> PingPongRow {

@@ -623,14 +623,7 @@ mod tests {
 
     #[test]
     fn bridge_goals_per_size() {
-        let result = SuiteResult {
-            bridge: vec![
-                bridge_row(64, PayloadMode::Touch, 1.3),
-                bridge_row(1 << 20, PayloadMode::Touch, 1.1),
-                bridge_row(64, PayloadMode::Full, 1.0),
-            ],
-            ..SuiteResult::default()
-        };
+        let result = bridge_result();
         let g: Vec<String> = judge(&result).iter().map(Verdict::line).collect();
         assert_eq!(g.len(), 3, "{g:?}");
         contains_all(

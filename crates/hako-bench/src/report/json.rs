@@ -469,14 +469,7 @@ mod tests {
 
     #[test]
     fn the_bridge_object_has_rows_ratios_and_targets() {
-        let result = SuiteResult {
-            bridge: vec![
-                bridge_row(64, PayloadMode::Touch, 1.3),
-                bridge_row(1 << 20, PayloadMode::Touch, 1.1),
-                bridge_row(64, PayloadMode::Full, 1.0),
-            ],
-            ..SuiteResult::default()
-        };
+        let result = bridge_result();
         let v = &json(&report(vec![result]))["bridge"];
         assert_eq!(v["rows"].as_array().unwrap().len(), 3);
         assert_eq!(v["ratios"][1]["size"], 1 << 20);

@@ -568,14 +568,7 @@ mod tests {
 
     #[test]
     fn the_bridge_line_gives_the_ratio_per_size_and_its_targets() {
-        let result = SuiteResult {
-            bridge: vec![
-                bridge_row(64, PayloadMode::Touch, 1.3),
-                bridge_row(1 << 20, PayloadMode::Touch, 1.1),
-                bridge_row(64, PayloadMode::Full, 1.0),
-            ],
-            ..SuiteResult::default()
-        };
+        let result = bridge_result();
         let s = summary(&result);
         assert_eq!(s.len(), 4, "{s:?}");
         assert!(

@@ -59,17 +59,12 @@ fn bridged(s: &inspect::ServiceInfo, bridges: &[u64]) -> bool {
 /// A change as `hako list --watch` prints it.
 fn change_line(c: &Change) -> String {
     let port = |p: &hako::PortChange, what: &str| {
-        let role = match p.role {
-            hako::Role::Publisher => "publisher",
-            hako::Role::Subscriber => "subscriber",
-            hako::Role::Notifier => "notifier",
-            hako::Role::Listener => "listener",
-            hako::Role::Client => "client",
-            hako::Role::Server => "server",
-        };
         format!(
-            "{what}: {role} {:016x} of {} (node {:016x})",
-            p.port, p.service, p.node
+            "{what}: {} {:016x} of {} (node {:016x})",
+            p.role.name(),
+            p.port,
+            p.service,
+            p.node
         )
     };
     match c {

@@ -14,7 +14,6 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use hako::inspect::PortCounters;
 use hako::{ServiceName, WaitStrategy};
 
 use super::open::{node, seconds, service_name, CreateArg};
@@ -102,18 +101,6 @@ fn ms(s: f64) -> String {
     format!("{:.3} ms", s * 1e3)
 }
 
-/// The samples the service's publishers dropped for subscriber `id`.
-fn missed(cfg: &hako::Config, name: &ServiceName, id: u64) -> Option<u64> {
-    let info = hako::inspect::service(cfg, name).ok()?;
-    info.subscribers
-        .iter()
-        .find(|p| p.id == id)
-        .and_then(|p| match p.counters {
-            PortCounters::Subscriber { dropped, .. } => Some(dropped),
-            _ => None,
-        })
-}
-
 /// One report: the window's statistics, the samples received and missed.
 fn report(a: &HzArgs, w: Option<Intervals>, received: u64, missed: Option<u64>) -> String {
     if a.domain.json() {
@@ -165,7 +152,7 @@ fn sent(cfg: &hako::Config, name: &ServiceName) -> Result<Vec<(u64, u64)>, CliEr
         .publishers
         .iter()
         .filter_map(|p| match p.counters {
-            PortCounters::Publisher { sent, .. } => Some((p.id, sent)),
+            hako::inspect::PortCounters::Publisher { sent, .. } => Some((p.id, sent)),
             _ => None,
         })
         .collect())
@@ -269,7 +256,7 @@ pub fn hz(a: HzArgs) -> Result<(), CliError> {
                 &a,
                 Intervals::of(&times),
                 received,
-                missed(&cfg, &name, sub.id()),
+                payload::dropped_for(&cfg, &name, sub.id()),
             );
             writeln!(out, "{line}")
                 .and_then(|()| out.flush())

@@ -233,6 +233,19 @@ pub(super) fn open_typed(
     Ok(BytesService { service, ty })
 }
 
+/// The samples the publishers of service `name` dropped for its
+/// subscriber `id` (their overflow towards it), as its port counters say.
+pub(super) fn dropped_for(cfg: &hako::Config, name: &ServiceName, id: u64) -> Option<u64> {
+    let info = hako::inspect::service(cfg, name).ok()?;
+    info.subscribers
+        .iter()
+        .find(|p| p.id == id)
+        .and_then(|p| match p.counters {
+            hako::inspect::PortCounters::Subscriber { dropped, .. } => Some(dropped),
+            _ => None,
+        })
+}
+
 /// The bytes of a received sample, where they lie: its `len` elements of
 /// the type's size.
 pub(super) fn as_bytes<'s>(sample: &'s Sample<[u8]>, ty: &PayloadType) -> &'s [u8] {

@@ -17,8 +17,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use hako::inspect::PortCounters;
-use hako::{ServiceName, Subscriber, WaitSet, WaitStrategy};
+use hako::{ServiceName, WaitSet, WaitStrategy};
 
 use super::open::{node, seconds, service_name, CreateArg};
 use super::payload::{self, BytesService, PayloadType};
@@ -61,23 +60,6 @@ struct Recorded {
 
 fn failed(what: &str, e: impl std::fmt::Display) -> CliError {
     CliError::failure(format!("{what}: {e}"))
-}
-
-/// The samples the publishers of `r`'s service dropped for its
-/// subscriber `sub`.
-fn missed(cfg: &hako::Config, r: &Recorded, sub: &Subscriber<[u8]>) -> u64 {
-    hako::inspect::service(cfg, &r.name)
-        .ok()
-        .and_then(|info| {
-            info.subscribers
-                .iter()
-                .find(|p| p.id == sub.id())
-                .and_then(|p| match p.counters {
-                    PortCounters::Subscriber { dropped, .. } => Some(dropped),
-                    _ => None,
-                })
-        })
-        .unwrap_or(0)
 }
 
 /// Runs `hako record`.
@@ -189,7 +171,9 @@ pub fn record(a: RecordArgs) -> Result<(), CliError> {
         );
         counts.insert(
             format!("{}.missed", r.name.as_str()),
-            missed(&cfg, r, sub).to_string(),
+            payload::dropped_for(&cfg, &r.name, sub.id())
+                .unwrap_or(0)
+                .to_string(),
         );
     }
     out.write_metadata(&mcap::records::Metadata {
