@@ -1,7 +1,16 @@
 package hako
 
 /*
+#include <stdlib.h>
 #include "hako.h"
+
+// What a port's per-message calls write into lies in C memory: Go memory
+// holding pointers passed to C is checked on every call (cgocheck), a
+// cost per message; C memory is not.
+typedef struct {
+	hako_sample_mut loan;
+	size_t reached;
+} go_publisher_out;
 */
 import "C"
 
@@ -86,6 +95,7 @@ func (s *PubSubService) Close() error {
 type Publisher struct {
 	h       *C.hako_publisher
 	payload PayloadType
+	out     *C.go_publisher_out
 }
 
 // NewPublisher creates a publisher; maxSliceLen is the most elements of a
@@ -99,6 +109,7 @@ func (s *PubSubService) NewPublisher(maxSliceLen int) (*Publisher, error) {
 	if err := call(func() C.enum_hako_status { return C.hako_publisher_create(s.h, &opts, &p.h) }); err != nil {
 		return nil, err
 	}
+	p.out = (*C.go_publisher_out)(C.calloc(1, C.sizeof_go_publisher_out))
 	return p, nil
 }
 
@@ -108,7 +119,12 @@ func (p *Publisher) Close() error {
 	if p.h == nil {
 		return ErrClosed
 	}
-	return call(func() C.enum_hako_status { return C.hako_publisher_drop(&p.h) })
+	if err := call(func() C.enum_hako_status { return C.hako_publisher_drop(&p.h) }); err != nil {
+		return err
+	}
+	C.free(unsafe.Pointer(p.out))
+	p.out = nil
+	return nil
 }
 
 // SubscriberCount is the number of subscribers connected now.
@@ -151,11 +167,12 @@ func (p *Publisher) Loan(n int) (*Loan, error) {
 	if p.h == nil {
 		return nil, ErrClosed
 	}
-	l := &Loan{p: p}
-	if err := call(func() C.enum_hako_status { return C.hako_publisher_loan(p.h, C.size_t(n), &l.s) }); err != nil {
+	out := &p.out.loan
+	*out = C.hako_sample_mut{}
+	if err := call(func() C.enum_hako_status { return C.hako_publisher_loan(p.h, C.size_t(n), out) }); err != nil {
 		return nil, err
 	}
-	return l, nil
+	return &Loan{p: p, s: *out}, nil
 }
 
 // Bytes is the loan's payload in shared memory. It is the loan's until
@@ -178,9 +195,11 @@ func (l *Loan) Send() (int, error) {
 	if err := l.views.check("sending a loan"); err != nil {
 		return 0, err
 	}
-	var reached C.size_t
-	err := call(func() C.enum_hako_status { return C.hako_publisher_send(l.p.h, &l.s, &reached) })
-	return int(reached), err
+	out := l.p.out
+	out.loan = l.s
+	err := call(func() C.enum_hako_status { return C.hako_publisher_send(l.p.h, &out.loan, &out.reached) })
+	l.s = out.loan
+	return int(out.reached), err
 }
 
 // Release gives the loan back unsent.
@@ -197,6 +216,10 @@ func (l *Loan) Release() error {
 // Subscriber receives samples of its service.
 type Subscriber struct {
 	h *C.hako_subscriber
+	// Where receive writes (C memory, see go_publisher_out); a Sample is
+	// allocated only when one came, not on every empty look of a polling
+	// loop.
+	next *C.hako_sample
 }
 
 // SubscriberOptions are a subscriber's settings.
@@ -215,6 +238,7 @@ func (s *PubSubService) NewSubscriber(o SubscriberOptions) (*Subscriber, error) 
 	if err := call(func() C.enum_hako_status { return C.hako_subscriber_create(s.h, &opts, &sub.h) }); err != nil {
 		return nil, err
 	}
+	sub.next = (*C.hako_sample)(C.calloc(1, C.sizeof_hako_sample))
 	return sub, nil
 }
 
@@ -224,7 +248,12 @@ func (s *Subscriber) Close() error {
 	if s.h == nil {
 		return ErrClosed
 	}
-	return call(func() C.enum_hako_status { return C.hako_subscriber_drop(&s.h) })
+	if err := call(func() C.enum_hako_status { return C.hako_subscriber_drop(&s.h) }); err != nil {
+		return err
+	}
+	C.free(unsafe.Pointer(s.next))
+	s.next = nil
+	return nil
 }
 
 // Sample is a received sample, read-only in shared memory until Release.
@@ -242,13 +271,16 @@ func (s *Subscriber) receive(us uint64) (*Sample, error) {
 	if s.h == nil {
 		return nil, ErrClosed
 	}
-	out := &Sample{}
-	if err := call(func() C.enum_hako_status { return C.hako_subscriber_receive(s.h, C.uint64_t(us), &out.s) }); err != nil {
+	next := s.next
+	*next = C.hako_sample{}
+	if err := call(func() C.enum_hako_status { return C.hako_subscriber_receive(s.h, C.uint64_t(us), next) }); err != nil {
 		return nil, err
 	}
-	if out.s.data == nil {
+	if next.data == nil {
 		return nil, nil
 	}
+	out := &Sample{s: *next}
+	*next = C.hako_sample{}
 	return out, nil
 }
 

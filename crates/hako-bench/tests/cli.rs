@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use hako_bench::registry::BRIDGE_NAMES;
+use hako_bench::registry::{BRIDGE_NAMES, GO_NAMES};
 use serde_json::Value;
 
 mod common;
@@ -22,10 +22,11 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
     let shm = dir.join("shm");
     std::fs::create_dir(&shm).unwrap();
     // The bridge rows start Zenoh sessions and hako-bridge processes: they
-    // have a test of their own (tests/bridge.rs).
+    // have a test of their own (tests/bridge.rs). The Go rows run a Go
+    // program, built and tested by ./scripts/go (go/cmd/hako-bench-go).
     let transports: Vec<String> = all_transports()
         .into_iter()
-        .filter(|t| !BRIDGE_NAMES.contains(&t.as_str()))
+        .filter(|t| !BRIDGE_NAMES.contains(&t.as_str()) && !GO_NAMES.contains(&t.as_str()))
         .collect();
     assert!(transports.contains(&"tcp".to_owned()), "{transports:?}");
     let (json, md, svg) = (

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hako_bench::harness::{OneWay, Session, SessionConfig};
-use hako_bench::registry::{Kind, Transports, BRIDGE_NAMES};
+use hako_bench::registry::{Kind, Transports, BRIDGE_NAMES, GO_NAMES};
 use hako_bench::sys::cpu;
 use hako_bench::sys::rundir::RunDir;
 use hako_bench::transport::{Pattern, PayloadMode};
@@ -102,12 +102,13 @@ fn in_session(tag: &str, one_cpu: bool, body: impl FnOnce(&mut Session)) {
 }
 
 /// Every transport of this build but those of the bridge rows (see the
-/// module's documentation).
+/// module's documentation) and the Go ones (whose sides are a Go program,
+/// tested by ./scripts/go).
 fn all_but_bridge() -> Vec<Kind> {
     Kind::ALL
         .iter()
         .copied()
-        .filter(|k| !BRIDGE_NAMES.contains(&k.name()))
+        .filter(|k| !BRIDGE_NAMES.contains(&k.name()) && !GO_NAMES.contains(&k.name()))
         .collect()
 }
 

@@ -271,20 +271,13 @@ impl Session {
                     leader.pipeline(warm, depth as usize)?;
                 }
             } else {
-                for seq in warm {
-                    leader.send(seq)?;
-                }
+                let (start, cpu) = leader.send_timed(spec.warmup, spec.messages)?;
+                return Ok((start, None, cpu));
             }
             let cpu_before = CpuTime::now()?;
             let start = monotonic_ns();
-            if reqres {
-                leader.pipeline(timed, depth as usize)?;
-            } else {
-                for seq in timed {
-                    leader.send(seq)?;
-                }
-            }
-            let end = reqres.then(monotonic_ns);
+            leader.pipeline(timed, depth as usize)?;
+            let end = Some(monotonic_ns());
             Ok((start, end, CpuTime::now()?.since(cpu_before)))
         })();
         let (start, end, leader_cpu) = self.with_follower_errors(timed, followers)?;
@@ -435,14 +428,8 @@ where
         let mut side = self.follower(row)?;
         ready()?;
         let one_way = row.pattern.one_way();
-        side.serve_range(1..=warmup, one_way)?;
-        let before = CpuTime::now()?;
-        side.serve_range(warmup + 1..=warmup + iterations, one_way)?;
-        let last_ns = monotonic_ns();
-        let report = FollowerReport {
-            cpu: CpuTime::now()?.since(before),
-            last_ns,
-        };
+        let (last_ns, cpu) = side.serve_timed(warmup, iterations, one_way)?;
+        let report = FollowerReport { cpu, last_ns };
         Ok((report, Box::new(side)))
     }
 }

@@ -23,6 +23,8 @@ pub enum Kind {
     TokioStream(Socket, Flavor),
     Reference,
     HakoC,
+    HakoGo,
+    GoUnix,
     Futex,
     Pipe,
     Fifo,
@@ -56,6 +58,10 @@ pub const PEER_NAMES: [&str; 5] = [
     "tokio-uring-unix",
 ];
 
+/// Names of the transports whose sides are Go programs (`hako-bench-go`,
+/// built from the repository's `go/` by ./scripts/bench and ./scripts/go).
+pub const GO_NAMES: [&str; 2] = ["hako-go", "go-unix"];
+
 /// Names of the transports of the `bridge` feature, known in every build.
 pub const BRIDGE_NAMES: [&str; 3] = ["zenoh", "hako-bridge", "hako-bridge-low-latency"];
 
@@ -83,6 +89,8 @@ impl Kind {
         Kind::TokioStream(Socket::Tcp, Flavor::MultiThread),
         Kind::Reference,
         Kind::HakoC,
+        Kind::HakoGo,
+        Kind::GoUnix,
         Kind::Futex,
         Kind::Pipe,
         Kind::Fifo,
@@ -108,12 +116,13 @@ impl Kind {
     ];
 
     /// What `hako bench` measures unless told otherwise: hako busy-polling
-    /// and spin-then-park, the floors (one cache line, two cache lines, a
+    /// (in Rust, C and Go) and spin-then-park, the floors (one cache line, two cache lines, a
     /// futex), the reference (a minimal descriptor ring by hand), every kernel
-    /// mechanism and (when built in) the peers.
+    /// mechanism, Go's unix socket and (when built in) the peers.
     pub const SUITE: &'static [Kind] = &[
         Kind::Hako,
         Kind::HakoC,
+        Kind::HakoGo,
         Kind::HakoSpinPark,
         #[cfg(feature = "peers")]
         Kind::Iceoryx2,
@@ -129,6 +138,7 @@ impl Kind {
         Kind::Unix,
         Kind::Tcp,
         Kind::Mq,
+        Kind::GoUnix,
     ];
 
     /// What the request/response rows of `hako bench` compare unless told
@@ -203,6 +213,8 @@ impl Kind {
             Kind::TokioStream(socket, flavor) => Backend::name(&TokioStream { socket, flavor }),
             Kind::Reference => "reference",
             Kind::HakoC => "hako-c",
+            Kind::HakoGo => "hako-go",
+            Kind::GoUnix => "go-unix",
             Kind::Futex => "futex",
             Kind::Pipe => "pipe",
             Kind::Fifo => "fifo",

@@ -15,6 +15,8 @@
 //! | `hako-park`      | hako, `blocking_receive()`, `WaitStrategy::Park`       | blocking    |
 //! | `reference`      | a minimal descriptor ring by hand ([`crate::transports::floors::reference`]) | busy-poll |
 //! | `hako-c`         | hako's ping-pong in C, through the C API ([`crate::transports::hako::c`]) | busy-poll |
+//! | `hako-go`        | hako's ping-pong in Go, through the Go module (`go/`; [`crate::transports::go`]) | busy-poll |
+//! | `go-unix`        | Go's own `net` unix socket, both sides Go ([`crate::transports::go`]) | blocking |
 //! | `futex`          | one futex word ([`crate::transports::floors::futex`])                | blocking    |
 //! | `pipe`           | anonymous pipes ([`crate::transports::kernel::Pipe`])              | blocking    |
 //! | `fifo`           | named pipes ([`crate::transports::kernel::Fifo`])                  | blocking    |
@@ -39,5 +41,5 @@
 mod kind;
 mod table;
 
-pub use kind::{known_names, Kind, BRIDGE_NAMES, PEER_NAMES};
+pub use kind::{known_names, Kind, BRIDGE_NAMES, GO_NAMES, PEER_NAMES};
 pub use table::Transports;

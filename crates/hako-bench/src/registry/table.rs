@@ -12,6 +12,7 @@ use crate::transports::bridge::{bridged::HakoBridge, plain::PlainZenoh};
 use crate::transports::floors::cache_line::{Floor, TwoLineFloor};
 use crate::transports::floors::futex::FutexFloor;
 use crate::transports::floors::reference::Reference;
+use crate::transports::go::Go;
 use crate::transports::hako::c::HakoC;
 use crate::transports::hako::pubsub::{HakoPubSub, HakoWait};
 use crate::transports::hako::reqres::HakoReqRes;
@@ -62,6 +63,10 @@ impl Transports {
     pub fn new(hako: HakoPubSub) -> Self {
         let with = |wait| HakoPubSub { wait, ..hako };
         let reqres = |wait| HakoReqRes { wait };
+        let go = |through_hako| Go {
+            hako: through_hako,
+            stream_buffer: hako.stream_buffer,
+        };
         let mut list = vec![
             entry(Kind::Floor, Floor),
             entry(Kind::Floor2, TwoLineFloor),
@@ -83,6 +88,8 @@ impl Transports {
             entry(Kind::HakoReqResPark, reqres(Some(WaitStrategy::Park))),
             entry(Kind::Reference, Reference),
             entry(Kind::HakoC, HakoC),
+            entry(Kind::HakoGo, go(true)),
+            entry(Kind::GoUnix, go(false)),
             entry(Kind::Futex, FutexFloor),
             entry(Kind::Pipe, Pipe),
             entry(Kind::Fifo, Fifo),

@@ -160,13 +160,30 @@ fn publish_subscribe(result: &SuiteResult) -> Vec<String> {
                 side.join(", ")
             ));
         }
-        // The C API against Rust.
-        if let Some(c_api) = per_size(rows.iter().copied(), "hako-c", "hako", false) {
-            lines.push(format!(
-                "hako-c (ping-pong in C through the C API) round trip / hako in Rust, {} (block \
-                 by block): {c_api}",
-                payload.name(),
-            ));
+        // The C API and the Go module against Rust; Go's own socket.
+        for (a, b, what) in [
+            (
+                "hako-c",
+                "hako",
+                "hako-c (ping-pong in C through the C API) round trip / hako in Rust",
+            ),
+            (
+                "hako-go",
+                "hako",
+                "hako-go (ping-pong in Go through the Go module) round trip / hako in Rust",
+            ),
+            (
+                "hako-go",
+                "go-unix",
+                "hako-go round trip / Go's unix socket (go-unix)",
+            ),
+        ] {
+            if let Some(ratios) = per_size(rows.iter().copied(), a, b, false) {
+                lines.push(format!(
+                    "{what}, {} (block by block): {ratios}",
+                    payload.name()
+                ));
+            }
         }
         {
             let name = "hako";

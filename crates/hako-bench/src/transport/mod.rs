@@ -77,6 +77,29 @@ pub trait Leader {
         Err(ONE_WAY_UNSUPPORTED.into())
     }
 
+    /// One-way rows: sends messages `1..=warmup` untimed, then
+    /// `warmup + 1..=warmup + messages` timed, in order ([`Self::send`]);
+    /// returns the monotonic time ([`crate::sys::clock::monotonic_ns`]) just
+    /// before the first timed one, and the CPU time this side used for the
+    /// timed ones. Default: one [`send`](Self::send) at a time in this
+    /// process; a transport whose sender is another program has it send
+    /// them all and report both.
+    fn send_timed(
+        &mut self,
+        warmup: u64,
+        messages: u64,
+    ) -> Result<(u64, crate::sys::cpu::CpuTime)> {
+        for seq in 1..=warmup {
+            self.send(seq)?;
+        }
+        let before = crate::sys::cpu::CpuTime::now()?;
+        let start = crate::sys::clock::monotonic_ns();
+        for seq in warmup + 1..=warmup + messages {
+            self.send(seq)?;
+        }
+        Ok((start, crate::sys::cpu::CpuTime::now()?.since(before)))
+    }
+
     /// Request/response rows: sends requests `seqs` in order, never more
     /// than `depth` of them unanswered, and returns once every answer is
     /// in and checked (see [`pipeline`]). Default: the transport answers one
@@ -161,6 +184,36 @@ pub trait Follower {
         }
         Ok(())
     }
+
+    /// Serves (or, `one_way`, receives) messages `1..=warmup` untimed,
+    /// then `warmup + 1..=warmup + messages` timed; returns the monotonic
+    /// time just after the last and the CPU time this side used for the
+    /// timed ones. Default: [`serve_timed`] in this process; a transport
+    /// whose follower is another program has it report both.
+    fn serve_timed(
+        &mut self,
+        warmup: u64,
+        messages: u64,
+        one_way: bool,
+    ) -> Result<(u64, crate::sys::cpu::CpuTime)> {
+        serve_timed(self, warmup, messages, one_way)
+    }
+}
+
+/// [`Follower::serve_timed`] in this process: [`Follower::serve_range`]
+/// over the warm-up messages, then over the timed ones between two readings
+/// of the clocks.
+pub fn serve_timed<F: Follower + ?Sized>(
+    side: &mut F,
+    warmup: u64,
+    messages: u64,
+    one_way: bool,
+) -> Result<(u64, crate::sys::cpu::CpuTime)> {
+    side.serve_range(1..=warmup, one_way)?;
+    let before = crate::sys::cpu::CpuTime::now()?;
+    side.serve_range(warmup + 1..=warmup + messages, one_way)?;
+    let last = crate::sys::clock::monotonic_ns();
+    Ok((last, crate::sys::cpu::CpuTime::now()?.since(before)))
 }
 
 /// How a transport's sides wait for each other.

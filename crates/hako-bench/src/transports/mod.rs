@@ -10,6 +10,8 @@
 //!   request/response, the C API;
 //! * [`runtimes`] — request/response under async runtimes: hako's async
 //!   ports and tokio's sockets;
+//! * [`go`] — hako through the Go module, and Go's own unix socket, both
+//!   sides Go programs;
 //! * [`peers`] — the peer libraries (feature `peers`): iceoryx2, shmipc;
 //! * [`bridge`] — plain Zenoh and hako through two bridges (feature
 //!   `bridge`).
@@ -17,6 +19,7 @@
 #[cfg(feature = "bridge")]
 pub mod bridge;
 pub mod floors;
+pub mod go;
 pub mod hako;
 pub mod kernel;
 #[cfg(feature = "peers")]

@@ -14,7 +14,6 @@
 //! whose end a failure quotes.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -41,42 +40,10 @@ const GRACE: Duration = Duration::from_secs(5);
 /// default is 200: a shorter look gets a row's link up sooner).
 const SCAN_INTERVAL_MS: &str = "50";
 
-/// The `hako-bridge` program to run, or why there is none.
+/// The `hako-bridge` program to run, or why there is none (see
+/// [`crate::sys::program::find`]).
 pub fn find() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os(BRIDGE_ENV).filter(|p| !p.is_empty()) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!(
-                "${BRIDGE_ENV} names {}, which is not a file; {BUILD_IT}",
-                p.display()
-            ))
-        };
-    }
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.join(BRIDGE_PROGRAM)));
-    if let Some(p) = beside.as_ref().filter(|p| p.is_file()) {
-        return Ok(p.clone());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    if let Some(p) = std::env::split_paths(&path)
-        .map(|d| d.join(BRIDGE_PROGRAM))
-        .find(|p| is_executable(p))
-    {
-        return Ok(p);
-    }
-    Err(format!(
-        "the program {BRIDGE_PROGRAM} is not {}nor on PATH: {BUILD_IT}",
-        beside.map_or_else(String::new, |p| format!("at {}, ", p.display()))
-    ))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    crate::sys::program::find(BRIDGE_ENV, BRIDGE_PROGRAM, BUILD_IT)
 }
 
 /// What one bridge of a row is told.
@@ -200,25 +167,7 @@ fn spawn(program: &Path, spec: &BridgeSpec) -> std::io::Result<Child> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(log));
-    let parent = rustix::process::getpid();
-    let cpus = spec.cpus;
-    // SAFETY: the closure runs in the child between fork and exec, where
-    // only async-signal-safe work is allowed: it makes three system calls
-    // (prctl, getppid, sched_setaffinity) on values prepared before the
-    // fork, and allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-            // The leader may have gone before the line above took effect.
-            if rustix::process::getppid() != Some(parent) {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            if let Some(set) = &cpus {
-                rustix::thread::sched_setaffinity(None, set)?;
-            }
-            Ok(())
-        });
-    }
+    crate::sys::program::tie_to_parent(&mut cmd, spec.cpus);
     cmd.spawn()
 }
 
