@@ -11,7 +11,10 @@
 // Every object has Close (ports, services, nodes); a closed object's
 // methods return ErrClosed. Errors wrap hako's status codes: test them
 // with errors.Is (ErrNotFound, ErrExists, ErrTimedOut, ...). Blocking
-// waits take a context.Context and end on its cancellation.
+// waits take a context.Context and end on its cancellation. A port
+// (publisher, subscriber, client, server, listener, notifier, waitset) is
+// used by one goroutine at a time, as its C handle is by one thread;
+// services and nodes by any.
 package hako
 
 /*

@@ -237,35 +237,8 @@ func TestGoPublisherPythonSubscriber(t *testing.T) {
 }
 
 func TestRustPublisherGoSubscriber(t *testing.T) {
-	const count = 2000
 	r := root(t)
-	node := must(NewNode(NodeOptions{Name: "go-subscriber", Root: r}))
-	defer node.Close()
-	svc := must(node.PublishSubscribe("ffi/cross", mixedType, OpenOrCreate,
-		PubSubOptions{Backpressure: true, BufferSize: 8}))
-	sub := must(svc.NewSubscriber(SubscriberOptions{}))
-	defer sub.Close()
-	cmd := exec.Command(peer(t), "publish", r, fmt.Sprint(count))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for seq := uint64(0); seq < count; seq++ {
-		s, err := sub.Receive(ctx)
-		if err != nil {
-			t.Fatalf("message %d: %v (%s)", seq, err, out.String())
-		}
-		if v := must(Value[mixed](s)); *v != mixedOf(seq) {
-			t.Fatalf("message %d: got %+v", seq, *v)
-		}
-		s.Release()
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the Rust publisher: %v: %s", err, out.String())
-	}
+	subscribeFrom(t, r, 2000, peer(t), "publish", r, "2000")
 }
 
 // A counted view keeps its message from being released or sent under it.

@@ -26,7 +26,8 @@
 //!   and the timed loop.
 //! * [`transports`] — every transport, by family: floors (one cache line,
 //!   two, a futex word, a minimal descriptor ring), the kernel's IPC,
-//!   hako's patterns and its C face, async runtimes (hako's async ports and
+//!   hako's patterns and its C face, hako's Go face and Go's unix socket
+//!   (both sides Go programs), async runtimes (hako's async ports and
 //!   tokio's sockets), the peer libraries (iceoryx2, shmipc, monoio and
 //!   tokio-uring) and the bridge.
 //! * [`harness`] — the follower processes and the protocol with them,

@@ -3,7 +3,9 @@
 //! publisher and checks every field; `rust_peer publish ROOT COUNT` waits
 //! for a subscriber (a C++ one) and publishes COUNT of them under
 //! backpressure; `rust_peer serve ROOT COUNT` answers COUNT requests of a
-//! client (a C++ one) with one response each (`send_last`). The C side's
+//! client (a C++ one) with one response each (`send_last`); `rust_peer
+//! request ROOT COUNT` sends COUNT requests to a server (a Go one) and
+//! expects one response each, then the end of its stream. The C side's
 //! layout is `tests/c/mixed.h`.
 
 use std::time::{Duration, Instant};
@@ -38,7 +40,7 @@ fn mixed_of(seq: u64) -> Mixed {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let [_, mode, root, count] = args.as_slice() else {
-        return Err("usage: rust_peer subscribe|publish|serve ROOT COUNT".into());
+        return Err("usage: rust_peer subscribe|publish|serve|request ROOT COUNT".into());
     };
     let count: u64 = count.parse()?;
     let node = NodeBuilder::new()
@@ -47,6 +49,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .create()?;
     if mode == "serve" {
         return serve(&node, count);
+    }
+    if mode == "request" {
+        return request(&node, count);
     }
     let service = node
         .service_builder(&"ffi/cross".try_into()?)
@@ -113,5 +118,39 @@ fn serve(node: &hako::Node, count: u64) -> Result<(), Box<dyn std::error::Error>
         request.send_last_copy(mixed_of(seq + 1))?;
     }
     println!("RESULT served={count}");
+    Ok(())
+}
+
+/// Sends `count` requests of `Mixed` (`mixed_of(seq)`), each answered by
+/// one response, `mixed_of(seq + 1)`, that ends its stream.
+fn request(node: &hako::Node, count: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let service = node
+        .service_builder(&"ffi/cross-rr".try_into()?)
+        .request_response::<Mixed, Mixed>()
+        .max_requests_in_flight(4)
+        .max_response_buffer(4)
+        .open_or_create()?;
+    let client = service.client_builder().create()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.server_count() == 0 {
+        if Instant::now() > deadline {
+            return Err("no server came".into());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for seq in 0..count {
+        let pending = client.send_copy(mixed_of(seq))?;
+        let response = pending
+            .receive_timeout(Duration::from_secs(10))?
+            .ok_or_else(|| format!("the response to request {seq} did not come"))?;
+        if *response != mixed_of(seq + 1) {
+            return Err(format!("response {seq} is wrong: {:?}", *response).into());
+        }
+        drop(response);
+        if pending.receive_timeout(Duration::from_secs(10))?.is_some() {
+            return Err(format!("request {seq}: a second response").into());
+        }
+    }
+    println!("RESULT answered={count}");
     Ok(())
 }
