@@ -199,3 +199,37 @@ func TestGoClientCServer(t *testing.T) {
 	}
 	finish(t, cmd, out, fmt.Sprintf("RESULT served=%d", count))
 }
+
+// Events both ways with Rust: a Go notifier wakes a Rust listener, whose
+// notifier wakes a Go listener.
+func TestEventsWithRust(t *testing.T) {
+	r := root(t)
+	node := must(NewNode(NodeOptions{Root: r}))
+	defer node.Close()
+	bells := must(node.Event("ffi/bell", OpenOrCreate, EventOptions{}))
+	defer bells.Close()
+	listener := must(bells.NewListener())
+	defer listener.Close()
+	notifier := must(bells.NewNotifier())
+	defer notifier.Close()
+	cmd, out := start(t, peer(t), "events", r, "9")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Until the Rust listener is there beside this one.
+	for must(notifier.Notify(9)) < 2 {
+		if ctx.Err() != nil {
+			t.Fatalf("the Rust listener never came: %s", out.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for heard := false; !heard; {
+		fired, err := listener.Wait(ctx)
+		if err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+		for _, f := range fired {
+			heard = heard || f.ID == 8
+		}
+	}
+	finish(t, cmd, out, "RESULT heard=9")
+}

@@ -5,7 +5,9 @@
 //! backpressure; `rust_peer serve ROOT COUNT` answers COUNT requests of a
 //! client (a C++ one) with one response each (`send_last`); `rust_peer
 //! request ROOT COUNT` sends COUNT requests to a server (a Go one) and
-//! expects one response each, then the end of its stream. The C side's
+//! expects one response each, then the end of its stream; `rust_peer
+//! events ROOT ID` waits for event ID on "ffi/bell", then notifies ID - 1
+//! (a Go notifier and listener are the other side). The C side's
 //! layout is `tests/c/mixed.h`.
 
 use std::time::{Duration, Instant};
@@ -40,7 +42,7 @@ fn mixed_of(seq: u64) -> Mixed {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let [_, mode, root, count] = args.as_slice() else {
-        return Err("usage: rust_peer subscribe|publish|serve|request ROOT COUNT".into());
+        return Err("usage: rust_peer subscribe|publish|serve|request|events ROOT COUNT".into());
     };
     let count: u64 = count.parse()?;
     let node = NodeBuilder::new()
@@ -52,6 +54,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if mode == "request" {
         return request(&node, count);
+    }
+    if mode == "events" {
+        return events(&node, count);
     }
     let service = node
         .service_builder(&"ffi/cross".try_into()?)
@@ -152,5 +157,29 @@ fn request(node: &hako::Node, count: u64) -> Result<(), Box<dyn std::error::Erro
         }
     }
     println!("RESULT answered={count}");
+    Ok(())
+}
+
+/// Waits (up to 10 s) for event `id` on "ffi/bell", then answers with
+/// event `id - 1`.
+fn events(node: &hako::Node, id: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let service = node
+        .service_builder(&"ffi/bell".try_into()?)
+        .event()
+        .open_or_create()?;
+    let listener = service.listener_builder().create()?;
+    let notifier = service.notifier_builder().create()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !listener
+        .timed_wait(Duration::from_millis(100))?
+        .iter()
+        .any(|&(heard, _)| heard.value() == id)
+    {
+        if Instant::now() > deadline {
+            return Err(format!("event {id} did not come").into());
+        }
+    }
+    notifier.notify_with_id(hako::EventId(id - 1))?;
+    println!("RESULT heard={id}");
     Ok(())
 }
