@@ -13,8 +13,8 @@ import (
 
 // The cross-language pairs this file adds to those of hako_test.go,
 // reqres_test.go and python_test.go: a Go subscriber of C and Python
-// publishers, a Go server answering Rust, C++ and Python clients, and a Go
-// client of a C server's streams. Every message is the `mixed` struct of
+// publishers, a Go server answering Rust, C++ and Python clients, a Go
+// client of a C server's streams, and events both ways with Rust and C++. Every message is the `mixed` struct of
 // fields of every width (tests/c/mixed.h).
 
 // start runs `program ARGS...` with its output captured.
@@ -200,10 +200,11 @@ func TestGoClientCServer(t *testing.T) {
 	finish(t, cmd, out, fmt.Sprintf("RESULT served=%d", count))
 }
 
-// Events both ways with Rust: a Go notifier wakes a Rust listener, whose
-// notifier wakes a Go listener.
-func TestEventsWithRust(t *testing.T) {
-	r := root(t)
+// eventsWith exchanges events both ways with `program ARGS...`, which
+// waits for event 9 on "ffi/bell" and answers with event 8: a Go notifier
+// wakes its listener, whose notifier wakes a Go listener.
+func eventsWith(t *testing.T, r, result, program string, args ...string) {
+	t.Helper()
 	node := must(NewNode(NodeOptions{Root: r}))
 	defer node.Close()
 	bells := must(node.Event("ffi/bell", OpenOrCreate, EventOptions{}))
@@ -212,13 +213,13 @@ func TestEventsWithRust(t *testing.T) {
 	defer listener.Close()
 	notifier := must(bells.NewNotifier())
 	defer notifier.Close()
-	cmd, out := start(t, peer(t), "events", r, "9")
+	cmd, out := start(t, program, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// Until the Rust listener is there beside this one.
+	// Until its listener is there beside this one.
 	for must(notifier.Notify(9)) < 2 {
 		if ctx.Err() != nil {
-			t.Fatalf("the Rust listener never came: %s", out.String())
+			t.Fatalf("the other listener never came: %s", out.String())
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -231,5 +232,15 @@ func TestEventsWithRust(t *testing.T) {
 			heard = heard || f.ID == 8
 		}
 	}
-	finish(t, cmd, out, "RESULT heard=9")
+	finish(t, cmd, out, result)
+}
+
+func TestEventsWithRust(t *testing.T) {
+	r := root(t)
+	eventsWith(t, r, "RESULT heard=9", peer(t), "events", r, "9")
+}
+
+func TestEventsWithCpp(t *testing.T) {
+	r := root(t)
+	eventsWith(t, r, "RESULT heard=9", program(t, "target/c/tests-c/cpp_events", "./scripts/c --build-only"), r, "9")
 }
