@@ -167,12 +167,23 @@ func (p *Publisher) Loan(n int) (*Loan, error) {
 	if p.h == nil {
 		return nil, ErrClosed
 	}
+	m, err := p.lend(n)
+	if err != nil {
+		return nil, err
+	}
+	return &Loan{p: p, s: m}, nil
+}
+
+// lend loans n elements through the publisher's C-side out struct.
+func (p *Publisher) lend(n int) (C.hako_sample_mut, error) {
 	out := &p.out.loan
 	*out = C.hako_sample_mut{}
 	if err := call(func() C.enum_hako_status { return C.hako_publisher_loan(p.h, C.size_t(n), out) }); err != nil {
-		return nil, err
+		return C.hako_sample_mut{}, err
 	}
-	return &Loan{p: p, s: *out}, nil
+	m := *out
+	*out = C.hako_sample_mut{}
+	return m, nil
 }
 
 // Bytes is the loan's payload in shared memory. It is the loan's until
@@ -268,20 +279,27 @@ func (s *Subscriber) TryReceive() (*Sample, error) {
 }
 
 func (s *Subscriber) receive(us uint64) (*Sample, error) {
+	got, err := s.take(us)
+	if err != nil || got.data == nil {
+		return nil, err
+	}
+	return &Sample{s: got}, nil
+}
+
+// take receives through the subscriber's C-side struct, waiting up to us
+// µs; a zero struct if nothing came.
+func (s *Subscriber) take(us uint64) (C.hako_sample, error) {
 	if s.h == nil {
-		return nil, ErrClosed
+		return C.hako_sample{}, ErrClosed
 	}
 	next := s.next
 	*next = C.hako_sample{}
 	if err := call(func() C.enum_hako_status { return C.hako_subscriber_receive(s.h, C.uint64_t(us), next) }); err != nil {
-		return nil, err
+		return C.hako_sample{}, err
 	}
-	if next.data == nil {
-		return nil, nil
-	}
-	out := &Sample{s: *next}
+	got := *next
 	*next = C.hako_sample{}
-	return out, nil
+	return got, nil
 }
 
 // Receive waits for the next sample until ctx ends (then ctx's error).
