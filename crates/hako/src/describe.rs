@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::blackboard::service::BlackboardService;
+use crate::blackboard::settings::{BlackboardQos, BlackboardSettings, EntryDescription};
 use crate::domain::service::error::ServiceError;
 use crate::domain::service::files::{DescriptionError, RawDescription};
 use crate::domain::service::open::PatternSettings;
@@ -75,6 +77,13 @@ pub enum Pattern {
         /// Quality of service.
         qos: ReqResQos,
     },
+    /// A blackboard (writer/readers of keyed entries).
+    Blackboard {
+        /// Quality of service.
+        qos: BlackboardQos,
+        /// The entries: key and value type.
+        entries: Vec<EntryDescription>,
+    },
 }
 
 impl Pattern {
@@ -84,6 +93,7 @@ impl Pattern {
             Pattern::PublishSubscribe { .. } => PubSubSettings::NAME,
             Pattern::Event { .. } => EventSettings::NAME,
             Pattern::RequestResponse { .. } => ReqResSettings::NAME,
+            Pattern::Blackboard { .. } => BlackboardSettings::NAME,
         }
     }
 
@@ -104,6 +114,11 @@ impl Pattern {
                 request: request.clone(),
                 response: response.clone(),
                 qos: qos.clone(),
+            }
+            .tables(),
+            Pattern::Blackboard { qos, entries } => BlackboardSettings {
+                qos: qos.clone(),
+                entries: entries.clone(),
             }
             .tables(),
         }
@@ -138,6 +153,10 @@ impl Pattern {
                     response,
                     qos,
                 })
+            }
+            BlackboardSettings::NAME => {
+                let BlackboardSettings { qos, entries } = parsed(raw)?;
+                Ok(Pattern::Blackboard { qos, entries })
             }
             other => Err(format!("does not parse: unknown pattern {other:?}")),
         }
@@ -221,6 +240,20 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ReqResService<Req, Resp> {
                 request: self.settings.request.clone(),
                 response: self.settings.response.clone(),
                 qos: self.settings.qos.clone(),
+            },
+        }
+    }
+}
+
+impl BlackboardService {
+    /// The service's static description (entries and quality of service).
+    pub fn description(&self) -> StaticDescription {
+        StaticDescription {
+            version: crate::core::layout::LAYOUT_VERSION,
+            name: self.inner.name.to_string(),
+            pattern: Pattern::Blackboard {
+                qos: self.settings.qos.clone(),
+                entries: self.settings.entries.clone(),
             },
         }
     }

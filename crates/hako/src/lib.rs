@@ -181,6 +181,7 @@ macro_rules! not_under_loom {
 not_under_loom! {
     #[cfg(feature = "tokio")]
     pub mod aio;
+    mod blackboard;
     mod describe;
     mod domain;
     mod event;
@@ -192,6 +193,11 @@ not_under_loom! {
     mod waitset;
     pub mod watch;
 
+    pub use blackboard::access::BlackboardError;
+    pub use blackboard::reader::{EntryRef, Reader, ReaderBuilder, ReaderEntry};
+    pub use blackboard::service::{BlackboardBuilder, BlackboardService};
+    pub use blackboard::settings::{BlackboardQos, EntryDescription};
+    pub use blackboard::writer::{EntryLoan, EntryLoanUninit, Writer, WriterBuilder, WriterEntry};
     pub use describe::{Pattern, StaticDescription};
     pub use domain::cleanup::reclaim_dead_nodes;
     pub use domain::config::{self, Config, ConfigError, Defaults, OverflowPolicy};

@@ -159,6 +159,7 @@ fn garbage_in_the_port_tables() {
             q.max_publishers * 2,
             q.max_subscribers,
             SUB_COUNTERS_SIZE,
+            0,
         );
         let dynamic = std::fs::OpenOptions::new()
             .read(true)

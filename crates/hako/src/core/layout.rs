@@ -40,11 +40,13 @@
 //! ## Service dynamic segment (one file per service)
 //!
 //! ```text
-//!  +-----------+------------------+-----------------+-----------------+-------------------+
-//!  | DynHeader | NodeSlot × nodes | PortSlot × pubs | PortSlot × subs | extra × subs      |
-//!  +-----------+------------------+-----------------+-----------------+-------------------+
+//!  +-----------+------------------+-----------------+-----------------+---------------+--------+
+//!  | DynHeader | NodeSlot × nodes | PortSlot × pubs | PortSlot × subs | extra × subs  | shared |
+//!  +-----------+------------------+-----------------+-----------------+---------------+--------+
 //!  (events: pubs = notifiers, subs = listeners, extra = a listener's event counters;
-//!   publish/subscribe: extra = a subscriber's own counters, one line each)
+//!   publish/subscribe: extra = a subscriber's own counters, one line each;
+//!   blackboard: pubs = its writer, subs = readers, extra = a reader's pins,
+//!   shared = the board: every entry's buffers, see `blackboard/board.rs`)
 //! ```
 //! Tables are changed only under the domain lock; readers use atomics. A port
 //! slot is in use while `port_id != 0`; `generation` counts table changes.
@@ -67,8 +69,10 @@ pub const PAGE: u64 = 4096;
 /// 8: a server's connection blocks end with a withdrawal word per request
 /// slot of its client;
 /// 9: a service's dynamic header counts table changes in a futex word, so
-/// that a process can sleep until a port comes or goes).
-pub const LAYOUT_VERSION: u32 = 9;
+/// that a process can sleep until a port comes or goes;
+/// 10: a dynamic segment may end with an area of the whole service, the
+/// blackboard's entries).
+pub const LAYOUT_VERSION: u32 = 10;
 /// Magic of a publisher data segment ("HAKOPUB1").
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
 /// Magic of a service dynamic segment ("HAKODYN1").
@@ -401,24 +405,35 @@ pub struct DynGeometry {
     /// Offset of the extra area: `extra_per_second` bytes per entry of the
     /// second table (the event counters of listeners).
     pub extra_offset: u64,
+    /// Offset of the service's shared area (`shared` bytes, page-aligned;
+    /// the blackboard's entries), at the end.
+    pub shared_offset: u64,
     /// Size of the segment.
     pub total_size: u64,
 }
 
 impl DynGeometry {
-    /// Geometry for the given table sizes.
-    pub fn new(max_nodes: u32, first: u32, second: u32, extra_per_second: u64) -> Self {
+    /// Geometry for the given table sizes, `extra_per_second` bytes per
+    /// entry of the second table and a shared area of `shared` bytes.
+    pub fn new(
+        max_nodes: u32,
+        first: u32,
+        second: u32,
+        extra_per_second: u64,
+        shared: u64,
+    ) -> Self {
         let nodes_offset = LINE;
         let pubs_offset = round_up(nodes_offset + 16 * u64::from(max_nodes), LINE);
         let subs_offset = round_up(pubs_offset + PORT_SLOT_SIZE * u64::from(first), LINE);
         let extra_offset = round_up(subs_offset + PORT_SLOT_SIZE * u64::from(second), LINE);
-        let total_size =
-            round_up(extra_offset + extra_per_second * u64::from(second), PAGE).max(PAGE);
+        let shared_offset = round_up(extra_offset + extra_per_second * u64::from(second), PAGE);
+        let total_size = round_up(shared_offset + shared, PAGE).max(PAGE);
         Self {
             nodes_offset,
             pubs_offset,
             subs_offset,
             extra_offset,
+            shared_offset,
             total_size,
         }
     }
@@ -553,7 +568,7 @@ mod tests {
 
     #[test]
     fn dyn_geometry() {
-        let g = DynGeometry::new(4, 2, 8, 0);
+        let g = DynGeometry::new(4, 2, 8, 0, 0);
         assert!(g.pubs_offset >= g.nodes_offset + 64);
         assert!(g.subs_offset >= g.pubs_offset + 64);
         assert_eq!(g.total_size % PAGE, 0);

@@ -64,6 +64,7 @@ impl PatternSettings for EventSettings {
             first: q.max_notifiers,
             second: q.max_listeners,
             extra_per_second: counter_area_size(q.event_id_max),
+            shared: 0,
         }
     }
 }

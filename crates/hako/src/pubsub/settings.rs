@@ -65,6 +65,7 @@ impl PatternSettings for PubSubSettings {
             first: q.max_publishers.saturating_mul(2),
             second: q.max_subscribers,
             extra_per_second: SUB_COUNTERS_SIZE,
+            shared: 0,
         }
     }
 }

@@ -66,6 +66,7 @@ impl PatternSettings for ReqResSettings {
             first: q.max_clients,
             second: q.max_servers,
             extra_per_second: SUB_COUNTERS_SIZE,
+            shared: 0,
         }
     }
 }

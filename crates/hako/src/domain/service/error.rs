@@ -89,6 +89,22 @@ pub enum ServiceError {
         /// The queue of each subscriber.
         buffer: u32,
     },
+    /// A blackboard entry's key or value is not allowed.
+    #[error("invalid blackboard entry {key:?}: {rule}")]
+    InvalidEntry {
+        /// The entry's key.
+        key: String,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
+    /// A blackboard has no entry of that key.
+    #[error("blackboard {service:?} has no entry {key:?}; its entries are fixed when it is created (hako inspect lists them)")]
+    NoSuchEntry {
+        /// The service.
+        service: String,
+        /// The key asked for.
+        key: String,
+    },
     /// Every node slot of the service is taken.
     #[error("service {service:?} is open in as many nodes as it admits (max_nodes = {max}); raise max_nodes when creating it")]
     TooManyNodes {

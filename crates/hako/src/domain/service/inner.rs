@@ -150,6 +150,12 @@ impl ServiceInner {
         self.seg.extra(i)
     }
 
+    /// The service's shared area (the blackboard's entries): the mapping
+    /// and its offset.
+    pub(crate) fn shared(&self) -> (&Mapping, u64) {
+        self.seg.shared()
+    }
+
     /// Registers a port; returns its table index or `None` if `limit` ports
     /// of its kind are registered already or the table is full. Under the
     /// domain lock, `prepare` runs first (a pattern's own housekeeping of

@@ -44,6 +44,13 @@ pub(crate) trait PatternRequest {
     fn for_create(&self, defaults: &Defaults) -> Result<Self::Settings, ServiceError>;
     /// Checks an existing service's settings against what was requested.
     fn check(&self, service: &str, existing: &Self::Settings) -> Result<(), ServiceError>;
+    /// Fills a new service's dynamic segment (the domain lock held, before
+    /// its description is published, so no other process sees it yet).
+    /// Default: nothing to fill (the segment is zeros).
+    fn init(&self, settings: &Self::Settings, seg: &DynSegment) -> Result<(), ServiceError> {
+        let _ = (settings, seg);
+        Ok(())
+    }
 }
 
 /// How to get at a service.
@@ -116,6 +123,7 @@ fn create_locked<R: PatternRequest>(
         .make_subdir(key, node.access)
         .map_err(io_err("create directory", &root.join(key)))?;
     let made = DynSegment::create(&dir, settings.tables(), node.access).and_then(|seg| {
+        req.init(&settings, &seg)?;
         let desc = Described {
             version: LAYOUT_VERSION,
             name: name.to_string(),

@@ -41,11 +41,20 @@ pub(crate) struct Tables {
     pub second: u32,
     /// Bytes each entry of the second table owns in the extra area.
     pub extra_per_second: u64,
+    /// Bytes of the area of the whole service at the end (the blackboard's
+    /// entries; zero for the other patterns).
+    pub shared: u64,
 }
 
 impl Tables {
     pub(crate) fn geometry(&self) -> DynGeometry {
-        DynGeometry::new(self.nodes, self.first, self.second, self.extra_per_second)
+        DynGeometry::new(
+            self.nodes,
+            self.first,
+            self.second,
+            self.extra_per_second,
+            self.shared,
+        )
     }
 }
 
@@ -189,6 +198,7 @@ impl DynSegment {
                     first: h.first,
                     second: h.second,
                     extra_per_second: 0,
+                    shared: 0,
                 };
                 // u32 table sizes times small slot sizes: no overflow in u64.
                 if t.geometry().total_size > size {
@@ -278,6 +288,12 @@ impl DynSegment {
             &self.map,
             self.geo.extra_offset + i as u64 * self.tables.extra_per_second,
         )
+    }
+
+    /// The service's shared area: the mapping and the area's offset in it
+    /// (`tables.shared` bytes; empty for patterns without one).
+    pub(crate) fn shared(&self) -> (&Mapping, u64) {
+        (&self.map, self.geo.shared_offset)
     }
 
     /// Removes a port from its table (domain lock held); false if the entry

@@ -1,0 +1,293 @@
+//! The settings of a blackboard, as its static description records them:
+//! its entries (key and value type, fixed at creation) and its quality of
+//! service; where each entry lies in the service's shared area.
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::layout::LINE;
+use crate::domain::service::error::{check_range, ServiceError};
+use crate::domain::service::open::PatternSettings;
+use crate::domain::service::tables::Tables;
+use crate::port::payload::PayloadDescription;
+
+/// Most entries a blackboard may have.
+pub const MAX_ENTRIES: usize = 1024;
+/// Longest key, in bytes.
+pub const MAX_KEY_LEN: usize = 128;
+/// Largest value, in bytes (64 MiB).
+pub const MAX_VALUE_SIZE: u64 = 64 << 20;
+/// Largest alignment of a value.
+pub const MAX_VALUE_ALIGN: u64 = 64;
+/// Largest shared area (all entries' buffers together): 4 GiB.
+pub const MAX_BOARD_SIZE: u64 = 4 << 30;
+/// Most readers a blackboard may admit (each entry has readers + 2
+/// buffers, at most 256).
+pub const MAX_READERS: u32 = 254;
+
+/// Quality of service of a blackboard, fixed at creation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlackboardQos {
+    /// Readers the service admits (each entry keeps this many buffers plus
+    /// two, so that the writer never waits for one).
+    pub max_readers: u32,
+    /// Nodes that may hold the service open at once.
+    pub max_nodes: u32,
+}
+
+/// One entry: its key and the type of its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EntryDescription {
+    /// The key.
+    pub key: String,
+    /// The value's type (never a slice).
+    pub value: PayloadDescription,
+}
+
+/// A blackboard's settings, after the fields every static description has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct BlackboardSettings {
+    /// Quality of service.
+    pub qos: BlackboardQos,
+    /// The entries, in creation order.
+    pub entries: Vec<EntryDescription>,
+}
+
+/// Where an entry lies in the shared area.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EntryPlace {
+    /// Offset of its state word.
+    pub state: u64,
+    /// Offset of its first buffer.
+    pub buffers: u64,
+    /// Bytes from one buffer to the next.
+    pub stride: u64,
+    /// Offset of the value in a buffer.
+    pub value_off: u64,
+    /// Bytes of the value.
+    pub size: u64,
+    /// Number of buffers.
+    pub count: u64,
+}
+
+/// The shared area: a header line, a state line per entry, then every
+/// entry's buffers:
+///
+/// ```text
+///  +0                 magic "HAKOBRD1", entries            (LINE)
+///  +LINE·(1 + e)      entry e's state word                 (LINE each)
+///  then, per entry    count buffers of stride bytes (see core/board.rs)
+/// ```
+pub(crate) const BOARD_MAGIC: u64 = u64::from_le_bytes(*b"HAKOBRD1");
+
+impl BlackboardSettings {
+    /// Buffers per entry.
+    pub(crate) fn buffers(&self) -> u64 {
+        u64::from(self.qos.max_readers) + 2
+    }
+
+    /// Where each entry lies, and the area's size.
+    pub(crate) fn places(&self) -> (Vec<EntryPlace>, u64) {
+        let n = self.entries.len() as u64;
+        let mut next = LINE * (1 + n);
+        let count = self.buffers();
+        let places = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(e, d)| {
+                let value_off = d.value.align.max(8);
+                let stride = (value_off + d.value.size).div_ceil(LINE) * LINE;
+                let p = EntryPlace {
+                    state: LINE * (1 + e as u64),
+                    buffers: next,
+                    stride,
+                    value_off,
+                    size: d.value.size,
+                    count,
+                };
+                next += stride * count;
+                p
+            })
+            .collect();
+        (places, next)
+    }
+
+    /// Bytes of a reader's pin words (one per entry).
+    pub(crate) fn pins_size(&self) -> u64 {
+        (8 * self.entries.len() as u64).div_ceil(LINE) * LINE
+    }
+
+    /// The entry of `key`, with its index.
+    pub(crate) fn find(&self, key: &str) -> Option<(usize, &EntryDescription)> {
+        self.entries.iter().enumerate().find(|(_, d)| d.key == key)
+    }
+}
+
+/// Checks a key: 1 to 128 bytes, no control characters, no space at
+/// either end.
+pub(crate) fn check_key(key: &str) -> Result<(), ServiceError> {
+    let bad = |rule| {
+        Err(ServiceError::InvalidEntry {
+            key: key.to_owned(),
+            rule,
+        })
+    };
+    if key.is_empty() || key.len() > MAX_KEY_LEN {
+        return bad("a key has 1 to 128 bytes");
+    }
+    if key.chars().any(char::is_control) {
+        return bad("a key has no control characters");
+    }
+    if key.trim() != key {
+        return bad("a key neither starts nor ends with a space");
+    }
+    Ok(())
+}
+
+/// Checks an entry's value type.
+pub(crate) fn check_value(key: &str, v: &PayloadDescription) -> Result<(), ServiceError> {
+    let bad = |rule| {
+        Err(ServiceError::InvalidEntry {
+            key: key.to_owned(),
+            rule,
+        })
+    };
+    if v.slice {
+        return bad("a value has a fixed size (an array, not a slice)");
+    }
+    if v.size == 0 || v.size > MAX_VALUE_SIZE {
+        return bad("a value has 1 byte to 64 MiB");
+    }
+    if !v.align.is_power_of_two() || v.align > MAX_VALUE_ALIGN || v.size % v.align != 0 {
+        return bad("a value's alignment is a power of two up to 64 that divides its size");
+    }
+    Ok(())
+}
+
+impl PatternSettings for BlackboardSettings {
+    const NAME: &'static str = "blackboard";
+
+    fn validate(&self) -> Result<(), ServiceError> {
+        let q = &self.qos;
+        check_range(
+            "max_readers",
+            q.max_readers,
+            1,
+            MAX_READERS,
+            "between 1 and 254",
+        )?;
+        check_range("max_nodes", q.max_nodes, 1, 65536, "between 1 and 65536")?;
+        if self.entries.is_empty() || self.entries.len() > MAX_ENTRIES {
+            return Err(ServiceError::InvalidSetting {
+                field: "entries",
+                value: self.entries.len() as u64,
+                rule: "between 1 and 1024",
+            });
+        }
+        for (i, d) in self.entries.iter().enumerate() {
+            check_key(&d.key)?;
+            check_value(&d.key, &d.value)?;
+            if self.entries[..i].iter().any(|o| o.key == d.key) {
+                return Err(ServiceError::InvalidEntry {
+                    key: d.key.clone(),
+                    rule: "each key names one entry",
+                });
+            }
+        }
+        // Sizes are capped above, so the sum cannot overflow u64.
+        let (_, size) = self.places();
+        if size > MAX_BOARD_SIZE {
+            return Err(ServiceError::InvalidSetting {
+                field: "entries",
+                value: size,
+                rule: "all entries' buffers ((max_readers + 2) per entry) in at most 4 GiB",
+            });
+        }
+        Ok(())
+    }
+
+    fn tables(&self) -> Tables {
+        let q = &self.qos;
+        Tables {
+            nodes: q.max_nodes,
+            first: 1,
+            second: q.max_readers,
+            extra_per_second: self.pins_size(),
+            shared: self.places().1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(size: u64, align: u64) -> PayloadDescription {
+        PayloadDescription {
+            type_name: "T".into(),
+            size,
+            align,
+            slice: false,
+        }
+    }
+
+    fn board(entries: &[(&str, u64, u64)], readers: u32) -> BlackboardSettings {
+        BlackboardSettings {
+            qos: BlackboardQos {
+                max_readers: readers,
+                max_nodes: 8,
+            },
+            entries: entries
+                .iter()
+                .map(|&(k, size, align)| EntryDescription {
+                    key: k.into(),
+                    value: value(size, align),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn entries_lie_on_their_own_lines() {
+        let b = board(&[("small", 8, 8), ("big", 4096, 64), ("odd", 3, 1)], 2);
+        b.validate().unwrap();
+        let (places, size) = b.places();
+        assert_eq!(places[0].state, LINE);
+        assert_eq!(places[0].buffers, 4 * LINE);
+        assert_eq!((places[0].stride, places[0].value_off, places[0].count), (LINE, 8, 4));
+        // A 4 KiB value aligned to 64 starts 64 bytes into its buffer.
+        assert_eq!((places[1].value_off, places[1].stride), (64, 4096 + LINE));
+        assert_eq!(places[1].buffers, places[0].buffers + 4 * LINE);
+        assert_eq!(size, places[2].buffers + 4 * places[2].stride);
+        assert!(places.iter().all(|p| p.buffers % LINE == 0 && p.value_off + p.size <= p.stride));
+        assert_eq!(b.pins_size(), LINE);
+        assert_eq!(b.find("big").unwrap().0, 1);
+    }
+
+    #[test]
+    fn bad_entries_are_refused() {
+        for (entries, why) in [
+            (vec![], "between 1 and 1024"),
+            (vec![("", 8, 8)], "1 to 128 bytes"),
+            (vec![(" pose", 8, 8)], "space"),
+            (vec![("a\nb", 8, 8)], "control"),
+            (vec![("a", 8, 8), ("a", 4, 4)], "one entry"),
+            (vec![("a", 0, 1)], "1 byte to 64 MiB"),
+            (vec![("a", 12, 8)], "alignment"),
+            (vec![("a", 128, 128)], "alignment"),
+        ] {
+            let e = board(&entries, 2).validate().unwrap_err().to_string();
+            assert!(e.contains(why), "{entries:?}: {e}");
+        }
+        let mut b = board(&[("a", 8, 8)], 2);
+        b.entries[0].value.slice = true;
+        assert!(b.validate().unwrap_err().to_string().contains("fixed size"));
+        assert!(board(&[("a", 8, 8)], 0).validate().is_err());
+        assert!(board(&[("a", 8, 8)], 255).validate().is_err());
+        // 64 MiB values, 254 readers: more than 4 GiB of buffers.
+        let e = board(&[("a", 64 << 20, 8)], 254).validate().unwrap_err();
+        assert!(e.to_string().contains("4 GiB"), "{e}");
+    }
+}

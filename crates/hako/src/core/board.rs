@@ -1,0 +1,395 @@
+//! A blackboard entry: one writer updates a value that many readers read,
+//! without queues, without the writer ever waiting for a reader, and
+//! without a reader ever seeing a value half written.
+//!
+//! Each entry has a state word and `count` buffers, each a sequence word
+//! followed by the value:
+//!
+//! ```text
+//!  state line (LINE bytes)
+//!  +0   state: AtomicU64     version << 8 | the buffer holding that version
+//!
+//!  buffer b (stride bytes, a multiple of LINE), for b in 0..count
+//!  +0          seq: AtomicU64   even: the value is whole; odd: being written
+//!  +value_off  value            size bytes (value_off = max(8, align))
+//! ```
+//!
+//! A small value shares its buffer's first line with the sequence word, so
+//! a reader that finds the state unchanged reads one line more.
+//!
+//! **Writing.** The writer picks a buffer that is neither the current one
+//! nor pinned by a reader (see below), round-robin from the one after the
+//! current, so the buffer it overwrites is the one published longest ago;
+//! marks it odd, writes the value, marks it even, and publishes it: the
+//! state's version goes up by one and names the buffer. A writer that dies
+//! anywhere in this leaves the current buffer untouched: readers keep
+//! reading the old value, and the next writer marks the half-written buffer
+//! odd again (odd plus two) before it writes there.
+//!
+//! **Reading by copy.** A reader loads the state, then the buffer's
+//! sequence word (even, else the buffer is being reused: try again), copies
+//! the value, and loads the sequence word again: unchanged, the copy is
+//! whole (a sequence lock per buffer). The writer reuses the buffer a
+//! reader copies only after it published every other one, so a copy fails
+//! only when the writer updates faster than the copy takes, `count - 1`
+//! times over; after a few failures the reader pins.
+//!
+//! **Reading in place.** A reader that wants the value where it lies
+//! (large values, no copy) pins it: it stores the buffer's number in its
+//! own pin word (one per reader and entry, in the reader's area), then
+//! loads the state again; unchanged, the writer cannot choose that buffer
+//! any more until the pin is cleared (the writer reads every live reader's
+//! pin word before it chooses, and the pin store, the reload and the
+//! writer's publish and pin loads are all sequentially consistent). With
+//! `count = readers + 2` buffers the writer always finds one that is free:
+//! each reader pins at most one per entry, and one is current.
+//!
+//! **Cost to the writer.** Memory: `count` copies of each value. Time per
+//! update: one load of a pin word per live reader, the value's bytes, two
+//! stores to the sequence word and one to the state.
+//!
+//! Everything read here is hostile: a state naming a buffer beyond `count`
+//! is corruption, not an index.
+
+use super::sync::{fence, AtomicU64, Ordering};
+
+/// Bits of the state word that name the buffer.
+pub const BUFFER_BITS: u32 = 8;
+/// The most buffers an entry may have.
+pub const MAX_BUFFERS: u64 = 1 << BUFFER_BITS;
+
+/// The state word says a buffer that does not exist: the memory was
+/// overwritten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corrupt;
+
+/// Where one entry lies: its state word and its buffers.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    state: &'a AtomicU64,
+    base: *mut u8,
+    stride: u64,
+    value_off: u64,
+    size: usize,
+    count: u64,
+}
+
+/// A version and the buffer that holds it, as the state word says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct State {
+    /// Updates published so far.
+    pub version: u64,
+    /// The buffer holding that version.
+    pub buffer: u64,
+}
+
+impl State {
+    fn word(self) -> u64 {
+        (self.version << BUFFER_BITS) | self.buffer
+    }
+}
+
+impl<'a> Entry<'a> {
+    /// The entry whose buffers start at `base` (and whose state word is
+    /// `state`), `count` buffers of `stride` bytes, the value at
+    /// `value_off` in each.
+    ///
+    /// # Safety
+    /// `base` points to `count * stride` bytes that stay mapped for `'a`,
+    /// aligned to 8; `value_off + size <= stride`; `value_off >= 8`.
+    pub unsafe fn new(
+        state: &'a AtomicU64,
+        base: *mut u8,
+        stride: u64,
+        value_off: u64,
+        size: usize,
+        count: u64,
+    ) -> Self {
+        Self {
+            state,
+            base,
+            stride,
+            value_off,
+            size,
+            count,
+        }
+    }
+
+    /// The sequence word of buffer `b` (`b < count`).
+    fn seq(&self, b: u64) -> &'a AtomicU64 {
+        assert!(b < self.count);
+        // SAFETY: b < count, so the word lies in the buffers (the
+        // constructor's promise), 8-aligned (the stride is a multiple of 8);
+        // atomics may alias shared memory.
+        unsafe {
+            &*self
+                .base
+                .add((b * self.stride) as usize)
+                .cast::<AtomicU64>()
+        }
+    }
+
+    /// The value of buffer `b` (`b < count`).
+    fn value(&self, b: u64) -> *mut u8 {
+        assert!(b < self.count);
+        // SAFETY: as in seq; value_off + size <= stride.
+        unsafe { self.base.add((b * self.stride + self.value_off) as usize) }
+    }
+
+    /// The current state, its buffer checked.
+    pub fn state(&self, order: Ordering) -> Result<State, Corrupt> {
+        let w = self.state.load(order);
+        let s = State {
+            version: w >> BUFFER_BITS,
+            buffer: w & (MAX_BUFFERS - 1),
+        };
+        if s.buffer < self.count {
+            Ok(s)
+        } else {
+            Err(Corrupt)
+        }
+    }
+
+    /// Copies the current value into `out` (`size` bytes) if no update
+    /// overtakes the copy; the version copied, or `None` if one did.
+    ///
+    /// # Safety
+    /// `out` is valid for `size` bytes of writes.
+    pub unsafe fn try_copy(&self, out: *mut u8) -> Result<Option<u64>, Corrupt> {
+        // ORDERING: Acquire; pairs with the SeqCst (so Release) store in
+        // publish(): the buffer's value and sequence word are visible.
+        let s = self.state(Ordering::Acquire)?;
+        let seq = self.seq(s.buffer);
+        // ORDERING: Acquire; pairs with the Release fence and stores in
+        // write(): if the writer started reusing the buffer, this sees odd or
+        // a later even value.
+        let before = seq.load(Ordering::Acquire);
+        if before % 2 == 1 {
+            return Ok(None);
+        }
+        // SAFETY: the value lies in the buffer (constructor's promise), `out`
+        // is the caller's. The bytes may change under the copy (another
+        // process writes them, outside this program); the copy is only
+        // trusted once the sequence word below says it did not.
+        unsafe { core::ptr::copy_nonoverlapping(self.value(s.buffer), out, self.size) };
+        // ORDERING: Acquire fence; pairs with the writer's Release fence after
+        // it marks the buffer odd: a copy that read any byte of a reuse sees
+        // the odd word (or a later one) below.
+        fence(Ordering::Acquire);
+        // Relaxed: ordered by the fence above.
+        let after = seq.load(Ordering::Relaxed);
+        Ok((after == before).then_some(s.version))
+    }
+
+    /// Pins the current value for reading in place: stores its buffer
+    /// (plus one) in `pin`, the reader's pin word of this entry, and checks
+    /// the state did not move meanwhile. Returns the state pinned; the
+    /// buffer is the reader's until [`unpin`](Self::unpin).
+    pub fn pin(&self, pin: &AtomicU64) -> Result<State, Corrupt> {
+        loop {
+            // ORDERING: SeqCst; one total order with the writer's publish and
+            // its loads of the pins (see the module documentation).
+            let s = self.state(Ordering::SeqCst)?;
+            // ORDERING: SeqCst; pairs with the writer's SeqCst loads of the
+            // pins in free_buffer().
+            pin.store(s.buffer + 1, Ordering::SeqCst);
+            // ORDERING: SeqCst; unchanged, no publish came between the state
+            // load and the pin, so the writer's next choice sees the pin.
+            if self.state.load(Ordering::SeqCst) == s.word() {
+                return Ok(s);
+            }
+        }
+    }
+
+    /// Ends a pin.
+    pub fn unpin(pin: &AtomicU64) {
+        // ORDERING: Release; pairs with the writer's SeqCst loads: the
+        // reader's reads of the value happen before the writer may reuse it.
+        pin.store(0, Ordering::Release);
+    }
+
+    /// The value of buffer `b` (for a pinned or a writer's buffer).
+    pub fn value_ptr(&self, b: u64) -> *mut u8 {
+        self.value(b)
+    }
+
+    /// The writer's choice of a buffer to write: neither `current` nor
+    /// pinned (`pinned(b)` says whether a reader pins `b`), the first from
+    /// `current + 1` round the ring. `None` if every one is taken, which
+    /// `count = readers + 2` rules out unless pins are corrupt.
+    pub fn free_buffer(&self, current: u64, pinned: impl Fn(u64) -> bool) -> Option<u64> {
+        (1..self.count)
+            .map(|k| (current + k) % self.count)
+            .find(|&b| !pinned(b))
+    }
+
+    /// Starts writing buffer `b` (chosen by
+    /// [`free_buffer`](Self::free_buffer)): marks it odd. Returns the mark,
+    /// for [`end_write`](Self::end_write).
+    pub fn begin_write(&self, b: u64) -> u64 {
+        let seq = self.seq(b);
+        // Relaxed: the writer's own word (a dead writer's odd value is
+        // skipped past).
+        let s = seq.load(Ordering::Relaxed);
+        let odd = if s % 2 == 0 { s + 1 } else { s + 2 };
+        // Relaxed store, then a Release fence: pairs with the readers' Acquire
+        // fence in try_copy(); no byte of the new value is seen before odd.
+        seq.store(odd, Ordering::Relaxed);
+        fence(Ordering::Release);
+        odd
+    }
+
+    /// Ends writing buffer `b`, begun with mark `odd`: marks it even.
+    pub fn end_write(&self, b: u64, odd: u64) {
+        // ORDERING: Release; pairs with the readers' Acquire load of seq:
+        // the whole value is visible with the even word.
+        self.seq(b).store(odd.wrapping_add(1), Ordering::Release);
+    }
+
+    /// Writes buffer `b` whole: [`begin_write`](Self::begin_write), `fill`
+    /// on its value, [`end_write`](Self::end_write).
+    #[cfg(test)]
+    pub fn write(&self, b: u64, fill: impl FnOnce(*mut u8)) {
+        let odd = self.begin_write(b);
+        fill(self.value(b));
+        self.end_write(b, odd);
+    }
+
+    /// Publishes buffer `b` as the next version after `current`; returns
+    /// the new version.
+    pub fn publish(&self, current: State, b: u64) -> u64 {
+        let next = State {
+            version: current.version.wrapping_add(1) & (u64::MAX >> BUFFER_BITS),
+            buffer: b,
+        };
+        // ORDERING: SeqCst; pairs with the readers' Acquire and SeqCst loads
+        // of the state (the value is visible with it) and orders before the
+        // writer's next loads of the pins (see pin()).
+        self.state.store(next.word(), Ordering::SeqCst);
+        next.version
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// An entry of `count` buffers of 8-byte values on the heap.
+    struct Heap {
+        state: AtomicU64,
+        bufs: Vec<u64>,
+    }
+
+    const STRIDE_WORDS: usize = 16; // 128 bytes
+
+    impl Heap {
+        fn new(count: usize) -> Self {
+            Self {
+                state: AtomicU64::new(0),
+                bufs: vec![0; count * STRIDE_WORDS],
+            }
+        }
+        fn entry(&mut self) -> Entry<'_> {
+            let count = (self.bufs.len() / STRIDE_WORDS) as u64;
+            let base = self.bufs.as_mut_ptr().cast::<u8>();
+            // SAFETY: count buffers of 128 bytes, 8-aligned, the value at 8.
+            unsafe { Entry::new(&self.state, base, 128, 8, 8, count) }
+        }
+    }
+
+    fn read(e: &Entry<'_>) -> (u64, u64) {
+        let mut v = 0u64;
+        // SAFETY: 8 bytes into a u64.
+        let version = unsafe { e.try_copy((&raw mut v).cast()) }.unwrap().unwrap();
+        (v, version)
+    }
+
+    fn update(e: &Entry<'_>, pins: &[u64], v: u64) -> u64 {
+        let s = e.state(Ordering::Relaxed).unwrap();
+        let b = e
+            .free_buffer(s.buffer, |b| pins.contains(&(b + 1)))
+            .unwrap();
+        // SAFETY: 8 bytes of the chosen buffer.
+        e.write(b, |p| unsafe { p.cast::<u64>().write(v) });
+        e.publish(s, b)
+    }
+
+    #[test]
+    fn updates_are_read_with_their_version() {
+        let mut h = Heap::new(3);
+        let e = h.entry();
+        assert_eq!(read(&e), (0, 0));
+        for v in 1..=10 {
+            assert_eq!(update(&e, &[], v * 7), v);
+            assert_eq!(read(&e), (v * 7, v));
+        }
+    }
+
+    #[test]
+    fn a_pinned_buffer_is_never_chosen() {
+        let mut h = Heap::new(3);
+        let e = h.entry();
+        update(&e, &[], 5);
+        let pin = AtomicU64::new(0);
+        let s = e.pin(&pin).unwrap();
+        let pins = [pin.load(Ordering::Relaxed)];
+        for v in 0..20 {
+            update(&e, &pins, v);
+            // SAFETY: the pinned buffer's 8 bytes.
+            let held = unsafe { e.value_ptr(s.buffer).cast::<u64>().read() };
+            assert_eq!(held, 5, "the pinned value changed");
+        }
+        Entry::unpin(&pin);
+        assert_eq!(pin.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_copy_overtaken_by_a_reuse_is_refused() {
+        let mut h = Heap::new(2);
+        let e = h.entry();
+        let s = e.state(Ordering::Relaxed).unwrap();
+        // Buffer 0 is current; a writer marks it odd as if it reused it.
+        e.write(1, |_| ());
+        let seq0 = e.seq(s.buffer);
+        seq0.store(1, Ordering::Relaxed);
+        let mut v = 0u64;
+        // SAFETY: 8 bytes into a u64.
+        assert_eq!(unsafe { e.try_copy((&raw mut v).cast()) }, Ok(None));
+    }
+
+    #[test]
+    fn a_dead_writers_buffer_is_written_again() {
+        let mut h = Heap::new(3);
+        let e = h.entry();
+        // A writer died between marking buffer 1 odd and finishing.
+        e.seq(1).store(3, Ordering::Relaxed);
+        assert_eq!(read(&e), (0, 0), "the current value is untouched");
+        assert_eq!(update(&e, &[], 9), 1);
+        assert_eq!(read(&e), (9, 1));
+        assert_eq!(
+            e.seq(1).load(Ordering::Relaxed),
+            6,
+            "odd plus two, then even"
+        );
+    }
+
+    #[test]
+    fn a_state_naming_no_buffer_is_corruption() {
+        let mut h = Heap::new(3);
+        let e = h.entry();
+        e.state.store((4 << BUFFER_BITS) | 7, Ordering::Relaxed);
+        assert_eq!(e.state(Ordering::Relaxed), Err(Corrupt));
+        let mut v = 0u64;
+        // SAFETY: 8 bytes into a u64.
+        assert_eq!(unsafe { e.try_copy((&raw mut v).cast()) }, Err(Corrupt));
+        assert_eq!(e.pin(&AtomicU64::new(0)), Err(Corrupt));
+    }
+
+    #[test]
+    fn every_buffer_taken_leaves_no_choice() {
+        let mut h = Heap::new(3);
+        let e = h.entry();
+        assert_eq!(e.free_buffer(0, |_| true), None);
+        assert_eq!(e.free_buffer(2, |b| b == 0), Some(1));
+    }
+}

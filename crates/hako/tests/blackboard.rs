@@ -1,0 +1,237 @@
+//! Single-process checks of the blackboard: creating and opening, reading
+//! and writing by copy and in place, versions, and every refusal (the
+//! cross-process tests, torn reads and crashes, live in hako-tests).
+
+use hako::{BlackboardError, BlackboardService, Config, Node, NodeBuilder, ServiceError, ShmSafe};
+
+#[derive(Debug, Clone, Copy, PartialEq, ShmSafe)]
+#[repr(C)]
+struct Pose {
+    x: f64,
+    y: f64,
+    heading: f32,
+    quality: u8,
+}
+
+const HOME: Pose = Pose {
+    x: 0.0,
+    y: 0.0,
+    heading: 0.0,
+    quality: 0,
+};
+
+struct Root(std::path::PathBuf);
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn node(test: &str) -> (Root, Node) {
+    let root = std::path::PathBuf::from(format!(
+        "/dev/shm/hako-test-bb-{}-{}",
+        test,
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    let cfg = Config::default().with_root(&root);
+    let node = NodeBuilder::new().config(&cfg).create().unwrap();
+    (Root(root), node)
+}
+
+fn board(node: &Node, name: &str) -> BlackboardService {
+    node.service_builder(&name.try_into().unwrap())
+        .blackboard()
+        .entry::<Pose>("pose", HOME)
+        .entry::<u32>("mode", 7)
+        .entry::<[u8; 4096]>("map", [1; 4096])
+        .max_readers(2)
+        .open_or_create()
+        .unwrap()
+}
+
+#[test]
+fn defaults_then_updates_with_their_versions() {
+    let (_root, node) = node("updates");
+    let b = board(&node, "bb/updates");
+    let writer = b.writer_builder().create().unwrap();
+    let reader = b.reader_builder().create().unwrap();
+    let pose = reader.entry::<Pose>("pose").unwrap();
+    let mode = reader.entry::<u32>("mode").unwrap();
+    assert_eq!(pose.get_with_version().unwrap(), (HOME, 0));
+    assert_eq!(mode.get().unwrap(), 7);
+
+    let mut w = writer.entry::<Pose>("pose").unwrap();
+    for k in 1..=100u64 {
+        let p = Pose {
+            x: k as f64,
+            y: -(k as f64),
+            heading: 0.5,
+            quality: (k % 256) as u8,
+        };
+        assert_eq!(w.update(p).unwrap(), k);
+        assert_eq!(pose.get_with_version().unwrap(), (p, k));
+        assert_eq!(pose.version().unwrap(), k);
+    }
+    assert_eq!(w.version().unwrap(), 100);
+    assert_eq!(b.version("pose"), Some(100));
+    // Other entries are untouched.
+    assert_eq!(mode.get_with_version().unwrap(), (7, 0));
+    assert_eq!(b.version("nothing"), None);
+}
+
+#[test]
+fn loans_write_in_place_and_publish_only_when_told() {
+    let (_root, node) = node("loans");
+    let b = board(&node, "bb/loans");
+    let writer = b.writer_builder().create().unwrap();
+    let reader = b.reader_builder().create().unwrap();
+    let mut w = writer.entry::<[u8; 4096]>("map").unwrap();
+    let mut r = reader.entry::<[u8; 4096]>("map").unwrap();
+
+    // A loan of the latest value, changed in one place.
+    let mut loan = w.loan_latest().unwrap();
+    loan[10] = 99;
+    assert_eq!(loan.publish(), 1);
+    let got = r.get().unwrap();
+    assert_eq!((got[9], got[10], got[11]), (1, 99, 1));
+
+    // An uninitialised loan, written whole.
+    let loan = w.loan_uninit().unwrap().write([5; 4096]);
+    assert_eq!(loan.publish(), 2);
+    assert!(r.get().unwrap().iter().all(|&x| x == 5));
+
+    // A loan dropped unpublished changes nothing.
+    drop(w.loan_uninit().unwrap().write([6; 4096]));
+    assert_eq!(r.get_with_version().unwrap().1, 2);
+    assert!(r.read().unwrap().iter().all(|&x| x == 5));
+}
+
+#[test]
+fn a_value_read_in_place_stays_while_the_writer_goes_on() {
+    let (_root, node) = node("in-place");
+    let b = board(&node, "bb/in-place");
+    let writer = b.writer_builder().create().unwrap();
+    let r1 = b.reader_builder().create().unwrap();
+    let r2 = b.reader_builder().create().unwrap();
+    let mut w = writer.entry::<u32>("mode").unwrap();
+    let mut m1 = r1.entry::<u32>("mode").unwrap();
+    let mut m2 = r2.entry::<u32>("mode").unwrap();
+    w.update(1).unwrap();
+    let held1 = m1.read().unwrap();
+    w.update(2).unwrap();
+    let held2 = m2.read().unwrap();
+    // Both readers pin a buffer; with max_readers + 2 buffers the writer
+    // always finds a free one and never waits.
+    for v in 3..1000 {
+        w.update(v).unwrap();
+    }
+    assert_eq!((*held1, held1.version()), (1, 1));
+    assert_eq!((*held2, held2.version()), (2, 2));
+    drop(held1);
+    drop(held2);
+    assert_eq!(m1.read().unwrap().version(), 999);
+    assert_eq!(m2.get().unwrap(), 999);
+}
+
+#[test]
+fn refusals_say_what_is_wrong() {
+    let (_root, node) = node("refusals");
+    let b = board(&node, "bb/refusals");
+    let name = || "bb/refusals".try_into().unwrap();
+
+    // One writer at a time; a second one is refused until the first goes.
+    let writer = b.writer_builder().create().unwrap();
+    let e = b.writer_builder().create().unwrap_err();
+    assert!(matches!(e, BlackboardError::WriterExists { .. }), "{e}");
+    drop(writer);
+    let writer = b.writer_builder().create().unwrap();
+
+    // max_readers readers.
+    let r1 = b.reader_builder().create().unwrap();
+    let _r2 = b.reader_builder().create().unwrap();
+    let e = b.reader_builder().create().unwrap_err();
+    assert!(
+        matches!(e, BlackboardError::TooManyReaders { max: 2, .. }),
+        "{e}"
+    );
+
+    // Keys and types are checked; one handle per entry and port.
+    let e = r1.entry::<u32>("speed").unwrap_err();
+    assert!(e.to_string().contains("no entry \"speed\""), "{e}");
+    let e = r1.entry::<u64>("mode").unwrap_err();
+    assert!(
+        matches!(
+            e,
+            BlackboardError::Service(ServiceError::IncompatibleType { .. })
+        ),
+        "{e}"
+    );
+    let first = r1.entry::<u32>("mode").unwrap();
+    let e = r1.entry::<u32>("mode").unwrap_err();
+    assert!(matches!(e, BlackboardError::EntryInUse { .. }), "{e}");
+    drop(first);
+    r1.entry::<u32>("mode").unwrap();
+    let _w = writer.entry::<u32>("mode").unwrap();
+    assert!(writer.entry::<u32>("mode").is_err());
+
+    // Opening checks the entries asked for and the settings.
+    let open = |n: &Node| n.service_builder(&name()).blackboard();
+    let e = open(&node).entry::<u64>("mode", 0).open().unwrap_err();
+    assert!(matches!(e, ServiceError::IncompatibleType { .. }), "{e}");
+    let e = open(&node).entry::<u8>("gear", 0).open().unwrap_err();
+    assert!(matches!(e, ServiceError::NoSuchEntry { .. }), "{e}");
+    let e = open(&node).max_readers(3).open().unwrap_err();
+    assert!(matches!(e, ServiceError::IncompatibleQos { .. }), "{e}");
+    let ok = open(&node).entry::<u32>("mode", 0).open().unwrap();
+    assert_eq!(ok.entries().len(), 3);
+    let e = node.service_builder(&name()).event().open().unwrap_err();
+    assert!(matches!(e, ServiceError::IncompatiblePattern { .. }), "{e}");
+
+    // Creating checks every entry.
+    let create = |key: &str| {
+        node.service_builder(&"bb/new".try_into().unwrap())
+            .blackboard()
+            .entry::<u32>(key, 0)
+            .create()
+    };
+    assert!(create("")
+        .unwrap_err()
+        .to_string()
+        .contains("1 to 128 bytes"));
+    assert!(create(" x").unwrap_err().to_string().contains("space"));
+    let e = node
+        .service_builder(&"bb/new".try_into().unwrap())
+        .blackboard()
+        .create()
+        .unwrap_err();
+    assert!(e.to_string().contains("entries"), "{e}");
+    let e = node
+        .service_builder(&"bb/new".try_into().unwrap())
+        .blackboard()
+        .entry::<u32>("a", 0)
+        .entry::<u8>("a", 0)
+        .create()
+        .unwrap_err();
+    assert!(e.to_string().contains("each key names one entry"), "{e}");
+}
+
+#[test]
+fn the_description_lists_entries_and_settings() {
+    let (_root, node) = node("describe");
+    let b = board(&node, "bb/describe");
+    let d = b.description();
+    let text = toml::to_string(&d).unwrap();
+    let back = hako::StaticDescription::parse(&text).unwrap();
+    assert_eq!(back, d);
+    match d.pattern {
+        hako::Pattern::Blackboard { qos, entries } => {
+            assert_eq!(qos.max_readers, 2);
+            let keys: Vec<&str> = entries.iter().map(|e| e.key.as_str()).collect();
+            assert_eq!(keys, ["pose", "mode", "map"]);
+            assert_eq!(entries[2].value.size, 4096);
+        }
+        other => panic!("{other:?}"),
+    }
+}
