@@ -10,6 +10,7 @@
 //!   caught by the reader. [`OtherMsg`] and [`ImpostorMsg`] exist to provoke
 //!   type mismatches.
 //! * [`exit`], the helper's exit codes, one per error the tests look for.
+//! * [`board`], the self-checking values of the blackboard tests.
 //! * [`harness`], used by the tests only: a domain root and a temp directory
 //!   per test, helper processes under a watchdog, and the parsing of the
 //!   helper's `RESULT` lines.
@@ -159,4 +160,5 @@ pub mod exit {
     pub const UNEXPECTED_WAKE: i32 = 29;
 }
 
+pub mod board;
 pub mod harness;

@@ -170,12 +170,13 @@ impl<T: ShmSafe + Copy> WriterEntry<T> {
     /// unpublished, nothing changes.
     pub fn loan_uninit(&mut self) -> Result<EntryLoanUninit<'_, T>, BlackboardError> {
         let (current, buf) = self.claim()?;
-        let odd = self.port.board.entry(self.i).begin_write(buf);
+        let next = current.next_version();
+        self.port.board.entry(self.i).begin_write(buf, next);
         Ok(EntryLoanUninit {
             entry: self,
             current,
             buf,
-            odd,
+            next,
             ended: false,
         })
     }
@@ -204,7 +205,8 @@ pub struct EntryLoanUninit<'a, T: ShmSafe + Copy> {
     entry: &'a mut WriterEntry<T>,
     current: State,
     buf: u64,
-    odd: u64,
+    /// The version it writes.
+    next: u64,
     /// Its write was ended (by publish).
     ended: bool,
 }
@@ -254,7 +256,7 @@ impl<T: ShmSafe + Copy> Drop for EntryLoanUninit<'_, T> {
                 .port
                 .board
                 .entry(self.entry.i)
-                .end_write(self.buf, self.odd);
+                .end_write(self.buf, self.next);
         }
     }
 }
@@ -291,7 +293,7 @@ impl<T: ShmSafe + Copy> EntryLoan<'_, T> {
     pub fn publish(mut self) -> u64 {
         let l = &mut self.0;
         let e = l.entry.port.board.entry(l.entry.i);
-        e.end_write(l.buf, l.odd);
+        e.end_write(l.buf, l.next);
         l.ended = true;
         e.publish(l.current, l.buf)
     }

@@ -10,7 +10,7 @@
 //!  +0   state: AtomicU64     version << 8 | the buffer holding that version
 //!
 //!  buffer b (stride bytes, a multiple of LINE), for b in 0..count
-//!  +0          seq: AtomicU64   even: the value is whole; odd: being written
+//!  +0          seq: AtomicU64   2·v: holds version v whole; 2·v + 1: v being written
 //!  +value_off  value            size bytes (value_off = max(8, align))
 //! ```
 //!
@@ -20,16 +20,20 @@
 //! **Writing.** The writer picks a buffer that is neither the current one
 //! nor pinned by a reader (see below), round-robin from the one after the
 //! current, so the buffer it overwrites is the one published longest ago;
-//! marks it odd, writes the value, marks it even, and publishes it: the
-//! state's version goes up by one and names the buffer. A writer that dies
-//! anywhere in this leaves the current buffer untouched: readers keep
-//! reading the old value, and the next writer marks the half-written buffer
-//! odd again (odd plus two) before it writes there.
+//! sets its sequence word to `2·v + 1` for the version `v` it writes,
+//! writes the value, sets the word to `2·v`, and publishes it: the state's
+//! version becomes `v` and names the buffer. A writer that dies anywhere in
+//! this leaves the current buffer untouched: readers keep reading the old
+//! value, and the next writer overwrites the half-written buffer's word
+//! with its own version's.
 //!
-//! **Reading by copy.** A reader loads the state, then the buffer's
-//! sequence word (even, else the buffer is being reused: try again), copies
-//! the value, and loads the sequence word again: unchanged, the copy is
-//! whole (a sequence lock per buffer). The writer reuses the buffer a
+//! **Reading by copy.** A reader loads the state (version `v`, buffer
+//! `b`), then `b`'s sequence word, which must be `2·v` (else the buffer was
+//! reused since: try again), copies the value, and loads the word again:
+//! still `2·v`, the copy is whole and is version `v` (a sequence lock per
+//! buffer, whose word names the version, so that a reader that slept
+//! between the two loads cannot take a later version's value for `v`'s).
+//! The writer reuses the buffer a
 //! reader copies only after it published every other one, so a copy fails
 //! only when the writer updates faster than the copy takes, `count - 1`
 //! times over; after a few failures the reader pins.
@@ -86,6 +90,11 @@ pub struct State {
 impl State {
     fn word(self) -> u64 {
         (self.version << BUFFER_BITS) | self.buffer
+    }
+
+    /// The version after this one (versions count modulo 2^56).
+    pub fn next_version(self) -> u64 {
+        self.version.wrapping_add(1) & (u64::MAX >> BUFFER_BITS)
     }
 }
 
@@ -160,11 +169,11 @@ impl<'a> Entry<'a> {
         // publish(): the buffer's value and sequence word are visible.
         let s = self.state(Ordering::Acquire)?;
         let seq = self.seq(s.buffer);
-        // ORDERING: Acquire; pairs with the Release fence and stores in
-        // write(): if the writer started reusing the buffer, this sees odd or
-        // a later even value.
-        let before = seq.load(Ordering::Acquire);
-        if before % 2 == 1 {
+        let whole = s.version.wrapping_mul(2);
+        // ORDERING: Acquire; pairs with the Release store in end_write(): the
+        // buffer holds the state's version, whole, or the writer has moved
+        // on to another version there (another word).
+        if seq.load(Ordering::Acquire) != whole {
             return Ok(None);
         }
         // SAFETY: the value lies in the buffer (constructor's promise), `out`
@@ -174,11 +183,11 @@ impl<'a> Entry<'a> {
         unsafe { core::ptr::copy_nonoverlapping(self.value(s.buffer), out, self.size) };
         // ORDERING: Acquire fence; pairs with the writer's Release fence after
         // it marks the buffer odd: a copy that read any byte of a reuse sees
-        // the odd word (or a later one) below.
+        // that word (or a later one) below.
         fence(Ordering::Acquire);
         // Relaxed: ordered by the fence above.
         let after = seq.load(Ordering::Relaxed);
-        Ok((after == before).then_some(s.version))
+        Ok((after == whole).then_some(s.version))
     }
 
     /// Pins the current value for reading in place: stores its buffer
@@ -223,43 +232,41 @@ impl<'a> Entry<'a> {
             .find(|&b| !pinned(b))
     }
 
-    /// Starts writing buffer `b` (chosen by
-    /// [`free_buffer`](Self::free_buffer)): marks it odd. Returns the mark,
-    /// for [`end_write`](Self::end_write).
-    pub fn begin_write(&self, b: u64) -> u64 {
-        let seq = self.seq(b);
-        // Relaxed: the writer's own word (a dead writer's odd value is
-        // skipped past).
-        let s = seq.load(Ordering::Relaxed);
-        let odd = if s % 2 == 0 { s + 1 } else { s + 2 };
+    /// Starts writing `version` into buffer `b` (chosen by
+    /// [`free_buffer`](Self::free_buffer)): its sequence word becomes
+    /// `2·version + 1`, odd.
+    pub fn begin_write(&self, b: u64, version: u64) {
         // Relaxed store, then a Release fence: pairs with the readers' Acquire
-        // fence in try_copy(); no byte of the new value is seen before odd.
-        seq.store(odd, Ordering::Relaxed);
+        // fence in try_copy(); no byte of the new value is seen before the
+        // odd word.
+        self.seq(b)
+            .store(version.wrapping_mul(2).wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
-        odd
     }
 
-    /// Ends writing buffer `b`, begun with mark `odd`: marks it even.
-    pub fn end_write(&self, b: u64, odd: u64) {
+    /// Ends writing `version` into buffer `b`: its sequence word becomes
+    /// `2·version`, which says the buffer holds that version whole.
+    pub fn end_write(&self, b: u64, version: u64) {
         // ORDERING: Release; pairs with the readers' Acquire load of seq:
-        // the whole value is visible with the even word.
-        self.seq(b).store(odd.wrapping_add(1), Ordering::Release);
+        // the whole value is visible with the word.
+        self.seq(b)
+            .store(version.wrapping_mul(2), Ordering::Release);
     }
 
     /// Writes buffer `b` whole: [`begin_write`](Self::begin_write), `fill`
     /// on its value, [`end_write`](Self::end_write).
     #[cfg(test)]
-    pub fn write(&self, b: u64, fill: impl FnOnce(*mut u8)) {
-        let odd = self.begin_write(b);
+    pub fn write(&self, b: u64, version: u64, fill: impl FnOnce(*mut u8)) {
+        self.begin_write(b, version);
         fill(self.value(b));
-        self.end_write(b, odd);
+        self.end_write(b, version);
     }
 
-    /// Publishes buffer `b` as the next version after `current`; returns
-    /// the new version.
+    /// Publishes buffer `b`, written with version `current.next_version()`,
+    /// as that version; returns it.
     pub fn publish(&self, current: State, b: u64) -> u64 {
         let next = State {
-            version: current.version.wrapping_add(1) & (u64::MAX >> BUFFER_BITS),
+            version: current.next_version(),
             buffer: b,
         };
         // ORDERING: SeqCst; pairs with the readers' Acquire and SeqCst loads
@@ -310,7 +317,7 @@ mod tests {
             .free_buffer(s.buffer, |b| pins.contains(&(b + 1)))
             .unwrap();
         // SAFETY: 8 bytes of the chosen buffer.
-        e.write(b, |p| unsafe { p.cast::<u64>().write(v) });
+        e.write(b, s.next_version(), |p| unsafe { p.cast::<u64>().write(v) });
         e.publish(s, b)
     }
 
@@ -347,13 +354,15 @@ mod tests {
     fn a_copy_overtaken_by_a_reuse_is_refused() {
         let mut h = Heap::new(2);
         let e = h.entry();
-        let s = e.state(Ordering::Relaxed).unwrap();
-        // Buffer 0 is current; a writer marks it odd as if it reused it.
-        e.write(1, |_| ());
-        let seq0 = e.seq(s.buffer);
-        seq0.store(1, Ordering::Relaxed);
+        // Buffer 0 is current (version 0); a writer starts reusing it.
+        e.begin_write(0, 5);
         let mut v = 0u64;
         // SAFETY: 8 bytes into a u64.
+        assert_eq!(unsafe { e.try_copy((&raw mut v).cast()) }, Ok(None));
+        // Done, it holds version 5 whole, which is not the state's version 0:
+        // still refused (a reader that slept between its loads).
+        e.end_write(0, 5);
+        // SAFETY: as above.
         assert_eq!(unsafe { e.try_copy((&raw mut v).cast()) }, Ok(None));
     }
 
@@ -361,16 +370,12 @@ mod tests {
     fn a_dead_writers_buffer_is_written_again() {
         let mut h = Heap::new(3);
         let e = h.entry();
-        // A writer died between marking buffer 1 odd and finishing.
-        e.seq(1).store(3, Ordering::Relaxed);
+        // A writer died while it wrote version 1 into buffer 1.
+        e.begin_write(1, 1);
         assert_eq!(read(&e), (0, 0), "the current value is untouched");
         assert_eq!(update(&e, &[], 9), 1);
         assert_eq!(read(&e), (9, 1));
-        assert_eq!(
-            e.seq(1).load(Ordering::Relaxed),
-            6,
-            "odd plus two, then even"
-        );
+        assert_eq!(e.seq(1).load(Ordering::Relaxed), 2, "version 1, whole");
     }
 
     #[test]
