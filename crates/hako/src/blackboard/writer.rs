@@ -123,7 +123,7 @@ impl<T: ShmSafe + Copy> WriterEntry<T> {
 
     fn current(&self) -> Result<State, BlackboardError> {
         let b = &self.port.board;
-        // ORDERING: Acquire; pairs with the SeqCst publish of a writer before
+        // ORDERING: Acquire; pairs with the Release publish of a writer before
         // this one (a writer that died): its value is visible.
         b.entry(self.i)
             .state(Ordering::Acquire)
@@ -144,9 +144,10 @@ impl<T: ShmSafe + Copy> WriterEntry<T> {
                     .port_id
                     .load(Ordering::Acquire)
                     != 0
-                    // ORDERING: SeqCst; pairs with the reader's SeqCst pin
-                    // store (see core/board.rs).
-                    && b.pin(j, self.i).load(Ordering::SeqCst) == buf + 1
+                    // ORDERING: Acquire; after the barrier of free_buffer(),
+                    // pairs with the reader's pin store and barrier, and with
+                    // the Release of its unpin (see core/board.rs).
+                    && b.pin(j, self.i).load(Ordering::Acquire) == buf + 1
             })
         };
         let buf = b

@@ -42,9 +42,11 @@
 //! (large values, no copy) pins it: it stores the buffer's number in its
 //! own pin word (one per reader and entry, in the reader's area), then
 //! loads the state again; unchanged, the writer cannot choose that buffer
-//! any more until the pin is cleared (the writer reads every live reader's
-//! pin word before it chooses, and the pin store, the reload and the
-//! writer's publish and pin loads are all sequentially consistent). With
+//! any more until the pin is cleared. The writer reads every live reader's
+//! pin word before it chooses, and a full barrier stands between the
+//! reader's pin store and its reload, and between the writer's publish and
+//! its next loads of the pins: of the two, at least one sees the other's
+//! store. With
 //! `count = readers + 2` buffers the writer always finds one that is free:
 //! each reader pins at most one per entry, and one is current.
 //!
@@ -55,7 +57,7 @@
 //! Everything read here is hostile: a state naming a buffer beyond `count`
 //! is corruption, not an index.
 
-use super::sync::{fence, AtomicU64, Ordering};
+use super::sync::{fence, full_barrier, AtomicU64, Ordering};
 
 /// Bits of the state word that name the buffer.
 pub const BUFFER_BITS: u32 = 8;
@@ -165,7 +167,20 @@ impl<'a> Entry<'a> {
     /// # Safety
     /// `out` is valid for `size` bytes of writes.
     pub unsafe fn try_copy(&self, out: *mut u8) -> Result<Option<u64>, Corrupt> {
-        // ORDERING: Acquire; pairs with the SeqCst (so Release) store in
+        let size = self.size;
+        // SAFETY: the value lies in the buffer (constructor's promise), `out`
+        // is the caller's. The bytes may change under the copy (another
+        // process writes them, outside this program); the copy is only
+        // trusted once try_read's second look at the sequence word says it
+        // did not.
+        self.try_read(|src| unsafe { core::ptr::copy_nonoverlapping(src, out, size) })
+    }
+
+    /// [`try_copy`](Self::try_copy) with the copy done by `read`, given the
+    /// value's first byte: the version read, or `None` if an update
+    /// overtook the read (what `read` read is then not to be used).
+    pub fn try_read(&self, read: impl FnOnce(*const u8)) -> Result<Option<u64>, Corrupt> {
+        // ORDERING: Acquire; pairs with the Release store in
         // publish(): the buffer's value and sequence word are visible.
         let s = self.state(Ordering::Acquire)?;
         let seq = self.seq(s.buffer);
@@ -176,13 +191,9 @@ impl<'a> Entry<'a> {
         if seq.load(Ordering::Acquire) != whole {
             return Ok(None);
         }
-        // SAFETY: the value lies in the buffer (constructor's promise), `out`
-        // is the caller's. The bytes may change under the copy (another
-        // process writes them, outside this program); the copy is only
-        // trusted once the sequence word below says it did not.
-        unsafe { core::ptr::copy_nonoverlapping(self.value(s.buffer), out, self.size) };
+        read(self.value(s.buffer).cast_const());
         // ORDERING: Acquire fence; pairs with the writer's Release fence after
-        // it marks the buffer odd: a copy that read any byte of a reuse sees
+        // it marks the buffer odd: a read that saw any byte of a reuse sees
         // that word (or a later one) below.
         fence(Ordering::Acquire);
         // Relaxed: ordered by the fence above.
@@ -196,15 +207,20 @@ impl<'a> Entry<'a> {
     /// buffer is the reader's until [`unpin`](Self::unpin).
     pub fn pin(&self, pin: &AtomicU64) -> Result<State, Corrupt> {
         loop {
-            // ORDERING: SeqCst; one total order with the writer's publish and
-            // its loads of the pins (see the module documentation).
-            let s = self.state(Ordering::SeqCst)?;
-            // ORDERING: SeqCst; pairs with the writer's SeqCst loads of the
-            // pins in free_buffer().
-            pin.store(s.buffer + 1, Ordering::SeqCst);
-            // ORDERING: SeqCst; unchanged, no publish came between the state
-            // load and the pin, so the writer's next choice sees the pin.
-            if self.state.load(Ordering::SeqCst) == s.word() {
+            // ORDERING: Acquire; pairs with the Release of publish(): the
+            // buffer's value is visible.
+            let s = self.state(Ordering::Acquire)?;
+            // Relaxed store, then a full barrier: pairs with the barrier the
+            // writer makes between its publish and its loads of the pins
+            // (free_buffer()): either the writer's next choice sees this pin,
+            // or the load below sees its publish (store, barrier, load on both
+            // sides; see the module documentation).
+            pin.store(s.buffer + 1, Ordering::Relaxed);
+            full_barrier();
+            // ORDERING: Acquire; as the first load. Unchanged, no publish came
+            // between the first load and the pin, so the writer's next choice
+            // sees the pin.
+            if self.state.load(Ordering::Acquire) == s.word() {
                 return Ok(s);
             }
         }
@@ -212,8 +228,9 @@ impl<'a> Entry<'a> {
 
     /// Ends a pin.
     pub fn unpin(pin: &AtomicU64) {
-        // ORDERING: Release; pairs with the writer's SeqCst loads: the
-        // reader's reads of the value happen before the writer may reuse it.
+        // ORDERING: Release; pairs with the writer's Acquire loads of the
+        // pins: the reader's reads of the value happen before the writer may
+        // reuse the buffer.
         pin.store(0, Ordering::Release);
     }
 
@@ -223,10 +240,14 @@ impl<'a> Entry<'a> {
     }
 
     /// The writer's choice of a buffer to write: neither `current` nor
-    /// pinned (`pinned(b)` says whether a reader pins `b`), the first from
-    /// `current + 1` round the ring. `None` if every one is taken, which
-    /// `count = readers + 2` rules out unless pins are corrupt.
+    /// pinned (`pinned(b)` says whether a reader pins `b`; it loads the
+    /// readers' pin words with Acquire), the first from `current + 1` round
+    /// the ring. `None` if every one is taken, which `count = readers + 2`
+    /// rules out unless pins are corrupt.
     pub fn free_buffer(&self, current: u64, pinned: impl Fn(u64) -> bool) -> Option<u64> {
+        // Between the last publish and the loads of the pins: pairs with the
+        // barrier in pin().
+        full_barrier();
         (1..self.count)
             .map(|k| (current + k) % self.count)
             .find(|&b| !pinned(b))
@@ -255,7 +276,7 @@ impl<'a> Entry<'a> {
 
     /// Writes buffer `b` whole: [`begin_write`](Self::begin_write), `fill`
     /// on its value, [`end_write`](Self::end_write).
-    #[cfg(test)]
+    #[cfg(any(test, loom))]
     pub fn write(&self, b: u64, version: u64, fill: impl FnOnce(*mut u8)) {
         self.begin_write(b, version);
         fill(self.value(b));
@@ -269,10 +290,10 @@ impl<'a> Entry<'a> {
             version: current.next_version(),
             buffer: b,
         };
-        // ORDERING: SeqCst; pairs with the readers' Acquire and SeqCst loads
-        // of the state (the value is visible with it) and orders before the
-        // writer's next loads of the pins (see pin()).
-        self.state.store(next.word(), Ordering::SeqCst);
+        // ORDERING: Release; pairs with the readers' Acquire loads of the
+        // state: the value is visible with it. (The barrier of the next
+        // free_buffer() orders it before the next loads of the pins.)
+        self.state.store(next.word(), Ordering::Release);
         next.version
     }
 }

@@ -414,3 +414,109 @@ fn sample_count_model(let_go_elsewhere: bool) {
         assert_eq!(freed.iter().filter(|f| **f).count(), 1, "{freed:?}");
     });
 }
+
+/// A blackboard entry's buffer under loom: its sequence word and a value of
+/// two words, written and read with relaxed atomics (so a torn value shows
+/// as two words that differ).
+#[repr(C)]
+struct BoardBuf {
+    seq: AtomicU64,
+    value: [AtomicU64; 2],
+}
+
+fn board_bufs(n: usize) -> Vec<BoardBuf> {
+    (0..n)
+        .map(|_| BoardBuf {
+            seq: AtomicU64::new(0),
+            value: [AtomicU64::new(0), AtomicU64::new(0)],
+        })
+        .collect()
+}
+
+fn board_entry<'a>(state: &'a AtomicU64, bufs: &'a [BoardBuf]) -> super::board::Entry<'a> {
+    // SAFETY: the buffers live as long as the entry; the sequence word is at
+    // +0 of each, the value after it, the stride their size.
+    unsafe {
+        super::board::Entry::new(
+            state,
+            bufs.as_ptr().cast_mut().cast(),
+            std::mem::size_of::<BoardBuf>() as u64,
+            std::mem::offset_of!(BoardBuf, value) as u64,
+            16,
+            bufs.len() as u64,
+        )
+    }
+}
+
+/// Both words of the value at `p` (relaxed loads, as the copy of a value
+/// another process writes).
+fn board_words(p: *const u8) -> [u64; 2] {
+    // SAFETY: `p` is a BoardBuf's value (see board_entry).
+    let v = unsafe { &*p.cast::<[AtomicU64; 2]>() };
+    [v[0].load(Ordering::Relaxed), v[1].load(Ordering::Relaxed)]
+}
+
+/// The writer's update: the value `[v, v]` for version `v`, in a buffer
+/// that is neither current nor pinned (`pin` is the reader's pin word).
+fn board_update(e: &super::board::Entry<'_>, pin: &AtomicU64) -> u64 {
+    let s = e.state(Ordering::Acquire).unwrap();
+    let b = e
+        .free_buffer(s.buffer, |b| pin.load(Ordering::Acquire) == b + 1)
+        .expect("a free buffer");
+    let v = s.next_version();
+    e.write(b, v, |p| {
+        // SAFETY: as in board_words.
+        let w = unsafe { &*p.cast::<[AtomicU64; 2]>() };
+        w[0].store(v, Ordering::Relaxed);
+        w[1].store(v, Ordering::Relaxed);
+    });
+    e.publish(s, b)
+}
+
+/// A copy read that succeeds is never torn and is the version it says,
+/// however the writer's two updates interleave with it (two buffers: the
+/// second update reuses the buffer the reader may be copying).
+#[test]
+fn board_copy_is_never_torn() {
+    loom::model(|| {
+        let shared = Arc::new((AtomicU64::new(0), board_bufs(2), AtomicU64::new(0)));
+        let w = shared.clone();
+        let writer = thread::spawn(move || {
+            let e = board_entry(&w.0, &w.1);
+            assert_eq!(board_update(&e, &w.2), 1);
+            assert_eq!(board_update(&e, &w.2), 2);
+        });
+        let e = board_entry(&shared.0, &shared.1);
+        let mut words = [0; 2];
+        if let Some(v) = e.try_read(|p| words = board_words(p)).unwrap() {
+            assert_eq!(words, [v, v], "version {v} read as {words:?}");
+        }
+        writer.join().unwrap();
+    });
+}
+
+/// A pinned value stays as it was while the writer updates: the writer
+/// never chooses the pinned buffer (three buffers: one reader plus two;
+/// three updates, so that the writer comes back to the buffer the reader
+/// saw first).
+#[test]
+fn board_pin_holds_the_value() {
+    loom::model(|| {
+        let shared = Arc::new((AtomicU64::new(0), board_bufs(3), AtomicU64::new(0)));
+        let w = shared.clone();
+        let writer = thread::spawn(move || {
+            let e = board_entry(&w.0, &w.1);
+            for _ in 0..3 {
+                board_update(&e, &w.2);
+            }
+        });
+        let e = board_entry(&shared.0, &shared.1);
+        let s = e.pin(&shared.2).unwrap();
+        let first = board_words(e.value_ptr(s.buffer));
+        assert_eq!(first, [s.version, s.version]);
+        let again = board_words(e.value_ptr(s.buffer));
+        assert_eq!(again, first, "the pinned value changed");
+        super::board::Entry::unpin(&shared.2);
+        writer.join().unwrap();
+    });
+}
