@@ -11,6 +11,8 @@
 //!   loop leaves a whole value, and a writer in a new process takes over
 //!   from the version the dead one reached (the board lives on while a
 //!   node holds it: the test's own);
+//! * a reader in another process sleeps in the kernel until the writer's
+//!   update wakes it (no polling), and reads each change;
 //! * a reader killed while it holds a value in place holds nothing back:
 //!   the writer goes on updating, and once the dead reader is reclaimed
 //!   its place can be taken again.
@@ -156,5 +158,50 @@ fn a_reader_killed_while_it_holds_a_value_holds_nothing_back() {
     d.wait_all(readers);
     pinners.pop().unwrap().kill();
     hako::reclaim_dead_nodes(&hako::Config::default().with_root(&d.root), false).unwrap();
+    d.finish();
+}
+
+#[test]
+fn a_reader_sleeps_until_a_writer_in_another_process_changes_its_entry() {
+    let d = Domain::new("bb-wait", HELPER);
+    let mut waiter = d.spawn(
+        "waiter",
+        &[
+            "wait",
+            "--entry",
+            "small",
+            "--until",
+            "50",
+            "--ready-file",
+            &d.arg("waiting"),
+        ],
+    );
+    d.wait_file("waiting", std::slice::from_mut(&mut waiter));
+    // Asleep in the kernel, not spinning, before anything changed.
+    let start = std::time::Instant::now();
+    while !waiter.parked_in_futex() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the waiter never slept"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let writer = d.spawn(
+        "writer",
+        &[
+            "write",
+            "--entry",
+            "small",
+            "--count",
+            "50",
+            "--interval-ms",
+            "2",
+        ],
+    );
+    let out = d.wait_all(vec![waiter, writer]);
+    let r = out[0].result();
+    assert_eq!(r.get("last"), "50");
+    let wakes: u64 = r.get("wakes").parse().unwrap();
+    assert!((1..=50).contains(&wakes), "{wakes} wakes");
     d.finish();
 }

@@ -235,3 +235,75 @@ fn the_description_lists_entries_and_settings() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_reader_sleeps_until_its_entry_changes() {
+    use std::time::Duration;
+    let (_root, node) = node("wait");
+    let b = board(&node, "bb/wait");
+    let reader = b
+        .reader_builder()
+        .wait_strategy(hako::WaitStrategy::Park)
+        .create()
+        .unwrap();
+    let mode = reader.entry::<u32>("mode").unwrap();
+    assert!(!mode.changed().unwrap());
+    // Nothing changes: the wait times out.
+    assert_eq!(
+        mode.wait_for_change(Some(Duration::from_millis(20)))
+            .unwrap(),
+        None
+    );
+    let writer = b.writer_builder().create().unwrap();
+    let worker = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        // Another entry first: no wake-up for the mode's waiter.
+        writer.entry::<Pose>("pose").unwrap().update(HOME).unwrap();
+        writer.entry::<u32>("mode").unwrap().update(3).unwrap();
+        writer
+    });
+    assert_eq!(mode.wait_for_change(None).unwrap(), Some(1));
+    assert!(mode.changed().unwrap());
+    assert_eq!(mode.get().unwrap(), 3);
+    assert!(!mode.changed().unwrap());
+    drop(worker.join().unwrap());
+}
+
+#[test]
+fn a_waitset_wakes_for_watched_entries() {
+    use std::time::Duration;
+    let (_root, node) = node("waitset");
+    let b = board(&node, "bb/waitset");
+    let reader = b.reader_builder().create().unwrap();
+    let mode = reader.entry::<u32>("mode").unwrap();
+    let pose = reader.entry::<Pose>("pose").unwrap();
+    mode.watch();
+    let mut ws = hako::WaitSet::new().unwrap();
+    let id = ws.attach_reader(&reader).unwrap();
+    let writer = b.writer_builder().create().unwrap();
+    let mut w_pose = writer.entry::<Pose>("pose").unwrap();
+    let mut w_mode = writer.entry::<u32>("mode").unwrap();
+
+    // A change of an entry nobody watches wakes nothing.
+    w_pose.update(HOME).unwrap();
+    let mut woke = Vec::new();
+    ws.wait_and_process_timeout(|e| woke.push(e), Duration::from_millis(30))
+        .unwrap();
+    assert!(woke.is_empty(), "{woke:?}");
+    assert!(pose.changed().unwrap() && !reader.has_changes());
+
+    let worker = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(30));
+        w_mode.update(9).unwrap();
+    });
+    let mut woke = Vec::new();
+    while woke.is_empty() {
+        ws.wait_and_process_timeout(|e| woke.push(e), Duration::from_secs(10))
+            .unwrap();
+    }
+    assert_eq!(woke, [hako::WaitEvent::Ready(id)]);
+    assert!(reader.has_changes());
+    assert_eq!(mode.get().unwrap(), 9);
+    assert!(!reader.has_changes());
+    worker.join().unwrap();
+}

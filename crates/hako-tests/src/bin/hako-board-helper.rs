@@ -17,6 +17,12 @@
 //! * `check` — reads `--entry` once: its version and whether it is whole.
 //! * `pin` — reads `--entry` in place, touches `--ready-file` and holds the
 //!   pin until killed.
+//! * `wait` — a reader that sleeps (`WaitStrategy::Park`) until `--entry`
+//!   changes, reads it, and sleeps again, until its version reaches
+//!   `--until`; touches `--ready-file` before its first wait. Reports how
+//!   many times it woke.
+//!
+//! `write --interval-ms` pauses between updates.
 //!
 //! The domain root comes from `HAKO_ROOT`.
 
@@ -39,6 +45,7 @@ enum Cmd {
     Read(ReadArgs),
     Check(EntryArg),
     Pin(PinArgs),
+    Wait(WaitArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -63,6 +70,8 @@ struct WriteArgs {
     forever: bool,
     #[arg(long)]
     ready_file: Option<PathBuf>,
+    #[arg(long, default_value_t = 0)]
+    interval_ms: u64,
 }
 
 #[derive(Args)]
@@ -73,6 +82,16 @@ struct ReadArgs {
     until: u64,
     #[arg(long)]
     in_place: bool,
+}
+
+#[derive(Args)]
+struct WaitArgs {
+    #[command(flatten)]
+    e: EntryArg,
+    #[arg(long)]
+    until: u64,
+    #[arg(long)]
+    ready_file: PathBuf,
 }
 
 #[derive(Args)]
@@ -110,6 +129,17 @@ fn main() {
                 Which::Big => check::<Big>(&reader, "big"),
             }
         }
+        Cmd::Wait(a) => {
+            let reader = b
+                .reader_builder()
+                .wait_strategy(hako::WaitStrategy::Park)
+                .create()
+                .unwrap_or_else(|e| fail(e));
+            match a.e.entry {
+                Which::Small => wait::<Small>(&reader, "small", &a),
+                Which::Big => wait::<Big>(&reader, "big", &a),
+            }
+        }
         Cmd::Pin(a) => {
             let reader = b.reader_builder().create().unwrap_or_else(|e| fail(e));
             match a.e.entry {
@@ -136,6 +166,9 @@ fn write<T: Stamped>(b: &BlackboardService, key: &str, a: &WriteArgs) {
             fail(format!("update {seq} published as version {version}"));
         }
         n += 1;
+        if a.interval_ms > 0 {
+            std::thread::sleep(Duration::from_millis(a.interval_ms));
+        }
         if n == 100 {
             if let Some(f) = &a.ready_file {
                 std::fs::write(f, b"").unwrap_or_else(|e| fail(e));
@@ -196,5 +229,28 @@ fn pin<T: Stamped>(reader: &Reader, key: &str, a: &PinArgs) {
             fail("the pinned value changed under the pin");
         }
         std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn wait<T: Stamped>(reader: &Reader, key: &str, a: &WaitArgs) {
+    let entry = reader.entry::<T>(key).unwrap_or_else(|e| fail(e));
+    std::fs::write(&a.ready_file, b"").unwrap_or_else(|e| fail(e));
+    let mut wakes = 0u64;
+    loop {
+        let Some(_) = entry
+            .wait_for_change(Some(Duration::from_secs(60)))
+            .unwrap_or_else(|e| fail(e))
+        else {
+            fail("no change within 60 s");
+        };
+        wakes += 1;
+        let (v, version) = entry.get_with_version().unwrap_or_else(|e| fail(e));
+        if v.whole() != Some(version) {
+            fail(format!("version {version} read torn or mismatched"));
+        }
+        if version >= a.until {
+            println!("RESULT wakes={wakes} last={version}");
+            return;
+        }
     }
 }

@@ -7,7 +7,8 @@
 //! [`Server`](crate::Server): `receive().await` for the next request;
 //! [`AsyncClient`] a [`Client`](crate::Client): the responses of each
 //! request in flight awaited, or as a stream; [`AsyncWatcher`] a
-//! [`Watcher`](crate::Watcher): a domain's changes awaited.
+//! [`Watcher`](crate::Watcher): a domain's changes awaited; [`AsyncReader`]
+//! a blackboard [`Reader`](crate::Reader): its watched entries' changes.
 //! Sending stays synchronous where it never waits; where it may (a
 //! publisher, client or server under `Block` backpressure, whose
 //! receiver's queue is full) `ready().await` waits for room:
@@ -89,6 +90,7 @@
 //! dies cannot write, so wake now and then to ask (the ports' blocking
 //! calls and this module look every 100 ms).
 
+mod board;
 mod client;
 mod error;
 mod listener;
@@ -98,6 +100,7 @@ mod server;
 mod subscriber;
 mod watch;
 
+pub use board::{AsyncReader, Changed};
 pub use client::{AsyncClient, ReceiveResponse, Responses};
 pub use error::AsyncError;
 pub use listener::{AsyncListener, Events, Wait};

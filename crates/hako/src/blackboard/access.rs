@@ -51,9 +51,19 @@ pub enum BlackboardError {
         /// The key.
         key: String,
     },
+    /// SIGINT or SIGTERM arrived while it waited (see
+    /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
+    #[error("termination requested (SIGINT or SIGTERM)")]
+    TerminationRequest,
     /// The service's files or settings.
     #[error(transparent)]
     Service(#[from] ServiceError),
+}
+
+impl From<crate::port::wait::Terminated> for BlackboardError {
+    fn from(_: crate::port::wait::Terminated) -> Self {
+        Self::TerminationRequest
+    }
 }
 
 /// What an entry handle's marker says: it handles `T`s, and is `Send` but
@@ -76,6 +86,10 @@ pub(crate) struct Board {
     pub settings: Arc<BlackboardSettings>,
     pub places: Arc<Vec<EntryPlace>>,
     pub taken: Vec<AtomicBool>,
+    /// A reader's: the version of each entry its handle last read.
+    pub seen: Vec<AtomicU64>,
+    /// A reader's: the entries whose changes wake it (their interest bits).
+    pub watched: Vec<AtomicBool>,
 }
 
 impl Board {
@@ -85,12 +99,15 @@ impl Board {
             settings,
             places,
         } = parts;
-        let taken = (0..places.len()).map(|_| AtomicBool::new(false)).collect();
+        let n = places.len();
+        let flags = || (0..n).map(|_| AtomicBool::new(false)).collect();
         Self {
             svc,
             settings,
             places,
-            taken,
+            taken: flags(),
+            seen: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            watched: flags(),
         }
     }
 
@@ -130,6 +147,13 @@ impl Board {
             service: self.svc.name.to_string(),
             key: self.settings.entries[i].key.clone(),
         }
+    }
+
+    /// Reader `j`'s interest word holding entry `i`'s bit, and the bit.
+    pub(crate) fn interest(&self, j: usize, i: usize) -> (&AtomicU64, u64) {
+        let (map, base) = self.svc.extra(j);
+        let off = base + self.settings.interest_offset() + 8 * (i as u64 / 64);
+        (map.atomic(off), 1 << (i % 64))
     }
 
     /// Reader `j`'s pin word of entry `i`.

@@ -4,15 +4,22 @@
 
 use std::mem::MaybeUninit;
 use std::ops::Deref;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::access::{BlackboardError, Board, Handles, Parts};
 use crate::core::board::Entry;
 use crate::domain::nodefile::new_id;
+use crate::domain::service::error::io_err;
+use crate::domain::service::files::fifo_file;
 use crate::domain::service::inner::NewPort;
 use crate::domain::service::tables::PortKind;
+use crate::os::fifo;
+use crate::os::futex::OsKernel;
 use crate::port::payload::{Payload, ShmSafe};
+use crate::port::wait::{Adaptive, WaitStrategy, Waiter};
 
 /// Optimistic copies tried before a read pins its buffer.
 const COPY_TRIES: u32 = 4;
@@ -21,16 +28,29 @@ const COPY_TRIES: u32 = 4;
 #[derive(Debug)]
 pub struct ReaderBuilder {
     pub(super) parts: Parts,
+    pub(super) strategy: WaitStrategy,
 }
 
 impl ReaderBuilder {
-    /// Creates the reader: its pin words, zeroed.
+    /// How waits for a change wait (default: spin, then park).
+    pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Creates the reader: its pin words and interest bits, zeroed, and its
+    /// wake-up FIFO.
     pub fn create(self) -> Result<Reader, BlackboardError> {
         let s = self.parts;
         let svc = s.svc.clone();
         let port_id = new_id();
-        let entries = s.settings.entries.len() as u64;
+        let words = s.settings.entries.len() as u64 + s.settings.interest_words();
         let max = s.settings.qos.max_readers;
+        let fifo_name = fifo_file(port_id);
+        let fifo = svc
+            .dir
+            .make_fifo(&fifo_name, svc.node.access)
+            .map_err(io_err("create FIFO", &svc.dir.join(&fifo_name)))?;
         let entry = NewPort {
             kind: PortKind::Subscriber,
             port_id,
@@ -43,23 +63,35 @@ impl ReaderBuilder {
             |_| {},
             |j| {
                 let (map, base) = svc.extra(j);
-                for pin in map.atomics(base, entries) {
+                for word in map.atomics(base, words) {
                     // Relaxed: published by the Release store of the port id.
-                    pin.store(0, Ordering::Relaxed);
+                    word.store(0, Ordering::Relaxed);
                 }
             },
-        )?;
-        let Some(index) = index else {
-            return Err(BlackboardError::TooManyReaders {
-                service: svc.name.to_string(),
-                max,
-            });
+        );
+        let index = match index {
+            Ok(Some(i)) => i,
+            Ok(None) => {
+                let _ = svc.dir.remove_file(&fifo_name);
+                return Err(BlackboardError::TooManyReaders {
+                    service: svc.name.to_string(),
+                    max,
+                });
+            }
+            Err(e) => {
+                let _ = svc.dir.remove_file(&fifo_name);
+                return Err(e.into());
+            }
         };
         Ok(Reader {
             port: Arc::new(ReaderPort {
                 board: Board::new(s),
                 port_id,
                 index,
+                fifo,
+                fifo_name,
+                strategy: self.strategy,
+                adaptive: Adaptive::default(),
             }),
         })
     }
@@ -71,6 +103,39 @@ struct ReaderPort {
     board: Board,
     port_id: u64,
     index: usize,
+    fifo: OwnedFd,
+    /// Its name in the service's directory.
+    fifo_name: String,
+    strategy: WaitStrategy,
+    adaptive: Adaptive,
+}
+
+impl ReaderPort {
+    /// Whether a watched entry changed since its handle last read it.
+    fn watched_changed(&self) -> bool {
+        let b = &self.board;
+        (0..b.places.len()).any(|i| {
+            // Relaxed (both): in-process flags and a count; the read that
+            // follows orders itself.
+            b.watched[i].load(Ordering::Relaxed)
+                && b.entry(i)
+                    .state(Ordering::Relaxed)
+                    .is_ok_and(|s| s.version != b.seen[i].load(Ordering::Relaxed))
+        })
+    }
+
+    /// Sets or clears entry `i`'s interest bit (the writer wakes this
+    /// reader on its changes while set).
+    fn interest(&self, i: usize, on: bool) {
+        let (word, bit) = self.board.interest(self.index, i);
+        // Relaxed (both): the park protocol's fence orders the bit before a
+        // sleep (see WriterPort::wake).
+        if on {
+            word.fetch_or(bit, Ordering::Relaxed);
+        } else {
+            word.fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Drop for ReaderPort {
@@ -78,6 +143,7 @@ impl Drop for ReaderPort {
         self.board
             .svc
             .unregister(PortKind::Subscriber, self.index, self.port_id);
+        let _ = self.board.svc.dir.remove_file(&self.fifo_name);
     }
 }
 
@@ -92,6 +158,42 @@ impl Reader {
     /// The reader's unique port id.
     pub fn id(&self) -> u64 {
         self.port.port_id
+    }
+
+    /// Whether an entry whose handle [`watch`](ReaderEntry::watch)es it
+    /// changed since the handle last read it (what a
+    /// [`WaitSet`](crate::WaitSet) the reader is attached to wakes for).
+    pub fn has_changes(&self) -> bool {
+        self.port.watched_changed()
+    }
+
+    /// Registers interest in the wake-up descriptor (`as_fd`): the writer
+    /// writes a byte to it when a watched entry changes, until
+    /// [`disarm_wakeup`](Self::disarm_wakeup). True if one changed already.
+    /// For event loops other than a [`WaitSet`](crate::WaitSet).
+    pub fn arm_wakeup(&self) -> bool {
+        self.port
+            .board
+            .svc
+            .wake_block(PortKind::Subscriber, self.port.index)
+            .register_fd(&OsKernel, || self.port.watched_changed())
+    }
+
+    /// The reader's wait strategy and its spin state, for an async wait.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn spin_policy(&self) -> (WaitStrategy, &Adaptive) {
+        (self.port.strategy, &self.port.adaptive)
+    }
+
+    /// Withdraws the interest registered by
+    /// [`arm_wakeup`](Self::arm_wakeup), and empties the descriptor.
+    pub fn disarm_wakeup(&self) {
+        self.port
+            .board
+            .svc
+            .wake_block(PortKind::Subscriber, self.port.index)
+            .unregister_fd();
+        fifo::drain(&self.port.fifo);
     }
 
     /// The entry `key`, whose values are `T`s (checked against the
@@ -119,8 +221,15 @@ impl<T: ShmSafe + Copy> std::fmt::Debug for ReaderEntry<T> {
     }
 }
 
+impl AsFd for Reader {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.port.fifo.as_fd()
+    }
+}
+
 impl<T: ShmSafe + Copy> Drop for ReaderEntry<T> {
     fn drop(&mut self) {
+        self.unwatch();
         self.port.board.give_back(self.i);
     }
 }
@@ -184,9 +293,74 @@ impl<T: ShmSafe + Copy> ReaderEntry<T> {
             }
         };
         self.check(out.as_ptr().cast())?;
+        self.saw(version);
         // SAFETY: every byte was copied from a whole value, checked above
         // for types with invalid bit patterns; others are valid for any.
         Ok((unsafe { out.assume_init() }, version))
+    }
+
+    /// Notes that the handle read `version`.
+    fn saw(&self, version: u64) {
+        // Relaxed: an in-process note.
+        self.port.board.seen[self.i].store(version, Ordering::Relaxed);
+    }
+
+    /// Whether the entry changed since this handle last read it (by
+    /// [`get`](Self::get), [`get_with_version`](Self::get_with_version) or
+    /// [`read`](Self::read); before the first read, since version 0).
+    pub fn changed(&self) -> Result<bool, BlackboardError> {
+        // Relaxed: an in-process note.
+        Ok(self.version()? != self.port.board.seen[self.i].load(Ordering::Relaxed))
+    }
+
+    /// Asks the writer to wake this reader when the entry changes: a
+    /// [`WaitSet`](crate::WaitSet) the reader is attached to (or its
+    /// descriptor, see [`Reader::arm_wakeup`]) then wakes for it, until
+    /// [`unwatch`](Self::unwatch) or the handle drops.
+    pub fn watch(&self) {
+        // Relaxed: an in-process flag.
+        self.port.board.watched[self.i].store(true, Ordering::Relaxed);
+        self.port.interest(self.i, true);
+    }
+
+    /// Stops [`watch`](Self::watch)ing the entry.
+    pub fn unwatch(&self) {
+        // Relaxed: an in-process flag.
+        if self.port.board.watched[self.i].swap(false, Ordering::Relaxed) {
+            self.port.interest(self.i, false);
+        }
+    }
+
+    /// Waits until the entry changes from the version this handle last
+    /// read, at most `timeout` (`None`: no limit); returns the new version,
+    /// or `None` on timeout. Sleeps (after the reader's wait strategy's
+    /// spin) until the writer's publish wakes it: no polling. Read the new
+    /// value with [`get`](Self::get) or [`read`](Self::read).
+    pub fn wait_for_change(&self, timeout: Option<Duration>) -> Result<Option<u64>, BlackboardError> {
+        let port = &self.port;
+        let was_watched = port.board.watched[self.i].load(Ordering::Relaxed);
+        port.interest(self.i, true);
+        let waiter = Waiter {
+            signals: port.board.svc.node.signals,
+            strategy: port.strategy,
+            adaptive: &port.adaptive,
+            block: port.board.svc.wake_block(PortKind::Subscriber, port.index),
+        };
+        let seen = port.board.seen[self.i].load(Ordering::Relaxed);
+        let moved = || -> Result<Option<u64>, BlackboardError> {
+            let v = self.version()?;
+            Ok((v != seen).then_some(v))
+        };
+        let r = waiter.wait(
+            timeout.map(|t| Instant::now() + t),
+            moved,
+            || self.version().is_ok_and(|v| v != seen),
+            || Ok::<(), BlackboardError>(()),
+        );
+        if !was_watched {
+            port.interest(self.i, false);
+        }
+        r
     }
 
     /// The bytes at `p` are a value of `T`, for the types that may not be.
@@ -212,6 +386,7 @@ impl<T: ShmSafe + Copy> ReaderEntry<T> {
             Entry::unpin(pin);
             return Err(err);
         }
+        self.saw(s.version);
         Ok(EntryRef {
             entry: self,
             value: value.cast(),

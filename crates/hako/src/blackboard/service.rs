@@ -310,6 +310,7 @@ impl BlackboardService {
     pub fn reader_builder(&self) -> ReaderBuilder {
         ReaderBuilder {
             parts: self.parts(),
+            strategy: crate::port::wait::WaitStrategy::default(),
         }
     }
 }

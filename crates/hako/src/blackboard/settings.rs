@@ -114,9 +114,25 @@ impl BlackboardSettings {
         (places, next)
     }
 
-    /// Bytes of a reader's pin words (one per entry).
-    pub(crate) fn pins_size(&self) -> u64 {
-        (8 * self.entries.len() as u64).div_ceil(LINE) * LINE
+    /// Bytes of a reader's area: a pin word per entry, then its interest
+    /// bits, one per entry (set: wake it when that entry changes):
+    ///
+    /// ```text
+    ///  +0        pins: [AtomicU64; entries]      0, or the pinned buffer + 1
+    ///  +8·entries interest: [AtomicU64; ⌈entries/64⌉]
+    /// ```
+    pub(crate) fn reader_area_size(&self) -> u64 {
+        (self.interest_offset() + 8 * self.interest_words()).div_ceil(LINE) * LINE
+    }
+
+    /// Offset of a reader's interest bits in its area.
+    pub(crate) fn interest_offset(&self) -> u64 {
+        8 * self.entries.len() as u64
+    }
+
+    /// Words of a reader's interest bits.
+    pub(crate) fn interest_words(&self) -> u64 {
+        (self.entries.len() as u64).div_ceil(64)
     }
 
     /// The entry of `key`, with its index.
@@ -214,7 +230,7 @@ impl PatternSettings for BlackboardSettings {
             nodes: q.max_nodes,
             first: 1,
             second: q.max_readers,
-            extra_per_second: self.pins_size(),
+            extra_per_second: self.reader_area_size(),
             shared: self.places().1,
         }
     }
@@ -262,7 +278,8 @@ mod tests {
         assert_eq!(places[1].buffers, places[0].buffers + 4 * LINE);
         assert_eq!(size, places[2].buffers + 4 * places[2].stride);
         assert!(places.iter().all(|p| p.buffers % LINE == 0 && p.value_off + p.size <= p.stride));
-        assert_eq!(b.pins_size(), LINE);
+        assert_eq!(b.reader_area_size(), LINE);
+        assert_eq!((b.interest_offset(), b.interest_words()), (24, 1));
         assert_eq!(b.find("big").unwrap().0, 1);
     }
 

@@ -1,7 +1,9 @@
 //! The writer: one per blackboard at a time. It updates an entry by copy
 //! ([`WriterEntry::update`]) or by writing in place into a loan
 //! ([`WriterEntry::loan_uninit`], [`WriterEntry::loan_latest`]), then
-//! publishing it. It never waits for a reader.
+//! publishing it. It never waits for a reader; a reader that sleeps until
+//! an entry changes is woken by the publish (a system call only for a
+//! reader that sleeps, and a load or two for every other).
 
 use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
@@ -10,9 +12,12 @@ use std::sync::Arc;
 
 use super::access::{BlackboardError, Board, Handles, Parts};
 use crate::core::board::State;
+use crate::core::park::{publish_barrier, Kernel};
 use crate::domain::nodefile::new_id;
 use crate::domain::service::inner::NewPort;
 use crate::domain::service::tables::PortKind;
+use crate::os::futex::OsKernel;
+use crate::port::pokes::Pokes;
 use crate::port::payload::{Payload, ShmSafe};
 
 /// Builds the [`Writer`] of a blackboard.
@@ -40,11 +45,13 @@ impl WriterBuilder {
                 service: svc.name.to_string(),
             });
         };
+        let readers = s.settings.qos.max_readers as usize;
         Ok(Writer {
             port: Arc::new(WriterPort {
                 board: Board::new(s),
                 port_id,
                 index,
+                pokes: Pokes::new(readers),
             }),
         })
     }
@@ -56,6 +63,43 @@ struct WriterPort {
     board: Board,
     port_id: u64,
     index: usize,
+    /// Write ends of readers' FIFOs, opened when first needed.
+    pokes: Pokes,
+}
+
+impl WriterPort {
+    /// After entry `i` was published: wakes the readers that wait for it
+    /// (their interest bit set) and sleep; others cost a load or two.
+    fn wake(&self, i: usize) {
+        let b = &self.board;
+        let svc = &b.svc;
+        // Once for every reader: pairs with the fence and sleeper's barrier
+        // a reader makes after it set its interest bit and registered as a
+        // sleeper (core/park.rs): either this sees both, or its re-check
+        // sees the new version.
+        publish_barrier();
+        for j in 0..svc.table_len(PortKind::Subscriber) {
+            let slot = svc.port_slot(PortKind::Subscriber, j);
+            // ORDERING: Acquire; pairs with the Release store in register(),
+            // after the reader's area was zeroed.
+            let pid = slot.port_id.load(Ordering::Acquire);
+            if pid == 0 {
+                continue;
+            }
+            let (word, bit) = b.interest(j, i);
+            // Relaxed: ordered by the barrier above.
+            if word.load(Ordering::Relaxed) & bit == 0 {
+                continue;
+            }
+            let w = slot.wake.sleepers_after_fence();
+            if w.futex {
+                OsKernel.futex_wake(&slot.wake.epoch);
+            }
+            if w.fd {
+                self.pokes.poke(svc, j, pid);
+            }
+        }
+    }
 }
 
 impl Drop for WriterPort {
@@ -296,6 +340,8 @@ impl<T: ShmSafe + Copy> EntryLoan<'_, T> {
         let e = l.entry.port.board.entry(l.entry.i);
         e.end_write(l.buf, l.next);
         l.ended = true;
-        e.publish(l.current, l.buf)
+        let version = e.publish(l.current, l.buf);
+        l.entry.port.wake(l.entry.i);
+        version
     }
 }

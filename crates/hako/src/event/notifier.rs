@@ -1,17 +1,15 @@
 //! Notifiers: signal event ids to every listener of a service.
 
-use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::counters::counters;
 use super::settings::{EventId, EventPortCreateError, EventQos};
 use crate::domain::nodefile::new_id;
-use crate::domain::service::files::fifo_file;
 use crate::domain::service::inner::{NewPort, ServiceInner};
 use crate::domain::service::tables::PortKind;
-use crate::os::fifo;
 use crate::os::futex::OsKernel;
+use crate::port::pokes::Pokes;
 
 /// Why a notification failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,7 +80,7 @@ impl NotifierBuilder {
                 max: q.max_notifiers,
             })?;
         Ok(Notifier {
-            fifos: Mutex::new((0..q.max_listeners).map(|_| None).collect()),
+            pokes: Pokes::new(q.max_listeners as usize),
             service: svc,
             port_id,
             index,
@@ -118,7 +116,7 @@ pub struct Notifier {
     default_id: EventId,
     max_id: u64,
     /// Write ends of listeners' FIFOs, opened when first needed.
-    fifos: Mutex<Vec<Option<(u64, OwnedFd)>>>,
+    pokes: Pokes,
 }
 
 impl std::fmt::Debug for Notifier {
@@ -186,28 +184,11 @@ impl Notifier {
             // ORDERING: Release; pairs with the Acquire swap in take().
             summary.fetch_or(1 << (id.0 / 64), Ordering::Release);
             if slot.wake.notify(&OsKernel) {
-                self.poke(j, pid);
+                self.pokes.poke(svc, j, pid);
             }
             n += 1;
         }
         Ok(n)
-    }
-
-    /// Wakes a waitset sleeping on listener `j`'s FIFO.
-    fn poke(&self, j: usize, pid: u64) {
-        let mut fifos = self.fifos.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = &mut fifos[j];
-        if entry.as_ref().is_none_or(|(p, _)| *p != pid) {
-            *entry = self
-                .service
-                .dir
-                .open_fifo_writer(&fifo_file(pid))
-                .ok()
-                .map(|fd| (pid, fd));
-        }
-        if let Some((_, fd)) = entry {
-            fifo::poke(fd);
-        }
     }
 
     /// How many listeners the service has now (each notification reaches

@@ -34,19 +34,24 @@
 //!
 //! A port is armed before each sleep: it records in its wake block that a
 //! waitset waits on its FIFO, so senders write one byte there (and only
-//! then); see [`crate::core::park`].
+//! then); see [`crate::core::park`]. How each pattern's port arms is in
+//! `ports.rs`.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use rustix::event::epoll;
 
+use crate::blackboard::reader::Reader;
 use crate::event::listener::Listener;
 use crate::os::signal;
 use crate::port::payload::Payload;
 use crate::pubsub::subscriber::Subscriber;
 use crate::reqres::client::Client;
 use crate::reqres::server::Server;
+use ports::Port;
+
+mod ports;
 
 /// Identifies an attachment of a [`WaitSet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -113,60 +118,6 @@ impl From<rustix::io::Errno> for WaitSetError {
     }
 }
 
-/// A port a waitset can arm.
-trait Port {
-    fn arm(&self) -> bool;
-    fn disarm(&self);
-    fn ready(&self) -> bool;
-}
-
-impl Port for Listener {
-    fn arm(&self) -> bool {
-        Listener::arm(self)
-    }
-    fn disarm(&self) {
-        Listener::disarm(self)
-    }
-    fn ready(&self) -> bool {
-        self.has_events()
-    }
-}
-
-impl<T: Payload + ?Sized> Port for Subscriber<T> {
-    fn arm(&self) -> bool {
-        self.rx.arm()
-    }
-    fn disarm(&self) {
-        self.rx.disarm()
-    }
-    fn ready(&self) -> bool {
-        self.has_samples()
-    }
-}
-
-impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Port for Server<Req, Resp> {
-    fn arm(&self) -> bool {
-        self.wait_arm()
-    }
-    fn disarm(&self) {
-        self.wait_disarm()
-    }
-    fn ready(&self) -> bool {
-        self.has_requests()
-    }
-}
-
-impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> Port for Client<Req, Resp> {
-    fn arm(&self) -> bool {
-        self.wait_arm()
-    }
-    fn disarm(&self) {
-        self.wait_disarm()
-    }
-    fn ready(&self) -> bool {
-        self.has_responses()
-    }
-}
 
 enum Source<'a> {
     Port(&'a dyn Port),
@@ -307,6 +258,12 @@ impl<'a> WaitSet<'a> {
         listener: &'a Listener,
     ) -> Result<AttachmentId, WaitSetError> {
         self.add_fd(listener.as_fd(), Source::Port(listener))
+    }
+
+    /// Wakes when an entry the reader [`watch`](crate::ReaderEntry::watch)es
+    /// changed since its handle last read it.
+    pub fn attach_reader(&mut self, reader: &'a Reader) -> Result<AttachmentId, WaitSetError> {
+        self.add_fd(reader.as_fd(), Source::Port(reader))
     }
 
     /// Wakes when the subscriber has samples.
