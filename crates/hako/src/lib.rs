@@ -194,10 +194,15 @@ not_under_loom! {
     pub mod watch;
 
     pub use blackboard::access::BlackboardError;
-    pub use blackboard::reader::{EntryRef, Reader, ReaderBuilder, ReaderEntry};
+    pub use blackboard::reader::{
+        EntryRef, RawEntryRef, RawReaderEntry, Reader, ReaderBuilder, ReaderEntry,
+    };
     pub use blackboard::service::{BlackboardBuilder, BlackboardService};
     pub use blackboard::settings::{BlackboardQos, EntryDescription};
-    pub use blackboard::writer::{EntryLoan, EntryLoanUninit, Writer, WriterBuilder, WriterEntry};
+    pub use blackboard::writer::{
+        EntryLoan, EntryLoanUninit, RawEntryLoan, RawWriterEntry, Writer, WriterBuilder,
+        WriterEntry,
+    };
     pub use describe::{Pattern, StaticDescription};
     pub use domain::cleanup::reclaim_dead_nodes;
     pub use domain::config::{self, Config, ConfigError, Defaults, OverflowPolicy};

@@ -307,3 +307,57 @@ fn a_waitset_wakes_for_watched_entries() {
     assert!(!reader.has_changes());
     worker.join().unwrap();
 }
+
+#[test]
+fn entries_as_bytes_for_the_other_faces() {
+    let (_root, node) = node("bytes");
+    let b = board(&node, "bb/bytes");
+    let u32_type = <u32 as hako::Payload>::details();
+    let writer = b.writer_builder().create().unwrap();
+    let reader = b.reader_builder().create().unwrap();
+    let mut w = writer.entry_described("mode", u32_type.clone()).unwrap();
+    let mut r = reader.entry_described("mode", u32_type).unwrap();
+    assert_eq!((w.size(), r.size()), (4, 4));
+    assert_eq!(w.update_bytes(&5u32.to_ne_bytes()).unwrap(), 1);
+    let mut out = [0u8; 4];
+    assert_eq!(r.get_bytes(&mut out).unwrap(), 1);
+    assert_eq!(u32::from_ne_bytes(out), 5);
+    {
+        let held = r.read_bytes().unwrap();
+        assert_eq!((&*held, held.version()), (&5u32.to_ne_bytes()[..], 1));
+    }
+    let e = w.update_bytes(&[1, 2]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            BlackboardError::WrongSize {
+                size: 4,
+                given: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(r.get_bytes(&mut [0; 8]).is_err());
+    // The typed face sees what the bytes wrote.
+    let mut loan = w.loan().unwrap();
+    loan.copy_latest();
+    loan.bytes_mut()[0] = 6;
+    assert_eq!(loan.publish(), 2);
+    drop(r);
+    assert_eq!(
+        reader.entry::<u32>("mode").unwrap().get().unwrap(),
+        u32::from_ne_bytes([6, 0, 0, 0])
+    );
+    // A described type that is not the entry's is refused.
+    let e = reader
+        .entry_described("mode", <u64 as hako::Payload>::details())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            BlackboardError::Service(ServiceError::IncompatibleType { .. })
+        ),
+        "{e}"
+    );
+}

@@ -51,6 +51,16 @@ pub enum BlackboardError {
         /// The key.
         key: String,
     },
+    /// A value given as bytes has another size than the entry's.
+    #[error("entry {key:?} holds {size} bytes, and {given} were given")]
+    WrongSize {
+        /// The key.
+        key: String,
+        /// The entry's size.
+        size: usize,
+        /// The size given.
+        given: usize,
+    },
     /// SIGINT or SIGTERM arrived while it waited (see
     /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
     #[error("termination requested (SIGINT or SIGTERM)")]

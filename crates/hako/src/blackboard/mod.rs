@@ -13,10 +13,13 @@
 //!
 //! Files: `settings.rs` (the entries and the quality of service as the
 //! static description records them, where each entry lies), `access.rs`
-//! (an entry of an open service, its errors), `service.rs` (the builder
-//! and the service handle), `writer.rs`, `reader.rs`.
+//! (an entry of an open service, its errors), `ports.rs` (the writer's
+//! and a reader's registration and machinery), `service.rs` (the builder
+//! and the service handle), `writer.rs` and `reader.rs` (their faces, by
+//! entry, typed and as bytes).
 
 pub mod access;
+pub mod ports;
 pub mod reader;
 pub mod service;
 pub mod settings;

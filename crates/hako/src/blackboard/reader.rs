@@ -1,24 +1,26 @@
 //! Readers: the latest value of an entry by copy ([`ReaderEntry::get`]) or
-//! in place ([`ReaderEntry::read`]), with its version. A reader never
-//! blocks the writer, and a killed reader holds nothing back.
+//! in place ([`ReaderEntry::read`]), with its version; waiting for a change
+//! without polling ([`ReaderEntry::wait_for_change`], a
+//! [`WaitSet`](crate::WaitSet) the reader is attached to, or
+//! `aio::AsyncReader`). A reader never blocks the writer, and a killed
+//! reader holds nothing back. The typed handles stand on byte-level ones
+//! ([`RawReaderEntry`]), which the other languages' faces and the `hako`
+//! tool use.
 
 use std::mem::MaybeUninit;
 use std::ops::Deref;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::access::{BlackboardError, Board, Handles, Parts};
+use super::access::{BlackboardError, Handles, Parts};
+use super::ports::ReaderPort;
 use crate::core::board::Entry;
-use crate::domain::nodefile::new_id;
-use crate::domain::service::error::io_err;
-use crate::domain::service::files::fifo_file;
-use crate::domain::service::inner::NewPort;
 use crate::domain::service::tables::PortKind;
 use crate::os::fifo;
 use crate::os::futex::OsKernel;
-use crate::port::payload::{Payload, ShmSafe};
+use crate::port::payload::{Payload, ShmSafe, TypeDetails};
 use crate::port::wait::{Adaptive, WaitStrategy, Waiter};
 
 /// Optimistic copies tried before a read pins its buffer.
@@ -41,114 +43,15 @@ impl ReaderBuilder {
     /// Creates the reader: its pin words and interest bits, zeroed, and its
     /// wake-up FIFO.
     pub fn create(self) -> Result<Reader, BlackboardError> {
-        let s = self.parts;
-        let svc = s.svc.clone();
-        let port_id = new_id();
-        let words = s.settings.entries.len() as u64 + s.settings.interest_words();
-        let max = s.settings.qos.max_readers;
-        let fifo_name = fifo_file(port_id);
-        let fifo = svc
-            .dir
-            .make_fifo(&fifo_name, svc.node.access)
-            .map_err(io_err("create FIFO", &svc.dir.join(&fifo_name)))?;
-        let entry = NewPort {
-            kind: PortKind::Subscriber,
-            port_id,
-            max_len: 0,
-            chunk_count: 0,
-            limit: max as usize,
-        };
-        let index = svc.register(
-            entry,
-            |_| {},
-            |j| {
-                let (map, base) = svc.extra(j);
-                for word in map.atomics(base, words) {
-                    // Relaxed: published by the Release store of the port id.
-                    word.store(0, Ordering::Relaxed);
-                }
-            },
-        );
-        let index = match index {
-            Ok(Some(i)) => i,
-            Ok(None) => {
-                let _ = svc.dir.remove_file(&fifo_name);
-                return Err(BlackboardError::TooManyReaders {
-                    service: svc.name.to_string(),
-                    max,
-                });
-            }
-            Err(e) => {
-                let _ = svc.dir.remove_file(&fifo_name);
-                return Err(e.into());
-            }
-        };
         Ok(Reader {
-            port: Arc::new(ReaderPort {
-                board: Board::new(s),
-                port_id,
-                index,
-                fifo,
-                fifo_name,
-                strategy: self.strategy,
-                adaptive: Adaptive::default(),
-            }),
+            port: Arc::new(ReaderPort::register(self.parts, self.strategy)?),
         })
-    }
-}
-
-/// The registered reader, kept alive by the reader and its entries.
-#[derive(Debug)]
-struct ReaderPort {
-    board: Board,
-    port_id: u64,
-    index: usize,
-    fifo: OwnedFd,
-    /// Its name in the service's directory.
-    fifo_name: String,
-    strategy: WaitStrategy,
-    adaptive: Adaptive,
-}
-
-impl ReaderPort {
-    /// Whether a watched entry changed since its handle last read it.
-    fn watched_changed(&self) -> bool {
-        let b = &self.board;
-        (0..b.places.len()).any(|i| {
-            // Relaxed (both): in-process flags and a count; the read that
-            // follows orders itself.
-            b.watched[i].load(Ordering::Relaxed)
-                && b.entry(i)
-                    .state(Ordering::Relaxed)
-                    .is_ok_and(|s| s.version != b.seen[i].load(Ordering::Relaxed))
-        })
-    }
-
-    /// Sets or clears entry `i`'s interest bit (the writer wakes this
-    /// reader on its changes while set).
-    fn interest(&self, i: usize, on: bool) {
-        let (word, bit) = self.board.interest(self.index, i);
-        // Relaxed (both): the park protocol's fence orders the bit before a
-        // sleep (see WriterPort::wake).
-        if on {
-            word.fetch_or(bit, Ordering::Relaxed);
-        } else {
-            word.fetch_and(!bit, Ordering::Relaxed);
-        }
-    }
-}
-
-impl Drop for ReaderPort {
-    fn drop(&mut self) {
-        self.board
-            .svc
-            .unregister(PortKind::Subscriber, self.index, self.port_id);
-        let _ = self.board.svc.dir.remove_file(&self.fifo_name);
     }
 }
 
 /// A reader of a blackboard. `Send` and `Sync`; its entries
-/// ([`entry`](Self::entry)) do the reading.
+/// ([`entry`](Self::entry)) do the reading. Also a file descriptor (its
+/// wake-up FIFO) that a [`WaitSet`](crate::WaitSet) can wait on.
 #[derive(Debug)]
 pub struct Reader {
     port: Arc<ReaderPort>,
@@ -172,11 +75,22 @@ impl Reader {
     /// [`disarm_wakeup`](Self::disarm_wakeup). True if one changed already.
     /// For event loops other than a [`WaitSet`](crate::WaitSet).
     pub fn arm_wakeup(&self) -> bool {
-        self.port
-            .board
+        let p = &self.port;
+        p.board
             .svc
-            .wake_block(PortKind::Subscriber, self.port.index)
-            .register_fd(&OsKernel, || self.port.watched_changed())
+            .wake_block(PortKind::Subscriber, p.index)
+            .register_fd(&OsKernel, || p.watched_changed())
+    }
+
+    /// Withdraws the interest registered by
+    /// [`arm_wakeup`](Self::arm_wakeup), and empties the descriptor.
+    pub fn disarm_wakeup(&self) {
+        let p = &self.port;
+        p.board
+            .svc
+            .wake_block(PortKind::Subscriber, p.index)
+            .unregister_fd();
+        fifo::drain(&p.fifo);
     }
 
     /// The reader's wait strategy and its spin state, for an async wait.
@@ -185,39 +99,27 @@ impl Reader {
         (self.port.strategy, &self.port.adaptive)
     }
 
-    /// Withdraws the interest registered by
-    /// [`arm_wakeup`](Self::arm_wakeup), and empties the descriptor.
-    pub fn disarm_wakeup(&self) {
-        self.port
-            .board
-            .svc
-            .wake_block(PortKind::Subscriber, self.port.index)
-            .unregister_fd();
-        fifo::drain(&self.port.fifo);
-    }
-
     /// The entry `key`, whose values are `T`s (checked against the
     /// service's type). One handle per entry at a time.
     pub fn entry<T: ShmSafe + Copy>(&self, key: &str) -> Result<ReaderEntry<T>, BlackboardError> {
-        let i = self.port.board.take(key, <T as Payload>::details())?;
         Ok(ReaderEntry {
-            port: self.port.clone(),
-            i,
+            raw: self.entry_described(key, <T as Payload>::details())?,
             _t: Handles::default(),
         })
     }
-}
 
-/// Reads one entry. `Send`, not `Sync`.
-pub struct ReaderEntry<T: ShmSafe + Copy> {
-    port: Arc<ReaderPort>,
-    i: usize,
-    _t: Handles<T>,
-}
-
-impl<T: ShmSafe + Copy> std::fmt::Debug for ReaderEntry<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReaderEntry").field("key", &self.key()).finish()
+    /// The entry `key`, whose values are described at run time (`value`,
+    /// checked against the service's type), read as bytes.
+    pub fn entry_described(
+        &self,
+        key: &str,
+        value: TypeDetails,
+    ) -> Result<RawReaderEntry, BlackboardError> {
+        let i = self.port.board.take(key, value)?;
+        Ok(RawReaderEntry {
+            port: self.port.clone(),
+            i,
+        })
     }
 }
 
@@ -227,21 +129,44 @@ impl AsFd for Reader {
     }
 }
 
-impl<T: ShmSafe + Copy> Drop for ReaderEntry<T> {
+/// Reads one entry as bytes. `Send`, not `Sync`.
+pub struct RawReaderEntry {
+    port: Arc<ReaderPort>,
+    i: usize,
+}
+
+impl std::fmt::Debug for RawReaderEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawReaderEntry")
+            .field("key", &self.key())
+            .finish()
+    }
+}
+
+impl Drop for RawReaderEntry {
     fn drop(&mut self) {
         self.unwatch();
         self.port.board.give_back(self.i);
     }
 }
 
-impl<T: ShmSafe + Copy> ReaderEntry<T> {
+impl RawReaderEntry {
     /// The entry's key.
     pub fn key(&self) -> &str {
         &self.port.board.settings.entries[self.i].key
     }
 
+    /// Bytes of the entry's value.
+    pub fn size(&self) -> usize {
+        self.port.board.places[self.i].size as usize
+    }
+
     fn entry(&self) -> Entry<'_> {
         self.port.board.entry(self.i)
+    }
+
+    fn corrupted(&self) -> BlackboardError {
+        self.port.board.corrupted(self.i)
     }
 
     /// The entry's version: its updates so far (the default is version 0).
@@ -251,52 +176,61 @@ impl<T: ShmSafe + Copy> ReaderEntry<T> {
         self.entry()
             .state(Ordering::Relaxed)
             .map(|s| s.version)
-            .map_err(|_| self.port.board.corrupted(self.i))
+            .map_err(|_| self.corrupted())
     }
 
-    /// The latest value, copied.
-    pub fn get(&self) -> Result<T, BlackboardError> {
-        self.get_with_version().map(|(v, _)| v)
-    }
-
-    /// The latest value, copied, and its version. Never torn: a copy that
-    /// an update overtakes is made again, and after a few such tries the
-    /// buffer is pinned for the copy.
-    pub fn get_with_version(&self) -> Result<(T, u64), BlackboardError> {
+    /// Copies the latest value into `out` (`size` bytes); returns its
+    /// version. Never torn: a copy that an update overtakes is made again,
+    /// and after a few such tries the buffer is pinned for the copy.
+    ///
+    /// # Safety
+    /// `out` is valid for [`size`](Self::size) bytes of writes.
+    unsafe fn copy_to(&self, out: *mut u8) -> Result<u64, BlackboardError> {
         let e = self.entry();
-        let corrupted = |_| self.port.board.corrupted(self.i);
-        let mut out = MaybeUninit::<T>::uninit();
-        let mut version = None;
         for _ in 0..COPY_TRIES {
-            // SAFETY: `out` has room for the value's size_of::<T>() bytes.
-            version = unsafe { e.try_copy(out.as_mut_ptr().cast()) }.map_err(corrupted)?;
-            if version.is_some() {
-                break;
+            // SAFETY: the caller's promise.
+            if let Some(v) = unsafe { e.try_copy(out) }.map_err(|_| self.corrupted())? {
+                self.saw(v);
+                return Ok(v);
             }
         }
-        let version = match version {
-            Some(v) => v,
-            None => {
-                let pin = self.port.board.pin(self.port.index, self.i);
-                let s = e.pin(pin).map_err(corrupted)?;
-                // SAFETY: the pinned buffer's value, which the writer leaves
-                // alone until the unpin below; `out` has room for it.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        e.value_ptr(s.buffer),
-                        out.as_mut_ptr().cast::<u8>(),
-                        std::mem::size_of::<T>(),
-                    );
-                }
-                Entry::unpin(pin);
-                s.version
-            }
-        };
-        self.check(out.as_ptr().cast())?;
-        self.saw(version);
-        // SAFETY: every byte was copied from a whole value, checked above
-        // for types with invalid bit patterns; others are valid for any.
-        Ok((unsafe { out.assume_init() }, version))
+        let pin = self.port.board.pin(self.port.index, self.i);
+        let s = e.pin(pin).map_err(|_| self.corrupted())?;
+        // SAFETY: the pinned buffer's value, which the writer leaves alone
+        // until the unpin below; `out` is the caller's.
+        unsafe { std::ptr::copy_nonoverlapping(e.value_ptr(s.buffer), out, self.size()) };
+        Entry::unpin(pin);
+        self.saw(s.version);
+        Ok(s.version)
+    }
+
+    /// Copies the latest value into `out` (exactly [`size`](Self::size)
+    /// bytes); returns its version.
+    pub fn get_bytes(&self, out: &mut [u8]) -> Result<u64, BlackboardError> {
+        if out.len() != self.size() {
+            return Err(BlackboardError::WrongSize {
+                key: self.key().to_owned(),
+                size: self.size(),
+                given: out.len(),
+            });
+        }
+        // SAFETY: `out` has size() bytes.
+        unsafe { self.copy_to(out.as_mut_ptr()) }
+    }
+
+    /// The latest value in place, as bytes, without a copy: the buffer is
+    /// pinned, and the writer writes elsewhere, until the returned guard
+    /// drops. Costs the writer nothing but a look at the pin.
+    pub fn read_bytes(&mut self) -> Result<RawEntryRef<'_>, BlackboardError> {
+        let e = self.entry();
+        let pin = self.port.board.pin(self.port.index, self.i);
+        let s = e.pin(pin).map_err(|_| self.corrupted())?;
+        self.saw(s.version);
+        Ok(RawEntryRef {
+            value: e.value_ptr(s.buffer).cast_const(),
+            version: s.version,
+            entry: self,
+        })
     }
 
     /// Notes that the handle read `version`.
@@ -305,9 +239,8 @@ impl<T: ShmSafe + Copy> ReaderEntry<T> {
         self.port.board.seen[self.i].store(version, Ordering::Relaxed);
     }
 
-    /// Whether the entry changed since this handle last read it (by
-    /// [`get`](Self::get), [`get_with_version`](Self::get_with_version) or
-    /// [`read`](Self::read); before the first read, since version 0).
+    /// Whether the entry changed since this handle last read it (before
+    /// the first read, since version 0).
     pub fn changed(&self) -> Result<bool, BlackboardError> {
         // Relaxed: an in-process note.
         Ok(self.version()? != self.port.board.seen[self.i].load(Ordering::Relaxed))
@@ -334,10 +267,10 @@ impl<T: ShmSafe + Copy> ReaderEntry<T> {
     /// Waits until the entry changes from the version this handle last
     /// read, at most `timeout` (`None`: no limit); returns the new version,
     /// or `None` on timeout. Sleeps (after the reader's wait strategy's
-    /// spin) until the writer's publish wakes it: no polling. Read the new
-    /// value with [`get`](Self::get) or [`read`](Self::read).
+    /// spin) until the writer's publish wakes it: no polling.
     pub fn wait_for_change(&self, timeout: Option<Duration>) -> Result<Option<u64>, BlackboardError> {
         let port = &self.port;
+        // Relaxed: an in-process flag.
         let was_watched = port.board.watched[self.i].load(Ordering::Relaxed);
         port.interest(self.i, true);
         let waiter = Waiter {
@@ -346,14 +279,11 @@ impl<T: ShmSafe + Copy> ReaderEntry<T> {
             adaptive: &port.adaptive,
             block: port.board.svc.wake_block(PortKind::Subscriber, port.index),
         };
+        // Relaxed: an in-process note.
         let seen = port.board.seen[self.i].load(Ordering::Relaxed);
-        let moved = || -> Result<Option<u64>, BlackboardError> {
-            let v = self.version()?;
-            Ok((v != seen).then_some(v))
-        };
         let r = waiter.wait(
             timeout.map(|t| Instant::now() + t),
-            moved,
+            || Ok::<_, BlackboardError>(Some(self.version()?).filter(|&v| v != seen)),
             || self.version().is_ok_and(|v| v != seen),
             || Ok::<(), BlackboardError>(()),
         );
@@ -361,6 +291,87 @@ impl<T: ShmSafe + Copy> ReaderEntry<T> {
             port.interest(self.i, false);
         }
         r
+    }
+}
+
+/// An entry's value read in place, as bytes; its buffer stays pinned until
+/// this drops.
+pub struct RawEntryRef<'a> {
+    entry: &'a mut RawReaderEntry,
+    value: *const u8,
+    version: u64,
+}
+
+impl std::fmt::Debug for RawEntryRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawEntryRef")
+            .field("key", &self.entry.key())
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+impl RawEntryRef<'_> {
+    /// The version of the value held.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+}
+
+impl Deref for RawEntryRef<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the pinned buffer's value, size() bytes, which the writer
+        // does not write while pinned.
+        unsafe { std::slice::from_raw_parts(self.value, self.entry.size()) }
+    }
+}
+
+impl Drop for RawEntryRef<'_> {
+    fn drop(&mut self) {
+        let e = &self.entry;
+        Entry::unpin(e.port.board.pin(e.port.index, e.i));
+    }
+}
+
+/// Reads one entry. `Send`, not `Sync`.
+pub struct ReaderEntry<T: ShmSafe + Copy> {
+    raw: RawReaderEntry,
+    _t: Handles<T>,
+}
+
+impl<T: ShmSafe + Copy> std::fmt::Debug for ReaderEntry<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaderEntry").field("key", &self.key()).finish()
+    }
+}
+
+impl<T: ShmSafe + Copy> ReaderEntry<T> {
+    /// The entry's key.
+    pub fn key(&self) -> &str {
+        self.raw.key()
+    }
+
+    /// The entry's version: its updates so far (the default is version 0).
+    pub fn version(&self) -> Result<u64, BlackboardError> {
+        self.raw.version()
+    }
+
+    /// The latest value, copied.
+    pub fn get(&self) -> Result<T, BlackboardError> {
+        self.get_with_version().map(|(v, _)| v)
+    }
+
+    /// The latest value, copied, and its version. Never torn.
+    pub fn get_with_version(&self) -> Result<(T, u64), BlackboardError> {
+        let mut out = MaybeUninit::<T>::uninit();
+        // SAFETY: `out` has room for the value's size_of::<T>() bytes (the
+        // entry's type was checked to be T).
+        let version = unsafe { self.raw.copy_to(out.as_mut_ptr().cast()) }?;
+        self.check(out.as_ptr().cast())?;
+        // SAFETY: every byte was copied from a whole value, checked above
+        // for types with invalid bit patterns; others are valid for any.
+        Ok((unsafe { out.assume_init() }, version))
     }
 
     /// The bytes at `p` are a value of `T`, for the types that may not be.
@@ -378,44 +389,63 @@ impl<T: ShmSafe + Copy> ReaderEntry<T> {
     /// buffer is pinned, and the writer writes elsewhere, until the
     /// returned guard drops. Costs the writer nothing but a look at the pin.
     pub fn read(&mut self) -> Result<EntryRef<'_, T>, BlackboardError> {
-        let e = self.entry();
-        let pin = self.port.board.pin(self.port.index, self.i);
-        let s = e.pin(pin).map_err(|_| self.port.board.corrupted(self.i))?;
-        let value = e.value_ptr(s.buffer).cast_const();
-        if let Err(err) = self.check(value) {
-            Entry::unpin(pin);
-            return Err(err);
+        let key = self.raw.key().to_owned();
+        let raw = self.raw.read_bytes()?;
+        // SAFETY: the pinned value's size_of::<T>() bytes.
+        if T::CHECKED && !unsafe { T::is_valid(raw.value) } {
+            return Err(BlackboardError::InvalidValue { key });
         }
-        self.saw(s.version);
         Ok(EntryRef {
-            entry: self,
-            value: value.cast(),
-            version: s.version,
+            raw,
+            _t: Handles::default(),
         })
+    }
+
+    /// Whether the entry changed since this handle last read it (by
+    /// [`get`](Self::get), [`get_with_version`](Self::get_with_version) or
+    /// [`read`](Self::read); before the first read, since version 0).
+    pub fn changed(&self) -> Result<bool, BlackboardError> {
+        self.raw.changed()
+    }
+
+    /// Asks the writer to wake this reader when the entry changes (see
+    /// [`RawReaderEntry::watch`]).
+    pub fn watch(&self) {
+        self.raw.watch()
+    }
+
+    /// Stops [`watch`](Self::watch)ing the entry.
+    pub fn unwatch(&self) {
+        self.raw.unwatch()
+    }
+
+    /// Waits until the entry changes from the version this handle last
+    /// read, at most `timeout` (`None`: no limit); returns the new version,
+    /// or `None` on timeout. Sleeps (after the reader's wait strategy's
+    /// spin) until the writer's publish wakes it: no polling. Read the new
+    /// value with [`get`](Self::get) or [`read`](Self::read).
+    pub fn wait_for_change(&self, timeout: Option<Duration>) -> Result<Option<u64>, BlackboardError> {
+        self.raw.wait_for_change(timeout)
     }
 }
 
 /// An entry's value read in place; its buffer stays pinned until this
 /// drops.
 pub struct EntryRef<'a, T: ShmSafe + Copy> {
-    entry: &'a mut ReaderEntry<T>,
-    value: *const T,
-    version: u64,
+    raw: RawEntryRef<'a>,
+    _t: Handles<T>,
 }
 
 impl<T: ShmSafe + Copy> std::fmt::Debug for EntryRef<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EntryRef")
-            .field("key", &self.entry.key())
-            .field("version", &self.version)
-            .finish()
+        f.debug_tuple("EntryRef").field(&self.raw).finish()
     }
 }
 
 impl<T: ShmSafe + Copy> EntryRef<'_, T> {
     /// The version of the value held.
     pub fn version(&self) -> u64 {
-        self.version
+        self.raw.version
     }
 }
 
@@ -425,13 +455,6 @@ impl<T: ShmSafe + Copy> Deref for EntryRef<'_, T> {
         // SAFETY: the pinned buffer's value, aligned for T (value offsets
         // are multiples of its alignment on LINE-aligned buffers), checked
         // valid in read(); the writer does not write it while pinned.
-        unsafe { &*self.value }
-    }
-}
-
-impl<T: ShmSafe + Copy> Drop for EntryRef<'_, T> {
-    fn drop(&mut self) {
-        let e = &self.entry;
-        Entry::unpin(e.port.board.pin(e.port.index, e.i));
+        unsafe { &*self.raw.value.cast::<T>() }
     }
 }
