@@ -21,7 +21,7 @@ use crate::domain::service::tables::PortKind;
 use crate::os::fifo;
 use crate::os::futex::OsKernel;
 use crate::port::payload::{Payload, ShmSafe, TypeDetails};
-use crate::port::wait::{Adaptive, WaitStrategy, Waiter};
+use crate::port::wait::{WaitStrategy, Waiter};
 
 /// Optimistic copies tried before a read pins its buffer.
 const COPY_TRIES: u32 = 4;
@@ -95,7 +95,7 @@ impl Reader {
 
     /// The reader's wait strategy and its spin state, for an async wait.
     #[cfg(feature = "tokio")]
-    pub(crate) fn spin_policy(&self) -> (WaitStrategy, &Adaptive) {
+    pub(crate) fn spin_policy(&self) -> (WaitStrategy, &crate::port::wait::Adaptive) {
         (self.port.strategy, &self.port.adaptive)
     }
 
