@@ -36,6 +36,8 @@ const (
 	RoleListener   Role = C.HAKO_ROLE_LISTENER
 	RoleClient     Role = C.HAKO_ROLE_CLIENT
 	RoleServer     Role = C.HAKO_ROLE_SERVER
+	RoleWriter     Role = C.HAKO_ROLE_WRITER
+	RoleReader     Role = C.HAKO_ROLE_READER
 )
 
 // Change is a change of the domain; fields its kind does not use are zero.

@@ -113,6 +113,9 @@ enum Command {
     Call(talk::CallArgs),
     /// Answer the requests of a `[u8] → [u8]` service (`--echo`).
     Serve(talk::ServeArgs),
+    /// Read, write and watch a blackboard's entries: numbers for the
+    /// primitive types and arrays of them, hex for any other.
+    Board(talk::BoardArgs),
 }
 
 /// Runs the subcommand asked for.
@@ -167,6 +170,7 @@ fn main() -> ExitCode {
         Command::Listen(a) => talk::listen(a),
         Command::Config(a) => config::run(a),
         Command::Call(a) => talk::call(a),
+        Command::Board(a) => talk::board(a),
         Command::Serve(a) => talk::serve(a),
     };
     report(result, cli.json)

@@ -49,6 +49,9 @@ mod watch;
 #[path = "tools/talk.rs"]
 mod talk;
 
+#[path = "tools/board.rs"]
+mod board;
+
 const HAKO: &str = env!("CARGO_BIN_EXE_hako");
 /// Only a hang takes this long.
 const WATCHDOG: Duration = Duration::from_secs(60);
@@ -165,7 +168,7 @@ fn every_subcommand_has_help() {
     let d = Domain::new("help");
     for sub in [
         "list", "nodes", "inspect", "clean", "monitor", "pub", "sub", "notify", "listen", "call",
-        "serve", "config",
+        "serve", "config", "board",
     ] {
         let o = d.run(&[sub, "--help"]);
         assert!(o.status.success(), "{sub} --help");

@@ -173,6 +173,10 @@ typedef enum hako_port_role {
   HAKO_ROLE_CLIENT = 5,
   // A request/response server.
   HAKO_ROLE_SERVER = 6,
+  // A blackboard's writer.
+  HAKO_ROLE_WRITER = 7,
+  // A blackboard's reader.
+  HAKO_ROLE_READER = 8,
 } hako_port_role;
 
 // A request a server received, to answer. Owning handle, used from its

@@ -61,6 +61,10 @@ pub enum hako_port_role {
     HAKO_ROLE_CLIENT = 5,
     /// A request/response server.
     HAKO_ROLE_SERVER = 6,
+    /// A blackboard's writer.
+    HAKO_ROLE_WRITER = 7,
+    /// A blackboard's reader.
+    HAKO_ROLE_READER = 8,
 }
 
 /// Room for a service name and its NUL (names are at most 255 bytes).
@@ -130,6 +134,8 @@ impl From<&hako::Change> for hako_change {
                 hako::Role::Listener => hako_port_role::HAKO_ROLE_LISTENER,
                 hako::Role::Client => hako_port_role::HAKO_ROLE_CLIENT,
                 hako::Role::Server => hako_port_role::HAKO_ROLE_SERVER,
+                hako::Role::Writer => hako_port_role::HAKO_ROLE_WRITER,
+                hako::Role::Reader => hako_port_role::HAKO_ROLE_READER,
             };
         };
         match c {

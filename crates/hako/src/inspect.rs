@@ -152,6 +152,21 @@ pub struct ServiceInfo {
     pub publishers: Vec<PortInfo>,
     /// Subscribers (publish/subscribe) or listeners (events).
     pub subscribers: Vec<PortInfo>,
+    /// A blackboard's entries with their versions (empty for the other
+    /// patterns).
+    pub entries: Vec<EntryInfo>,
+}
+
+/// An entry of a blackboard.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EntryInfo {
+    /// Its key.
+    pub key: String,
+    /// Its value's type.
+    pub value: crate::port::payload::PayloadDescription,
+    /// Its version: the updates published so far (`None` if its state
+    /// word is corrupted).
+    pub version: Option<u64>,
 }
 
 /// A domain root held open for reading, as the tools read it. Every file
@@ -477,6 +492,10 @@ fn service_in(root: &Dir, key: &str, name: Option<&str>) -> Result<ServiceInfo, 
             }
         }
     }
+    let entries = match &desc.pattern {
+        Pattern::Blackboard { qos, entries } => board_entries(&seg, qos, entries),
+        _ => Vec::new(),
+    };
     Ok(ServiceInfo {
         name: desc.name.clone(),
         dir: dir.path().to_path_buf(),
@@ -484,7 +503,36 @@ fn service_in(root: &Dir, key: &str, name: Option<&str>) -> Result<ServiceInfo, 
         nodes,
         publishers: publishers.into_iter().map(|(_, p)| p).collect(),
         subscribers: subscribers.into_iter().map(|(_, p)| p).collect(),
+        entries,
     })
+}
+
+/// A blackboard's entries with the versions their state words say.
+fn board_entries(
+    seg: &DynSegment,
+    qos: &crate::blackboard::settings::BlackboardQos,
+    entries: &[crate::blackboard::settings::EntryDescription],
+) -> Vec<EntryInfo> {
+    let settings = crate::blackboard::settings::BlackboardSettings {
+        qos: qos.clone(),
+        entries: entries.to_vec(),
+    };
+    let (map, off) = seg.shared();
+    let (places, _) = settings.places();
+    entries
+        .iter()
+        .zip(places)
+        .map(|(e, place)| {
+            // Relaxed: a snapshot for display.
+            let word = map.atomic(off + place.state).load(Ordering::Relaxed);
+            let buffer = word & (crate::core::board::MAX_BUFFERS - 1);
+            EntryInfo {
+                key: e.key.clone(),
+                value: e.value.clone(),
+                version: (buffer < place.count).then_some(word >> crate::core::board::BUFFER_BITS),
+            }
+        })
+        .collect()
 }
 
 /// Messages sent, chunks in use, pool size and most elements per message

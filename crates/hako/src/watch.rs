@@ -74,6 +74,10 @@ pub enum Role {
     Client,
     /// A request/response server.
     Server,
+    /// A blackboard's writer.
+    Writer,
+    /// A blackboard's reader.
+    Reader,
 }
 
 impl Role {
@@ -87,6 +91,8 @@ impl Role {
             Role::Listener => "listener",
             Role::Client => "client",
             Role::Server => "server",
+            Role::Writer => "writer",
+            Role::Reader => "reader",
         }
     }
 }
@@ -211,6 +217,7 @@ fn roles(info: &ServiceInfo) -> (Role, Role) {
     match info.description.pattern {
         Pattern::PublishSubscribe { .. } => (Role::Publisher, Role::Subscriber),
         Pattern::RequestResponse { .. } => (Role::Client, Role::Server),
+        Pattern::Blackboard { .. } => (Role::Writer, Role::Reader),
         _ => (Role::Notifier, Role::Listener),
     }
 }

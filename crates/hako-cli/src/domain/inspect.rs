@@ -151,6 +151,22 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
                 qos.max_nodes
             );
         }
+        Pattern::Blackboard { qos, .. } => {
+            println!(
+                "qos       max_readers = {}, max_nodes = {}",
+                qos.max_readers, qos.max_nodes
+            );
+            println!("entries   ({})", info.entries.len());
+            for e in &info.entries {
+                let version = e
+                    .version
+                    .map_or_else(|| "corrupted".to_owned(), |v| format!("version {v}"));
+                println!(
+                    "  {}  {} ({} B, align {})  {version}",
+                    e.key, e.value.type_name, e.value.size, e.value.align
+                );
+            }
+        }
         _ => {}
     }
     println!("directory {}", info.dir.display());

@@ -192,6 +192,7 @@ fn show(a: &ListArgs, cfg: &hako::Config) -> Result<(), CliError> {
         println!("{line}");
     }
     println!("(events: PUBS = notifiers, SUBS = listeners; request/response: PUBS = clients, SUBS = servers;");
+    println!(" blackboards: PUBS = its writer, SUBS = readers, PAYLOAD = its entries (`hako inspect` lists them);");
     println!(" DEAD: ports of dead processes, not yet reclaimed: `hako clean`;");
     println!(" BRIDGED: carried to and from other hosts by `hako bridge`)");
     Ok(())

@@ -74,6 +74,10 @@ pub(super) fn payload_name(info: &ServiceInfo) -> String {
         Pattern::RequestResponse {
             request, response, ..
         } => format!("{} -> {}", request.type_name, response.type_name),
+        Pattern::Blackboard { entries, .. } => match entries.len() {
+            1 => "1 entry".into(),
+            n => format!("{n} entries"),
+        },
         _ => "-".into(),
     }
 }
@@ -83,6 +87,7 @@ pub(super) fn port_names(info: &ServiceInfo) -> (&'static str, &'static str) {
     match info.description.pattern {
         Pattern::PublishSubscribe { .. } => ("publishers", "subscribers"),
         Pattern::RequestResponse { .. } => ("clients", "servers"),
+        Pattern::Blackboard { .. } => ("writers", "readers"),
         _ => ("notifiers", "listeners"),
     }
 }

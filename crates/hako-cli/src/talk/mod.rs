@@ -1,14 +1,15 @@
 //! `hako pub`, `hako sub`, `hako hz`, `hako notify`, `hako listen`, `hako
-//! call` and `hako serve`: talking to a service from a terminal, for debugging and
-//! scripts.
+//! call`, `hako serve` and `hako board`: talking to a service from a
+//! terminal, for debugging and scripts.
 //!
 //! The files import each other in one direction: `open.rs` (the node, the
 //! service's name, `--create`, the error of a service that cannot be
 //! opened) → `payload.rs` (a service's payload type, seen as bytes) → one
 //! file per command family, `events.rs` (`notify`, `listen`), `publish.rs`
 //! (`pub`), `subscribe.rs` (`sub`), `hz.rs` (`hz`), `reqres.rs` (`call`,
-//! `serve`), `recording.rs` (how a recording is laid out in MCAP) →
-//! `record.rs` (`record`) and `replay.rs` (`replay`); this
+//! `serve`), `values.rs` (a value as numbers or hex) → `board.rs` (`board
+//! get`, `set`, `watch`), `recording.rs` (how a recording is laid out in
+//! MCAP) → `record.rs` (`record`) and `replay.rs` (`replay`); this
 //! file only declares them and re-exports the commands.
 //!
 //! `pub` and `sub` work on publish/subscribe services of any payload type.
@@ -33,6 +34,7 @@
 //! `pub` and `sub` create only `[u8]` services (they cannot make up another
 //! type), so `--create` on a service of another type is refused.
 
+mod board;
 mod events;
 mod hz;
 mod open;
@@ -43,7 +45,9 @@ mod recording;
 mod replay;
 mod reqres;
 mod subscribe;
+mod values;
 
+pub use board::{board, BoardArgs};
 pub use events::{listen, notify, ListenArgs, NotifyArgs};
 pub use hz::{hz, HzArgs};
 pub use publish::{publish, PubArgs};

@@ -38,6 +38,7 @@ pub(super) fn open_error(name: &ServiceName, e: hako::ServiceError) -> CliError 
             match actual.as_str() {
                 "request_response" => "`hako call` (or `hako serve`)",
                 "event" => "`hako notify` and `hako listen`",
+                "blackboard" => "`hako board get`, `set` and `watch`",
                 _ => "`hako pub` and `hako sub`",
             }
         )),
