@@ -139,8 +139,9 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
                             assert!(row["vs"][name].as_f64().unwrap() > 0.0, "{name}: {row}");
                         }
                     } else {
-                        // The floors measure ping-pong only; shmipc's
-                        // one-way rows are skipped (see its module).
+                        // The floors and the blackboards measure ping-pong
+                        // only; shmipc's one-way rows are skipped (see its
+                        // module).
                         // Request/response transports (the async ones
                         // too) answer every message.
                         let ok = [
@@ -151,6 +152,8 @@ fn every_transport_pattern_and_mode_reports_in_every_format() {
                             "shmipc",
                             "iceoryx2-reqres",
                             "hako-c",
+                            "hako-board",
+                            "iceoryx2-board",
                         ];
                         let answers = ["hako-reqres", "hako-async", "tokio-", "monoio-"]
                             .iter()

@@ -25,6 +25,7 @@ pub enum Kind {
     HakoC,
     HakoGo,
     GoUnix,
+    HakoBoard,
     Futex,
     Pipe,
     Fifo,
@@ -35,6 +36,8 @@ pub enum Kind {
     Iceoryx2,
     #[cfg(feature = "peers")]
     Iceoryx2ReqRes,
+    #[cfg(feature = "peers")]
+    Iceoryx2Board,
     #[cfg(feature = "peers")]
     Shmipc,
     #[cfg(feature = "peers")]
@@ -50,9 +53,10 @@ pub enum Kind {
 }
 
 /// Names of the peer transports, known in every build.
-pub const PEER_NAMES: [&str; 5] = [
+pub const PEER_NAMES: [&str; 6] = [
     "iceoryx2",
     "iceoryx2-reqres",
+    "iceoryx2-board",
     "shmipc",
     "monoio-unix",
     "tokio-uring-unix",
@@ -91,6 +95,7 @@ impl Kind {
         Kind::HakoC,
         Kind::HakoGo,
         Kind::GoUnix,
+        Kind::HakoBoard,
         Kind::Futex,
         Kind::Pipe,
         Kind::Fifo,
@@ -101,6 +106,8 @@ impl Kind {
         Kind::Iceoryx2,
         #[cfg(feature = "peers")]
         Kind::Iceoryx2ReqRes,
+        #[cfg(feature = "peers")]
+        Kind::Iceoryx2Board,
         #[cfg(feature = "peers")]
         Kind::Shmipc,
         #[cfg(feature = "peers")]
@@ -116,7 +123,8 @@ impl Kind {
     ];
 
     /// What `hako bench` measures unless told otherwise: hako busy-polling
-    /// (in Rust, C and Go) and spin-then-park, the floors (one cache line, two cache lines, a
+    /// (in Rust, C and Go) and spin-then-park, hako's blackboard (and
+    /// iceoryx2's: ping-pong only), the floors (one cache line, two cache lines, a
     /// futex), the reference (a minimal descriptor ring by hand), every kernel
     /// mechanism, Go's unix socket and (when built in) the peers.
     pub const SUITE: &'static [Kind] = &[
@@ -124,8 +132,11 @@ impl Kind {
         Kind::HakoC,
         Kind::HakoGo,
         Kind::HakoSpinPark,
+        Kind::HakoBoard,
         #[cfg(feature = "peers")]
         Kind::Iceoryx2,
+        #[cfg(feature = "peers")]
+        Kind::Iceoryx2Board,
         #[cfg(feature = "peers")]
         Kind::Shmipc,
         Kind::Floor,
@@ -215,6 +226,7 @@ impl Kind {
             Kind::HakoC => "hako-c",
             Kind::HakoGo => "hako-go",
             Kind::GoUnix => "go-unix",
+            Kind::HakoBoard => "hako-board",
             Kind::Futex => "futex",
             Kind::Pipe => "pipe",
             Kind::Fifo => "fifo",
@@ -225,6 +237,8 @@ impl Kind {
             Kind::Iceoryx2 => "iceoryx2",
             #[cfg(feature = "peers")]
             Kind::Iceoryx2ReqRes => "iceoryx2-reqres",
+            #[cfg(feature = "peers")]
+            Kind::Iceoryx2Board => "iceoryx2-board",
             #[cfg(feature = "peers")]
             Kind::Shmipc => "shmipc",
             #[cfg(feature = "peers")]

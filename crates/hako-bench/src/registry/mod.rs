@@ -17,6 +17,7 @@
 //! | `hako-c`         | hako's ping-pong in C, through the C API ([`crate::transports::hako::c`]) | busy-poll |
 //! | `hako-go`        | hako's ping-pong in Go, through the Go module (`go/`; [`crate::transports::go`]) | busy-poll |
 //! | `go-unix`        | Go's own `net` unix socket, both sides Go ([`crate::transports::go`]) | blocking |
+//! | `hako-board`     | hako's blackboard: update-to-visible through two boards ([`crate::transports::board`]) | busy-poll |
 //! | `futex`          | one futex word ([`crate::transports::floors::futex`])                | blocking    |
 //! | `pipe`           | anonymous pipes ([`crate::transports::kernel::Pipe`])              | blocking    |
 //! | `fifo`           | named pipes ([`crate::transports::kernel::Fifo`])                  | blocking    |
@@ -25,6 +26,7 @@
 //! | `mq`             | POSIX message queues ([`crate::transports::kernel::MessageQueue`]) | blocking    |
 //! | `iceoryx2`       | iceoryx2 pub/sub, polled (feature `peers`)             | busy-poll   |
 //! | `iceoryx2-reqres`| iceoryx2 request/response, polled (feature `peers`)    | busy-poll   |
+//! | `iceoryx2-board` | iceoryx2's blackboard, as `hako-board` (feature `peers`) | busy-poll |
 //! | `shmipc`         | shmipc streams (feature `peers`)                       | blocking    |
 //! | `monoio-unix`    | a unix socket on monoio's io_uring runtime (feature `peers`, [`crate::transports::peers::uring`]) | blocking |
 //! | `tokio-uring-unix` | a unix socket on tokio-uring (feature `peers`)       | blocking    |

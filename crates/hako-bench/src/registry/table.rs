@@ -7,6 +7,7 @@ use hako::WaitStrategy;
 use super::kind::Kind;
 use crate::harness::RunRow;
 use crate::transport::Transport;
+use crate::transports::board::HakoBoard;
 #[cfg(feature = "bridge")]
 use crate::transports::bridge::{bridged::HakoBridge, plain::PlainZenoh};
 use crate::transports::floors::cache_line::{Floor, TwoLineFloor};
@@ -20,6 +21,7 @@ use crate::transports::kernel::{Fifo, MessageQueue, Pipe, Tcp, UnixSocket};
 #[cfg(feature = "peers")]
 use crate::transports::peers::{
     iceoryx2::Iceoryx2,
+    iceoryx2_board::Iceoryx2Board,
     iceoryx2_reqres::Iceoryx2ReqRes,
     shmipc::Shmipc,
     uring::{Monoio, TokioUring, UringUnix},
@@ -90,6 +92,7 @@ impl Transports {
             entry(Kind::HakoC, HakoC),
             entry(Kind::HakoGo, go(true)),
             entry(Kind::GoUnix, go(false)),
+            entry(Kind::HakoBoard, HakoBoard),
             entry(Kind::Futex, FutexFloor),
             entry(Kind::Pipe, Pipe),
             entry(Kind::Fifo, Fifo),
@@ -100,6 +103,8 @@ impl Transports {
             entry(Kind::Iceoryx2, Iceoryx2::matching(&hako)),
             #[cfg(feature = "peers")]
             entry(Kind::Iceoryx2ReqRes, Iceoryx2ReqRes),
+            #[cfg(feature = "peers")]
+            entry(Kind::Iceoryx2Board, Iceoryx2Board),
             #[cfg(feature = "peers")]
             entry(Kind::Shmipc, Shmipc),
             #[cfg(feature = "peers")]

@@ -71,7 +71,8 @@ fn per_size<'a>(
 fn rivals<T>(items: &[T], name: impl Fn(&T) -> &str) -> (Vec<&T>, &'static str) {
     let peers: Vec<&T> = items
         .iter()
-        .filter(|m| PEER_NAMES.contains(&name(m)))
+        // A blackboard's update-to-visible is no message transport's rival.
+        .filter(|m| PEER_NAMES.contains(&name(m)) && !name(m).ends_with("-board"))
         .collect();
     if !peers.is_empty() {
         return (peers, "peer");
@@ -80,7 +81,9 @@ fn rivals<T>(items: &[T], name: impl Fn(&T) -> &str) -> (Vec<&T>, &'static str) 
         .iter()
         .filter(|m| {
             let n = name(m);
-            !n.starts_with("hako") && !["floor", "floor2", "futex", "reference"].contains(&n)
+            !n.starts_with("hako")
+                && !n.ends_with("-board")
+                && !["floor", "floor2", "futex", "reference"].contains(&n)
         })
         .collect();
     (others, "other transport")

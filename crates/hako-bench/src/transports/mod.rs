@@ -10,12 +10,15 @@
 //!   request/response, the C API;
 //! * [`runtimes`] — request/response under async runtimes: hako's async
 //!   ports and tokio's sockets;
+//! * [`board`] — hako's blackboard, update-to-visible through two boards
+//!   (iceoryx2's is among the peers);
 //! * [`go`] — hako through the Go module, and Go's own unix socket, both
 //!   sides Go programs;
 //! * [`peers`] — the peer libraries (feature `peers`): iceoryx2, shmipc;
 //! * [`bridge`] — plain Zenoh and hako through two bridges (feature
 //!   `bridge`).
 
+pub mod board;
 #[cfg(feature = "bridge")]
 pub mod bridge;
 pub mod floors;

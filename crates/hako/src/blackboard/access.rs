@@ -179,17 +179,16 @@ pub(crate) fn entry_in<'a>(svc: &'a ServiceInner, place: &EntryPlace) -> Entry<'
     let end = off + place.buffers + place.count * place.stride;
     assert!(end <= map.len() as u64, "an entry beyond its segment");
     let state = map.atomic(off + place.state);
+    let seqs = map.atomics(off + place.state + 8, place.count);
     // SAFETY: the buffers lie in the mapping (asserted), which lives as long
-    // as `svc`; the offsets are multiples of LINE from a page-aligned base;
-    // value_off >= 8 and value_off + size <= stride (settings.rs).
+    // as `svc`; size <= stride (settings.rs).
     unsafe {
         Entry::new(
             state,
+            seqs,
             map.ptr().add((off + place.buffers) as usize),
             place.stride,
-            place.value_off,
             place.size as usize,
-            place.count,
         )
     }
 }

@@ -19,7 +19,7 @@ use crate::domain::service::builder::ServiceBuilder;
 use crate::domain::service::error::{at_least, ServiceError};
 use crate::domain::service::inner::ServiceInner;
 use crate::domain::service::open::{acquire, Mode, PatternRequest};
-use crate::domain::service::tables::DynSegment;
+use crate::domain::service::tables::{DynSegment, PortKind};
 use crate::port::payload::{check_payload, Payload, ShmSafe, TypeDetails, PAYLOAD_FIELDS};
 
 impl ServiceBuilder {
@@ -211,7 +211,7 @@ impl PatternRequest for BlackboardBuilder {
         map.write(off + 8, settings.entries.len() as u64);
         let (places, _) = settings.places();
         for (place, e) in places.iter().zip(&self.entries) {
-            let at = off + place.buffers + place.value_off;
+            let at = off + place.buffers;
             assert!(at + place.size <= map.len() as u64);
             // SAFETY: in the mapping (asserted), which nobody else maps yet;
             // the default has the value's size (for_create checked).
@@ -297,6 +297,24 @@ impl BlackboardService {
             settings: self.settings.clone(),
             places: self.places.clone(),
         }
+    }
+
+    /// How many readers the board has now.
+    pub fn reader_count(&self) -> usize {
+        self.ports(PortKind::Subscriber)
+    }
+
+    /// Whether the board has a writer now.
+    pub fn has_writer(&self) -> bool {
+        self.ports(PortKind::Publisher) > 0
+    }
+
+    fn ports(&self, kind: PortKind) -> usize {
+        let svc = &self.inner;
+        (0..svc.table_len(kind))
+            // Relaxed: a count for display and waiting, read again later.
+            .filter(|&j| svc.port_slot(kind, j).port_id.load(std::sync::atomic::Ordering::Relaxed) != 0)
+            .count()
     }
 
     /// Starts building the writer.

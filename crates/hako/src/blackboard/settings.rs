@@ -57,27 +57,27 @@ pub(crate) struct BlackboardSettings {
 /// Where an entry lies in the shared area.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct EntryPlace {
-    /// Offset of its state word.
+    /// Offset of its state word (its header: the state, then a sequence
+    /// word per buffer).
     pub state: u64,
     /// Offset of its first buffer.
     pub buffers: u64,
     /// Bytes from one buffer to the next.
     pub stride: u64,
-    /// Offset of the value in a buffer.
-    pub value_off: u64,
     /// Bytes of the value.
     pub size: u64,
     /// Number of buffers.
     pub count: u64,
 }
 
-/// The shared area: a header line, a state line per entry, then every
-/// entry's buffers:
+/// The shared area: a header line, each entry's header (its state word and
+/// a sequence word per buffer, see core/board.rs), then every entry's
+/// buffers:
 ///
 /// ```text
-///  +0                 magic "HAKOBRD1", entries            (LINE)
-///  +LINE·(1 + e)      entry e's state word                 (LINE each)
-///  then, per entry    count buffers of stride bytes (see core/board.rs)
+///  +0                 magic "HAKOBRD1", entries                 (LINE)
+///  then, per entry    state, seq × count                         (header_size)
+///  then, per entry    count buffers of stride bytes, a value each
 /// ```
 pub(crate) const BOARD_MAGIC: u64 = u64::from_le_bytes(*b"HAKOBRD1");
 
@@ -87,23 +87,28 @@ impl BlackboardSettings {
         u64::from(self.qos.max_readers) + 2
     }
 
+    /// Bytes of an entry's header: its state word and a sequence word per
+    /// buffer, in whole lines.
+    pub(crate) fn header_size(&self) -> u64 {
+        (8 * (1 + self.buffers())).div_ceil(LINE) * LINE
+    }
+
     /// Where each entry lies, and the area's size.
     pub(crate) fn places(&self) -> (Vec<EntryPlace>, u64) {
         let n = self.entries.len() as u64;
-        let mut next = LINE * (1 + n);
+        let header = self.header_size();
+        let mut next = LINE + header * n;
         let count = self.buffers();
         let places = self
             .entries
             .iter()
             .enumerate()
             .map(|(e, d)| {
-                let value_off = d.value.align.max(8);
-                let stride = (value_off + d.value.size).div_ceil(LINE) * LINE;
+                let stride = d.value.size.div_ceil(LINE) * LINE;
                 let p = EntryPlace {
-                    state: LINE * (1 + e as u64),
+                    state: LINE + header * e as u64,
                     buffers: next,
                     stride,
-                    value_off,
                     size: d.value.size,
                     count,
                 };
@@ -270,17 +275,20 @@ mod tests {
         let b = board(&[("small", 8, 8), ("big", 4096, 64), ("odd", 3, 1)], 2);
         b.validate().unwrap();
         let (places, size) = b.places();
-        assert_eq!(places[0].state, LINE);
+        // Four buffers: a state word and four sequence words in one line.
+        assert_eq!(b.header_size(), LINE);
+        assert_eq!((places[0].state, places[1].state), (LINE, 2 * LINE));
         assert_eq!(places[0].buffers, 4 * LINE);
-        assert_eq!((places[0].stride, places[0].value_off, places[0].count), (LINE, 8, 4));
-        // A 4 KiB value aligned to 64 starts 64 bytes into its buffer.
-        assert_eq!((places[1].value_off, places[1].stride), (64, 4096 + LINE));
+        assert_eq!((places[0].stride, places[0].count), (LINE, 4));
+        assert_eq!(places[1].stride, 4096);
         assert_eq!(places[1].buffers, places[0].buffers + 4 * LINE);
         assert_eq!(size, places[2].buffers + 4 * places[2].stride);
-        assert!(places.iter().all(|p| p.buffers % LINE == 0 && p.value_off + p.size <= p.stride));
+        assert!(places.iter().all(|p| p.buffers % LINE == 0 && p.size <= p.stride));
         assert_eq!(b.reader_area_size(), LINE);
         assert_eq!((b.interest_offset(), b.interest_words()), (24, 1));
         assert_eq!(b.find("big").unwrap().0, 1);
+        // 254 readers: 256 sequence words and the state, in 17 lines.
+        assert_eq!(board(&[("a", 8, 8)], 254).header_size(), 17 * LINE);
     }
 
     #[test]

@@ -66,6 +66,7 @@ impl Writer {
         Ok(RawWriterEntry {
             port: self.port.clone(),
             i,
+            ready: None,
         })
     }
 }
@@ -74,6 +75,21 @@ impl Writer {
 pub struct RawWriterEntry {
     port: Arc<WriterPort>,
     i: usize,
+    /// The buffer the next update writes, chosen and marked as being
+    /// written right after the last publish, so that an update's own
+    /// path holds only the value's stores and the publish (no barrier, no
+    /// look at the readers' pins, no store to the header line before the
+    /// value's).
+    ready: Option<Claim>,
+}
+
+/// A buffer claimed for the next version: the state it follows, the
+/// buffer, the version it will hold (its sequence word says so, odd).
+#[derive(Debug, Clone, Copy)]
+struct Claim {
+    current: State,
+    buf: u64,
+    next: u64,
 }
 
 impl std::fmt::Debug for RawWriterEntry {
@@ -121,18 +137,25 @@ impl RawWriterEntry {
         Ok(loan.publish())
     }
 
+    /// Claims a buffer for the next version and marks it as being written.
+    fn claim(&self) -> Result<Claim, BlackboardError> {
+        let (current, buf) = self.port.claim(self.i)?;
+        let next = current.next_version();
+        self.port.board.entry(self.i).begin_write(buf, next);
+        Ok(Claim { current, buf, next })
+    }
+
     /// Lends a buffer to write the next version in place, as bytes (they
     /// hold an older version's value, or anything): write all of them.
     /// Dropped unpublished, nothing changes.
     pub fn loan(&mut self) -> Result<RawEntryLoan<'_>, BlackboardError> {
-        let (current, buf) = self.port.claim(self.i)?;
-        let next = current.next_version();
-        self.port.board.entry(self.i).begin_write(buf, next);
+        let claim = match self.ready.take() {
+            Some(c) => c,
+            None => self.claim()?,
+        };
         Ok(RawEntryLoan {
             entry: self,
-            current,
-            buf,
-            next,
+            claim,
             ended: false,
         })
     }
@@ -141,10 +164,7 @@ impl RawWriterEntry {
 /// A buffer of an entry lent to the writer, as bytes.
 pub struct RawEntryLoan<'a> {
     entry: &'a mut RawWriterEntry,
-    current: State,
-    buf: u64,
-    /// The version it writes.
-    next: u64,
+    claim: Claim,
     /// Its write was ended (by publish).
     ended: bool,
 }
@@ -153,7 +173,7 @@ impl std::fmt::Debug for RawEntryLoan<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RawEntryLoan")
             .field("key", &self.entry.key())
-            .field("version", &self.next)
+            .field("version", &self.claim.next)
             .finish()
     }
 }
@@ -161,7 +181,7 @@ impl std::fmt::Debug for RawEntryLoan<'_> {
 impl RawEntryLoan<'_> {
     fn ptr(&self) -> *mut u8 {
         let e = &self.entry;
-        e.port.board.entry(e.i).value_ptr(self.buf)
+        e.port.board.entry(e.i).value_ptr(self.claim.buf)
     }
 
     /// The buffer's bytes, to write. They are not read by anyone until
@@ -182,7 +202,7 @@ impl RawEntryLoan<'_> {
         // writes, and not there).
         unsafe {
             std::ptr::copy_nonoverlapping(
-                e.value_ptr(self.current.buffer),
+                e.value_ptr(self.claim.current.buffer),
                 self.ptr(),
                 self.entry.size(),
             );
@@ -192,12 +212,15 @@ impl RawEntryLoan<'_> {
     /// Publishes the buffer as the entry's next version; returns it.
     pub fn publish(mut self) -> u64 {
         let port = self.entry.port.clone();
-        let i = self.entry.i;
+        let (i, c) = (self.entry.i, self.claim);
         let e = port.board.entry(i);
-        e.end_write(self.buf, self.next);
+        e.end_write(c.buf, c.next);
         self.ended = true;
-        let version = e.publish(self.current, self.buf);
+        let version = e.publish(c.current, c.buf);
         port.wake(i);
+        // Off the next update's path: its buffer, chosen now. (An error,
+        // the entry's state corrupted, is met again by the next loan.)
+        self.entry.ready = self.entry.claim().ok();
         version
     }
 }
@@ -208,7 +231,10 @@ impl Drop for RawEntryLoan<'_> {
         // becomes current.
         if !self.ended {
             let e = &self.entry;
-            e.port.board.entry(e.i).end_write(self.buf, self.next);
+            e.port
+                .board
+                .entry(e.i)
+                .end_write(self.claim.buf, self.claim.next);
         }
     }
 }

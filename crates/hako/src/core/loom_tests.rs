@@ -415,35 +415,35 @@ fn sample_count_model(let_go_elsewhere: bool) {
     });
 }
 
-/// A blackboard entry's buffer under loom: its sequence word and a value of
-/// two words, written and read with relaxed atomics (so a torn value shows
-/// as two words that differ).
-#[repr(C)]
-struct BoardBuf {
-    seq: AtomicU64,
-    value: [AtomicU64; 2],
+/// A blackboard entry under loom: its state word, sequence words, and
+/// values of two words each, written and read with relaxed atomics (so a
+/// torn value shows as two words that differ).
+struct Board {
+    state: AtomicU64,
+    seqs: Vec<AtomicU64>,
+    values: Vec<[AtomicU64; 2]>,
 }
 
-fn board_bufs(n: usize) -> Vec<BoardBuf> {
-    (0..n)
-        .map(|_| BoardBuf {
-            seq: AtomicU64::new(0),
-            value: [AtomicU64::new(0), AtomicU64::new(0)],
-        })
-        .collect()
+fn board(n: usize) -> Board {
+    Board {
+        state: AtomicU64::new(0),
+        seqs: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        values: (0..n)
+            .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+            .collect(),
+    }
 }
 
-fn board_entry<'a>(state: &'a AtomicU64, bufs: &'a [BoardBuf]) -> super::board::Entry<'a> {
-    // SAFETY: the buffers live as long as the entry; the sequence word is at
-    // +0 of each, the value after it, the stride their size.
+fn board_entry(b: &Board) -> super::board::Entry<'_> {
+    // SAFETY: the values live as long as the entry, one per sequence word,
+    // the stride their size.
     unsafe {
         super::board::Entry::new(
-            state,
-            bufs.as_ptr().cast_mut().cast(),
-            std::mem::size_of::<BoardBuf>() as u64,
-            std::mem::offset_of!(BoardBuf, value) as u64,
+            &b.state,
+            &b.seqs,
+            b.values.as_ptr().cast_mut().cast(),
+            std::mem::size_of::<[AtomicU64; 2]>() as u64,
             16,
-            bufs.len() as u64,
         )
     }
 }
@@ -451,7 +451,7 @@ fn board_entry<'a>(state: &'a AtomicU64, bufs: &'a [BoardBuf]) -> super::board::
 /// Both words of the value at `p` (relaxed loads, as the copy of a value
 /// another process writes).
 fn board_words(p: *const u8) -> [u64; 2] {
-    // SAFETY: `p` is a BoardBuf's value (see board_entry).
+    // SAFETY: `p` is a Board's value (see board_entry).
     let v = unsafe { &*p.cast::<[AtomicU64; 2]>() };
     [v[0].load(Ordering::Relaxed), v[1].load(Ordering::Relaxed)]
 }
@@ -479,14 +479,14 @@ fn board_update(e: &super::board::Entry<'_>, pin: &AtomicU64) -> u64 {
 #[test]
 fn board_copy_is_never_torn() {
     loom::model(|| {
-        let shared = Arc::new((AtomicU64::new(0), board_bufs(2), AtomicU64::new(0)));
+        let shared = Arc::new((board(2), AtomicU64::new(0)));
         let w = shared.clone();
         let writer = thread::spawn(move || {
-            let e = board_entry(&w.0, &w.1);
-            assert_eq!(board_update(&e, &w.2), 1);
-            assert_eq!(board_update(&e, &w.2), 2);
+            let e = board_entry(&w.0);
+            assert_eq!(board_update(&e, &w.1), 1);
+            assert_eq!(board_update(&e, &w.1), 2);
         });
-        let e = board_entry(&shared.0, &shared.1);
+        let e = board_entry(&shared.0);
         let mut words = [0; 2];
         if let Some(v) = e.try_read(|p| words = board_words(p)).unwrap() {
             assert_eq!(words, [v, v], "version {v} read as {words:?}");
@@ -502,21 +502,21 @@ fn board_copy_is_never_torn() {
 #[test]
 fn board_pin_holds_the_value() {
     loom::model(|| {
-        let shared = Arc::new((AtomicU64::new(0), board_bufs(3), AtomicU64::new(0)));
+        let shared = Arc::new((board(3), AtomicU64::new(0)));
         let w = shared.clone();
         let writer = thread::spawn(move || {
-            let e = board_entry(&w.0, &w.1);
+            let e = board_entry(&w.0);
             for _ in 0..3 {
-                board_update(&e, &w.2);
+                board_update(&e, &w.1);
             }
         });
-        let e = board_entry(&shared.0, &shared.1);
-        let s = e.pin(&shared.2).unwrap();
+        let e = board_entry(&shared.0);
+        let s = e.pin(&shared.1).unwrap();
         let first = board_words(e.value_ptr(s.buffer));
         assert_eq!(first, [s.version, s.version]);
         let again = board_words(e.value_ptr(s.buffer));
         assert_eq!(again, first, "the pinned value changed");
-        super::board::Entry::unpin(&shared.2);
+        super::board::Entry::unpin(&shared.1);
         writer.join().unwrap();
     });
 }

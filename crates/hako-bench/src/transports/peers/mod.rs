@@ -16,6 +16,7 @@
 //! was killed leaves nothing that the next one does not clean up.
 
 pub mod iceoryx2;
+pub mod iceoryx2_board;
 pub mod iceoryx2_reqres;
 pub mod shmipc;
 pub mod uring;
