@@ -13,13 +13,17 @@
 //! that the victims use too: it answers every request it gets, and checks
 //! every response to its own requests (its own value, in order, the whole
 //! stream, whichever server answered; a request whose server was killed
-//! fails with `ServerGone`).
+//! fails with `ServerGone`). Victims also write and read a blackboard
+//! (writers updating a 64 KiB entry in place without pause, one at a time;
+//! readers copying it, or holding it pinned) whose every value this process
+//! reads too: each must be whole, its versions never going back.
 //!
 //! Afterwards: the survivors still exchange messages, the survivor
 //! publisher's and server's pools are whole (no chunk leaked to a dead
 //! subscriber or client), no message was corrupted and no response reached
-//! the wrong request, and once the survivors are gone and dead nodes are
-//! reclaimed (what `hako clean` does) the domain root is empty.
+//! the wrong request, no board value was torn, a writer can take the board
+//! over from its dead writers, and once the survivors are gone and dead
+//! nodes are reclaimed (what `hako clean` does) the domain root is empty.
 //!
 //! `HAKO_CAMPAIGN_ROUNDS` (default 300) and `HAKO_CAMPAIGN_SEED` (default:
 //! from the clock, printed) repeat or lengthen a run.
@@ -28,11 +32,13 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use hako::{Client, Config, NodeBuilder, PendingResponse, ReqResReceiveError, Server};
+use hako_tests::board::{open_board, Big, Stamped};
 use hako_tests::harness::{Domain, Proc, WATCHDOG};
 use hako_tests::TestMsg;
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
 const REQRES_HELPER: &str = env!("CARGO_BIN_EXE_hako-reqres-helper");
+const BOARD_HELPER: &str = env!("CARGO_BIN_EXE_hako-board-helper");
 const SERVICE: &str = "it/campaign";
 const REQRES: &str = "it/campaign-rr";
 /// Responses per request on the request/response service (the helper's
@@ -80,6 +86,32 @@ impl Seen {
                 self.out_of_order += 1;
             }
         }
+    }
+}
+
+/// What the survivor reader saw of the board's 64 KiB entry.
+#[derive(Default)]
+struct BoardSeen {
+    reads: u64,
+    versions: u64,
+    torn: u64,
+    back: u64,
+    last: u64,
+}
+
+impl BoardSeen {
+    fn check(&mut self, value: &Big, version: u64) {
+        self.reads += 1;
+        if value.whole() != Some(version) {
+            self.torn += 1;
+        }
+        if version < self.last {
+            self.back += 1;
+        }
+        if version != self.last {
+            self.versions += 1;
+        }
+        self.last = self.last.max(version);
     }
 }
 
@@ -195,6 +227,10 @@ fn random_kills_leave_nothing_behind() {
             .unwrap();
         let server = rr.server_builder().create().unwrap();
         let client = rr.client_builder().create().unwrap();
+        let board = open_board(&node).unwrap();
+        let board_reader = board.reader_builder().create().unwrap();
+        let big = board_reader.entry::<Big>("big").unwrap();
+        let mut board_seen = BoardSeen::default();
         let mut in_flight: Vec<InFlight<'_>> = Vec::new();
         let mut answers = Answers::default();
         let rr_args = [
@@ -227,7 +263,22 @@ fn random_kills_leave_nothing_behind() {
                 let id = (100 + round * 4 + k).to_string();
                 let own = format!("it/victim-{round}-{k}");
                 let label = format!("victim-{round}-{k}");
-                let reqres: Option<&[&str]> = match rng.below(8) {
+                let pick = rng.below(10);
+                // The board: a writer updating the 64 KiB entry in place
+                // without pause (a second one while the first lives fails
+                // on its own), a reader copying it, or one holding it pinned.
+                let board_role: Option<&[&str]> = match (pick, rng.below(3)) {
+                    (8, _) => Some(&["write", "--entry", "big", "--forever"]),
+                    (9, 0) => Some(&["pin", "--entry", "big", "--ready-file", &never]),
+                    (9, _) => Some(&["read", "--entry", "big", "--until", "100000000000"]),
+                    _ => None,
+                };
+                if let Some(args) = board_role {
+                    procs.push(d.spawn_bin(BOARD_HELPER, &label, args, WATCHDOG));
+                    victims += 1;
+                    continue;
+                }
+                let reqres: Option<&[&str]> = match pick {
                     // A client with requests in flight, or a server in
                     // the middle of streams (ours among them).
                     5 | 6 => Some(&["request", "--count", "100000000", "--tolerant"]),
@@ -276,6 +327,8 @@ fn random_kills_leave_nothing_behind() {
                 }
                 answer_all(&server);
                 take_answers(&mut in_flight, &mut answers);
+                let (value, version) = big.get_with_version().unwrap();
+                board_seen.check(&value, version);
                 std::thread::sleep(Duration::from_micros(200));
             }
             for p in procs {
@@ -334,6 +387,27 @@ fn random_kills_leave_nothing_behind() {
                 .expect("the survivor still gets messages");
             seen.check(&s);
         }
+        // The dead writers are reclaimed: a writer of ours takes the board
+        // over from the version they reached, and its value is read whole.
+        let writer = board
+            .writer_builder()
+            .create()
+            .expect("the board's dead writers were reclaimed");
+        let mut entry = writer.entry::<Big>("big").unwrap();
+        let next = entry.version().unwrap() + 1;
+        let mut loan = entry.loan_uninit().unwrap();
+        loan.payload_mut().write(Big::stamped(next));
+        // SAFETY: written whole just above.
+        assert_eq!(unsafe { loan.assume_init() }.publish(), next);
+        let (value, version) = big.get_with_version().unwrap();
+        board_seen.check(&value, version);
+        assert_eq!(version, next);
+        println!(
+            "campaign: board: {} reads, {} versions, {} torn, {} back",
+            board_seen.reads, board_seen.versions, board_seen.torn, board_seen.back
+        );
+        assert_eq!(board_seen.torn, 0, "torn board values");
+        assert_eq!(board_seen.back, 0, "board versions going back");
         let leaked = publisher.pool_size() as usize - publisher.free_chunks();
         println!(
             "campaign: {rounds} rounds, {victims} victims, {kills} killed, {} messages checked \

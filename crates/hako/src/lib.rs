@@ -251,7 +251,7 @@ not_under_loom! {
     /// notice; programs using hako must not name it.
     #[doc(hidden)]
     pub mod unstable {
-        pub use crate::core::{layout, pool, returns, ring};
+        pub use crate::core::{board, layout, pool, returns, ring};
         pub use crate::reqres::envelope;
     }
 }
