@@ -376,6 +376,11 @@ impl Bridge {
                 &shared,
                 spin,
             )?),
+            Pattern::Blackboard { .. } => {
+                return Err(LinkError::Unsupported(
+                    "blackboards stay on their host (one writer per board; see docs/bridge.md)",
+                ))
+            }
             _ => {
                 return Err(LinkError::Unsupported(
                     "a pattern this bridge does not know",
