@@ -7,7 +7,10 @@
 //! request ROOT COUNT` sends COUNT requests to a server (a Go one) and
 //! expects one response each, then the end of its stream; `rust_peer
 //! events ROOT ID` waits for event ID on "ffi/bell", then notifies ID - 1
-//! (a Go notifier and listener are the other side). The C side's
+//! (a Go notifier and listener are the other side); `rust_peer board-read
+//! ROOT COUNT` and `board-write ROOT COUNT` read and write the entry
+//! "mixed" of the blackboard "ffi/board" as tests/c/cpp_board.cpp does
+//! (version v holds mixed_of(v)). The C side's
 //! layout is `tests/c/mixed.h`.
 
 use std::time::{Duration, Instant};
@@ -42,7 +45,7 @@ fn mixed_of(seq: u64) -> Mixed {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let [_, mode, root, count] = args.as_slice() else {
-        return Err("usage: rust_peer subscribe|publish|serve|request|events ROOT COUNT".into());
+        return Err("usage: rust_peer subscribe|publish|serve|request|events|board-read|board-write ROOT COUNT".into());
     };
     let count: u64 = count.parse()?;
     let node = NodeBuilder::new()
@@ -57,6 +60,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if mode == "events" {
         return events(&node, count);
+    }
+    if mode == "board-read" || mode == "board-write" {
+        return board(&node, mode == "board-write", count);
     }
     let service = node
         .service_builder(&"ffi/cross".try_into()?)
@@ -181,5 +187,61 @@ fn events(node: &hako::Node, id: u64) -> Result<(), Box<dyn std::error::Error>> 
     }
     notifier.notify_with_id(hako::EventId(id - 1))?;
     println!("RESULT heard={id}");
+    Ok(())
+}
+
+/// The C++ blackboard test's other side (tests/c/cpp_board.cpp): writes
+/// versions 1..=count of "mixed" once a reader is there, or reads every
+/// change until version `count`, checking version v holds mixed_of(v).
+fn board(node: &hako::Node, write: bool, count: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let board = node
+        .service_builder(&"ffi/board".try_into()?)
+        .blackboard()
+        .entry::<Mixed>("mixed", mixed_of(0))
+        .max_readers(2)
+        .open_or_create()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    if write {
+        let writer = board.writer_builder().create()?;
+        let mut entry = writer.entry::<Mixed>("mixed")?;
+        while board.reader_count() == 0 {
+            if Instant::now() > deadline {
+                return Err("no reader came".into());
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for v in 1..=count {
+            let got = entry.update(mixed_of(v))?;
+            if got != v {
+                return Err(format!("version {v} published as {got}").into());
+            }
+        }
+        while board.reader_count() > 0 && Instant::now() < Instant::now() + Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        println!("RESULT board-wrote={count}");
+    } else {
+        let reader = board
+            .reader_builder()
+            .wait_strategy(hako::WaitStrategy::Park)
+            .create()?;
+        let entry = reader.entry::<Mixed>("mixed")?;
+        let mut last = 0;
+        while last < count {
+            if entry
+                .wait_for_change(Some(Duration::from_secs(10)))?
+                .is_none()
+            {
+                return Err(format!("no change after version {last}").into());
+            }
+            let (m, v) = entry.get_with_version()?;
+            if m != mixed_of(v) || v < last {
+                return Err(format!("version {v} is wrong: {m:?}").into());
+            }
+            last = v;
+        }
+        println!("RESULT board-read={last}");
+    }
     Ok(())
 }

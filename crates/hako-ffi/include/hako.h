@@ -183,6 +183,21 @@ typedef enum hako_port_role {
 // server's thread; dropping it ends the response stream.
 typedef struct hako_active_request hako_active_request;
 
+// A blackboard service. Owning handle; any thread.
+typedef struct hako_board hako_board;
+
+// A blackboard's reader. Owning handle; any thread.
+typedef struct hako_board_reader hako_board_reader;
+
+// One entry of a reader. Owning handle; one thread at a time.
+typedef struct hako_board_reader_entry hako_board_reader_entry;
+
+// A blackboard's writer. Owning handle; any thread.
+typedef struct hako_board_writer hako_board_writer;
+
+// One entry of a writer. Owning handle; one thread at a time.
+typedef struct hako_board_writer_entry hako_board_writer_entry;
+
 // A client. Owning handle; one thread at a time, with its pending
 // responses.
 typedef struct hako_client hako_client;
@@ -228,6 +243,43 @@ typedef struct hako_waitset hako_waitset;
 // (`hako_watcher_drop`); one thread at a time.
 typedef struct hako_watcher hako_watcher;
 
+// A payload type, as a Rust process's type describes itself: the full
+// name of the element type (`my_crate::Frame`, `u8`, `[f32; 4]`), its
+// size and alignment in bytes, and whether the payload is a slice of
+// such elements (of a length chosen per sample).
+typedef struct hako_payload_type {
+  // The element type's name (NUL-terminated, UTF-8).
+  const char *type_name;
+  // Bytes per element: `sizeof` of the C type.
+  uint64_t size;
+  // Alignment: `_Alignof` of the C type.
+  uint64_t align;
+  // A slice of elements (`[T]` in Rust) rather than one.
+  bool slice;
+} hako_payload_type;
+
+// One entry of a blackboard to create (or to find on open): its key, its
+// value's type (not a slice) and its default (`value.size` bytes; used on
+// create, may be NULL on open).
+typedef struct hako_board_entry {
+  // The key (1 to 128 bytes, NUL-terminated).
+  const char *key;
+  // The value's type.
+  struct hako_payload_type value;
+  // The default value's bytes.
+  const void *default_value;
+} hako_board_entry;
+
+// Settings of a blackboard. Zero means: the configured default on create
+// (`max_readers`: the default `max_subscribers`), anything on open.
+typedef struct hako_board_options {
+  // Readers the board admits (each entry keeps this many buffers plus
+  // two), at most 254.
+  uint32_t max_readers;
+  // Nodes that may hold it open at once.
+  uint32_t max_nodes;
+} hako_board_options;
+
 // Settings of an event service. Zero means: the configured default on
 // create, anything on open.
 typedef struct hako_event_options {
@@ -265,21 +317,6 @@ typedef struct hako_node_options {
   // Ctrl-C ends the process at once.
   bool no_signal_handling;
 } hako_node_options;
-
-// A payload type, as a Rust process's type describes itself: the full
-// name of the element type (`my_crate::Frame`, `u8`, `[f32; 4]`), its
-// size and alignment in bytes, and whether the payload is a slice of
-// such elements (of a length chosen per sample).
-typedef struct hako_payload_type {
-  // The element type's name (NUL-terminated, UTF-8).
-  const char *type_name;
-  // Bytes per element: `sizeof` of the C type.
-  uint64_t size;
-  // Alignment: `_Alignof` of the C type.
-  uint64_t align;
-  // A slice of elements (`[T]` in Rust) rather than one.
-  bool slice;
-} hako_payload_type;
 
 // Settings of a publish/subscribe service. Zero means: the configured
 // default on create, anything on open.
@@ -453,6 +490,186 @@ typedef struct hako_change {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// Opens or creates (`mode`) the blackboard `name` with `count` entries
+// (`entries` may be NULL when `count` is 0, to open one whatever its
+// entries). `options` may be NULL.
+//
+// # Safety
+// `node` is a node handle; `name` is NUL-terminated; `entries` holds
+// `count` valid entries; `options` is NULL or valid; `out` is writable.
+enum hako_status hako_board_open(const struct hako_node *node,
+                                 const char *name,
+                                 const struct hako_board_entry *entries,
+                                 size_t count,
+                                 const struct hako_board_options *options,
+                                 enum hako_open_mode mode,
+                                 struct hako_board **out);
+
+// Drops a blackboard handle and sets `*board` to NULL.
+//
+// # Safety
+// `board` is NULL or points to NULL or a blackboard handle.
+enum hako_status hako_board_drop(struct hako_board **board);
+
+// How many readers the board has now (`readers`), and whether it has a
+// writer (`writer`, may be NULL).
+//
+// # Safety
+// `board` is a blackboard handle; `readers` is writable; `writer` is NULL
+// or writable.
+enum hako_status hako_board_ports(const struct hako_board *board, size_t *readers, bool *writer);
+
+// Creates the writer (`HAKO_ERROR_TOO_MANY` while another one lives).
+//
+// # Safety
+// `board` is a blackboard handle; `out` is writable.
+enum hako_status hako_board_writer_create(const struct hako_board *board,
+                                          struct hako_board_writer **out);
+
+// Drops a writer and sets `*writer` to NULL (its entries keep it
+// registered until they are dropped too).
+//
+// # Safety
+// `writer` is NULL or points to NULL or a writer handle.
+enum hako_status hako_board_writer_drop(struct hako_board_writer **writer);
+
+// Creates a reader that waits as `wait` says.
+//
+// # Safety
+// `board` is a blackboard handle; `out` is writable.
+enum hako_status hako_board_reader_create(const struct hako_board *board,
+                                          enum hako_wait_strategy wait,
+                                          struct hako_board_reader **out);
+
+// Drops a reader and sets `*reader` to NULL (its entries keep it
+// registered until they are dropped too).
+//
+// # Safety
+// `reader` is NULL or points to NULL or a reader handle.
+enum hako_status hako_board_reader_drop(struct hako_board_reader **reader);
+
+// The writer's entry `key`, holding values of `value`
+// (`HAKO_ERROR_INCOMPATIBLE` for another type, `HAKO_ERROR_NOT_FOUND` for
+// no such key, `HAKO_ERROR_MISUSE` if a handle on it exists).
+//
+// # Safety
+// `writer` is a writer handle; `key` is NUL-terminated; `value` is valid;
+// `out` is writable.
+enum hako_status hako_board_writer_entry_open(const struct hako_board_writer *writer,
+                                              const char *key,
+                                              const struct hako_payload_type *value,
+                                              struct hako_board_writer_entry **out);
+
+// Drops a writer's entry (a loan it holds is given back unpublished) and
+// sets `*entry` to NULL.
+//
+// # Safety
+// `entry` is NULL or points to NULL or a writer entry handle.
+enum hako_status hako_board_writer_entry_drop(struct hako_board_writer_entry **entry);
+
+// Publishes `size` bytes at `value` (exactly the entry's size) as the
+// entry's next version; `version` (may be NULL) gets it.
+//
+// # Safety
+// `entry` is a writer entry handle; `value` holds `size` readable bytes;
+// `version` is NULL or writable.
+enum hako_status hako_board_writer_entry_update(struct hako_board_writer_entry *entry,
+                                                const void *value,
+                                                size_t size,
+                                                uint64_t *version);
+
+// Lends a buffer to write the next version in place: `*data` gets its
+// first byte (the entry's size, writable until `_commit` or `_abandon`);
+// its bytes are an older version's. One loan at a time.
+//
+// # Safety
+// `entry` is a writer entry handle; `data` is writable.
+enum hako_status hako_board_writer_entry_begin(struct hako_board_writer_entry *entry, void **data);
+
+// Publishes the loan of `_begin`; `version` (may be NULL) gets its
+// version.
+//
+// # Safety
+// `entry` is a writer entry handle; `version` is NULL or writable.
+enum hako_status hako_board_writer_entry_commit(struct hako_board_writer_entry *entry,
+                                                uint64_t *version);
+
+// Gives back the loan of `_begin` unpublished (nothing if none is held).
+//
+// # Safety
+// `entry` is a writer entry handle.
+enum hako_status hako_board_writer_entry_abandon(struct hako_board_writer_entry *entry);
+
+// The reader's entry `key`, holding values of `value` (errors as for the
+// writer's).
+//
+// # Safety
+// `reader` is a reader handle; `key` is NUL-terminated; `value` is valid;
+// `out` is writable.
+enum hako_status hako_board_reader_entry_open(const struct hako_board_reader *reader,
+                                              const char *key,
+                                              const struct hako_payload_type *value,
+                                              struct hako_board_reader_entry **out);
+
+// Drops a reader's entry (a value it holds is released) and sets `*entry`
+// to NULL.
+//
+// # Safety
+// `entry` is NULL or points to NULL or a reader entry handle.
+enum hako_status hako_board_reader_entry_drop(struct hako_board_reader_entry **entry);
+
+// Copies the latest value into `out` (`size`: exactly the entry's size;
+// `HAKO_ERROR_BUFFER_TOO_SMALL` otherwise); `version` (may be NULL) gets
+// its version. Never torn.
+//
+// # Safety
+// `entry` is a reader entry handle; `out` is writable for `size` bytes;
+// `version` is NULL or writable.
+enum hako_status hako_board_reader_entry_get(struct hako_board_reader_entry *entry,
+                                             void *out,
+                                             size_t size,
+                                             uint64_t *version);
+
+// The latest value in place, without a copy: `*data` gets its first byte
+// (the entry's size, readable until `_release`, another `_hold` or the
+// entry's drop; the writer writes elsewhere meanwhile); `version` (may be
+// NULL) its version.
+//
+// # Safety
+// `entry` is a reader entry handle; `data` is writable; `version` is NULL
+// or writable.
+enum hako_status hako_board_reader_entry_hold(struct hako_board_reader_entry *entry,
+                                              const void **data,
+                                              uint64_t *version);
+
+// Ends the hold of `_hold` (nothing if none is held).
+//
+// # Safety
+// `entry` is a reader entry handle.
+enum hako_status hako_board_reader_entry_release(struct hako_board_reader_entry *entry);
+
+// The entry's version now (its updates so far), and whether it changed
+// since this handle last read it (`changed` may be NULL).
+//
+// # Safety
+// `entry` is a reader entry handle; `version` is writable; `changed` is
+// NULL or writable.
+enum hako_status hako_board_reader_entry_version(const struct hako_board_reader_entry *entry,
+                                                 uint64_t *version,
+                                                 bool *changed);
+
+// Waits until the entry changes from the version this handle last read:
+// at once (`timeout_us` 0), up to `timeout_us` microseconds, or until it
+// does (`HAKO_FOREVER`); sleeps until the writer's publish wakes it (no
+// polling). `*version` gets the new version, or 0 on a timeout
+// (`HAKO_ERROR_TIMED_OUT` is not used: check the version).
+//
+// # Safety
+// `entry` is a reader entry handle; `version` is writable.
+enum hako_status hako_board_reader_entry_wait(const struct hako_board_reader_entry *entry,
+                                              uint64_t timeout_us,
+                                              uint64_t *version);
 
 // A short, static description of `status`.
 const char *hako_error_string(enum hako_status status);

@@ -19,6 +19,7 @@
 #ifndef HAKO_HPP
 #define HAKO_HPP
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -773,6 +774,173 @@ public:
 
 private:
     detail::Handle<hako_waitset, hako_waitset_drop> h_;
+};
+
+/// Settings of a blackboard (0: the default on create, anything on open).
+using BoardOptions = hako_board_options;
+
+/// A blackboard: keyed entries of shared state, one writer, many readers.
+/// Entries are declared with `entry<T>(key, type_name, default)` before
+/// `open_or_create` / `create` (or `open`, which checks them).
+class Blackboard {
+public:
+    /// Declares entry `key` of `T` (trivially copyable, laid out as the
+    /// Rust type `type_name`), `value` its default.
+    template <typename T>
+    Blackboard& entry(const std::string& key, const std::string& type_name, const T& value) {
+        static_assert(std::is_trivially_copyable_v<T>, "values are plain data");
+        keys_.push_back(key);
+        types_.push_back(type_name);
+        auto* bytes = reinterpret_cast<const unsigned char*>(&value);
+        defaults_.emplace_back(bytes, bytes + sizeof(T));
+        sizes_.push_back({sizeof(T), alignof(T)});
+        return *this;
+    }
+    /// Opens the board `name` if it exists, creates it otherwise.
+    Blackboard& open_or_create(const Node& node, const std::string& name, const BoardOptions& o = {}) {
+        return open_with(node, name, o, HAKO_OPEN_OR_CREATE);
+    }
+    /// Creates it; throws if it exists.
+    Blackboard& create(const Node& node, const std::string& name, const BoardOptions& o = {}) {
+        return open_with(node, name, o, HAKO_CREATE);
+    }
+    /// Opens it; throws if it does not exist or lacks a declared entry.
+    Blackboard& open(const Node& node, const std::string& name, const BoardOptions& o = {}) {
+        return open_with(node, name, o, HAKO_OPEN);
+    }
+    const hako_board* get() const noexcept { return h_.get(); }
+    /// How many readers it has now.
+    size_t reader_count() const {
+        size_t n = 0;
+        detail::check(hako_board_ports(h_.get(), &n, nullptr));
+        return n;
+    }
+
+private:
+    Blackboard& open_with(const Node& node, const std::string& name, const BoardOptions& o, hako_open_mode mode) {
+        std::vector<hako_board_entry> entries;
+        for (size_t i = 0; i < keys_.size(); i++) {
+            hako_payload_type t{types_[i].c_str(), sizes_[i][0], sizes_[i][1], false};
+            entries.push_back({keys_[i].c_str(), t, defaults_[i].data()});
+        }
+        detail::check(hako_board_open(node.get(), name.c_str(), entries.data(), entries.size(), &o, mode, h_.out()));
+        return *this;
+    }
+    std::vector<std::string> keys_, types_;
+    std::vector<std::vector<unsigned char>> defaults_;
+    std::vector<std::array<uint64_t, 2>> sizes_;
+    detail::Handle<hako_board, hako_board_drop> h_;
+};
+
+/// One entry of the writer, holding `T`s.
+template <typename T>
+class BoardWriterEntry {
+public:
+    BoardWriterEntry(const hako_board_writer* w, const std::string& key, const std::string& type_name) {
+        hako_payload_type t{type_name.c_str(), sizeof(T), alignof(T), false};
+        detail::check(hako_board_writer_entry_open(w, key.c_str(), &t, h_.out()));
+    }
+    /// Publishes `value` as the next version; returns it.
+    uint64_t update(const T& value) {
+        uint64_t v = 0;
+        detail::check(hako_board_writer_entry_update(h_.get(), &value, sizeof(T), &v));
+        return v;
+    }
+    /// Writes the next version in place (`fill(T&)`, over an older value),
+    /// then publishes it; returns its version.
+    template <typename F>
+    uint64_t update_in_place(F fill) {
+        void* p = nullptr;
+        detail::check(hako_board_writer_entry_begin(h_.get(), &p));
+        try {
+            fill(*static_cast<T*>(p));
+        } catch (...) {
+            hako_board_writer_entry_abandon(h_.get());
+            throw;
+        }
+        uint64_t v = 0;
+        detail::check(hako_board_writer_entry_commit(h_.get(), &v));
+        return v;
+    }
+
+private:
+    detail::Handle<hako_board_writer_entry, hako_board_writer_entry_drop> h_;
+};
+
+/// A blackboard's writer (one at a time).
+class BoardWriter {
+public:
+    explicit BoardWriter(const Blackboard& b) { detail::check(hako_board_writer_create(b.get(), h_.out())); }
+    template <typename T>
+    BoardWriterEntry<T> entry(const std::string& key, const std::string& type_name) {
+        return BoardWriterEntry<T>(h_.get(), key, type_name);
+    }
+
+private:
+    detail::Handle<hako_board_writer, hako_board_writer_drop> h_;
+};
+
+/// One entry of a reader, holding `T`s.
+template <typename T>
+class BoardReaderEntry {
+public:
+    BoardReaderEntry(const hako_board_reader* r, const std::string& key, const std::string& type_name) {
+        hako_payload_type t{type_name.c_str(), sizeof(T), alignof(T), false};
+        detail::check(hako_board_reader_entry_open(r, key.c_str(), &t, h_.out()));
+    }
+    /// The latest value, copied (never torn), and its version.
+    std::pair<T, uint64_t> get() {
+        T value{};
+        uint64_t v = 0;
+        detail::check(hako_board_reader_entry_get(h_.get(), &value, sizeof(T), &v));
+        return {value, v};
+    }
+    /// Calls `use(const T&, version)` on the latest value in place (no
+    /// copy); the writer writes elsewhere meanwhile.
+    template <typename F>
+    void read(F use) {
+        const void* p = nullptr;
+        uint64_t v = 0;
+        detail::check(hako_board_reader_entry_hold(h_.get(), &p, &v));
+        try {
+            use(*static_cast<const T*>(p), v);
+        } catch (...) {
+            hako_board_reader_entry_release(h_.get());
+            throw;
+        }
+        detail::check(hako_board_reader_entry_release(h_.get()));
+    }
+    /// The version now.
+    uint64_t version() const {
+        uint64_t v = 0;
+        detail::check(hako_board_reader_entry_version(h_.get(), &v, nullptr));
+        return v;
+    }
+    /// Waits until the entry changes from the version last read; the new
+    /// version, or nothing on a timeout.
+    std::optional<uint64_t> wait(Timeout timeout = Timeout::forever()) {
+        uint64_t v = 0;
+        detail::check(hako_board_reader_entry_wait(h_.get(), timeout.us, &v));
+        return v == 0 ? std::nullopt : std::optional<uint64_t>(v);
+    }
+
+private:
+    detail::Handle<hako_board_reader_entry, hako_board_reader_entry_drop> h_;
+};
+
+/// A blackboard's reader.
+class BoardReader {
+public:
+    explicit BoardReader(const Blackboard& b, Wait wait = Wait::SpinThenPark) {
+        detail::check(hako_board_reader_create(b.get(), static_cast<hako_wait_strategy>(wait), h_.out()));
+    }
+    template <typename T>
+    BoardReaderEntry<T> entry(const std::string& key, const std::string& type_name) {
+        return BoardReaderEntry<T>(h_.get(), key, type_name);
+    }
+
+private:
+    detail::Handle<hako_board_reader, hako_board_reader_drop> h_;
 };
 
 }  // namespace hako

@@ -168,9 +168,10 @@ impl ToFailure for hako::ServiceError {
             | E::VersionMismatch { .. } => HAKO_ERROR_INCOMPATIBLE,
             E::Corrupted { .. } => HAKO_ERROR_CORRUPTED,
             E::TooManyNodes { .. } => HAKO_ERROR_TOO_MANY,
-            E::InvalidSetting { .. } | E::HistoryExceedsBuffer { .. } => {
+            E::InvalidSetting { .. } | E::HistoryExceedsBuffer { .. } | E::InvalidEntry { .. } => {
                 HAKO_ERROR_INVALID_ARGUMENT
             }
+            E::NoSuchEntry { .. } => HAKO_ERROR_NOT_FOUND,
             E::Io { .. } => HAKO_ERROR_IO,
             _ => HAKO_ERROR_IO,
         }
@@ -268,5 +269,20 @@ impl ToFailure for hako::ListenerError {
 impl ToFailure for std::io::Error {
     fn status(&self) -> hako_status {
         HAKO_ERROR_IO
+    }
+}
+
+impl ToFailure for hako::BlackboardError {
+    fn status(&self) -> hako_status {
+        use hako::BlackboardError as E;
+        match self {
+            E::WriterExists { .. } | E::TooManyReaders { .. } => HAKO_ERROR_TOO_MANY,
+            E::EntryInUse { .. } | E::LoanHeld { .. } | E::NoLoan { .. } => HAKO_ERROR_MISUSE,
+            E::Corrupted { .. } | E::InvalidValue { .. } => HAKO_ERROR_CORRUPTED,
+            E::WrongSize { .. } => HAKO_ERROR_BUFFER_TOO_SMALL,
+            E::TerminationRequest => HAKO_ERROR_TERMINATED,
+            E::Service(e) => e.status(),
+            _ => HAKO_ERROR_INTERNAL,
+        }
     }
 }

@@ -36,6 +36,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![allow(non_camel_case_types)]
 
+mod blackboard;
 mod error;
 mod event;
 mod handle;
@@ -46,6 +47,7 @@ mod sample;
 mod waitset;
 mod watch;
 
+pub use blackboard::*;
 pub use error::{hako_error_string, hako_last_error_message, hako_status};
 pub use event::*;
 pub use node::*;

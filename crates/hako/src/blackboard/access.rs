@@ -61,6 +61,18 @@ pub enum BlackboardError {
         /// The size given.
         given: usize,
     },
+    /// A loan of the entry is held already (one at a time).
+    #[error("entry {key:?} has a loan held already: publish or abandon it first")]
+    LoanHeld {
+        /// The key.
+        key: String,
+    },
+    /// No loan of the entry is held.
+    #[error("entry {key:?} has no loan held: begin one first")]
+    NoLoan {
+        /// The key.
+        key: String,
+    },
     /// SIGINT or SIGTERM arrived while it waited (see
     /// [`NodeBuilder::signal_handling`](crate::NodeBuilder::signal_handling)).
     #[error("termination requested (SIGINT or SIGTERM)")]

@@ -119,6 +119,7 @@ impl Reader {
         Ok(RawReaderEntry {
             port: self.port.clone(),
             i,
+            holding: false,
         })
     }
 }
@@ -133,6 +134,9 @@ impl AsFd for Reader {
 pub struct RawReaderEntry {
     port: Arc<ReaderPort>,
     i: usize,
+    /// A pin held across calls by a face that cannot borrow
+    /// ([`hold`](Self::hold)).
+    holding: bool,
 }
 
 impl std::fmt::Debug for RawReaderEntry {
@@ -145,6 +149,7 @@ impl std::fmt::Debug for RawReaderEntry {
 
 impl Drop for RawReaderEntry {
     fn drop(&mut self) {
+        self.release();
         self.unwatch();
         self.port.board.give_back(self.i);
     }
@@ -231,6 +236,30 @@ impl RawReaderEntry {
             version: s.version,
             entry: self,
         })
+    }
+
+    /// Pins the latest value as [`read_bytes`](Self::read_bytes) does, held
+    /// by the entry until [`release`](Self::release): for faces that cannot
+    /// hold a borrow (the C API). Returns the value's first byte
+    /// ([`size`](Self::size) bytes, readable until then) and its version;
+    /// a pin already held is moved to the latest value.
+    pub fn hold(&mut self) -> Result<(*const u8, u64), BlackboardError> {
+        let (value, version) = {
+            let e = self.entry();
+            let pin = self.port.board.pin(self.port.index, self.i);
+            let s = e.pin(pin).map_err(|_| self.corrupted())?;
+            (e.value_ptr(s.buffer).cast_const(), s.version)
+        };
+        self.holding = true;
+        self.saw(version);
+        Ok((value, version))
+    }
+
+    /// Ends the pin of [`hold`](Self::hold) (nothing if none is held).
+    pub fn release(&mut self) {
+        if std::mem::take(&mut self.holding) {
+            Entry::unpin(self.port.board.pin(self.port.index, self.i));
+        }
     }
 
     /// Notes that the handle read `version`.

@@ -67,6 +67,7 @@ impl Writer {
             port: self.port.clone(),
             i,
             ready: None,
+            held: None,
         })
     }
 }
@@ -81,6 +82,8 @@ pub struct RawWriterEntry {
     /// look at the readers' pins, no store to the header line before the
     /// value's).
     ready: Option<Claim>,
+    /// A loan held across calls by a face that cannot borrow ([`begin`](Self::begin)).
+    held: Option<Claim>,
 }
 
 /// A buffer claimed for the next version: the state it follows, the
@@ -102,6 +105,7 @@ impl std::fmt::Debug for RawWriterEntry {
 
 impl Drop for RawWriterEntry {
     fn drop(&mut self) {
+        self.abandon();
         self.port.board.give_back(self.i);
     }
 }
@@ -158,6 +162,52 @@ impl RawWriterEntry {
             claim,
             ended: false,
         })
+    }
+}
+
+impl RawWriterEntry {
+    /// Lends a buffer as [`loan`](Self::loan) does, held by the entry until
+    /// [`commit`](Self::commit) or [`abandon`](Self::abandon): for faces
+    /// that cannot hold a borrow (the C API). Returns the buffer's first
+    /// byte ([`size`](Self::size) bytes, writable until then);
+    /// [`BlackboardError::LoanHeld`] while one is held.
+    pub fn begin(&mut self) -> Result<*mut u8, BlackboardError> {
+        if self.held.is_some() {
+            return Err(BlackboardError::LoanHeld {
+                key: self.key().to_owned(),
+            });
+        }
+        let claim = match self.ready.take() {
+            Some(c) => c,
+            None => self.claim()?,
+        };
+        self.held = Some(claim);
+        Ok(self.port.board.entry(self.i).value_ptr(claim.buf))
+    }
+
+    /// Publishes the buffer lent by [`begin`](Self::begin); returns its
+    /// version ([`BlackboardError::NoLoan`] if none is held).
+    pub fn commit(&mut self) -> Result<u64, BlackboardError> {
+        let claim = self.held.take().ok_or_else(|| BlackboardError::NoLoan {
+            key: self.key().to_owned(),
+        })?;
+        Ok(RawEntryLoan {
+            entry: self,
+            claim,
+            ended: false,
+        }
+        .publish())
+    }
+
+    /// Gives back the buffer lent by [`begin`](Self::begin), unpublished.
+    pub fn abandon(&mut self) {
+        if let Some(claim) = self.held.take() {
+            drop(RawEntryLoan {
+                entry: self,
+                claim,
+                ended: false,
+            });
+        }
     }
 }
 
