@@ -581,11 +581,14 @@ enum hako_status hako_board_writer_entry_update(struct hako_board_writer_entry *
 
 // Lends a buffer to write the next version in place: `*data` gets its
 // first byte (the entry's size, writable until `_commit` or `_abandon`);
-// its bytes are an older version's. One loan at a time.
+// its bytes are a copy of the current value with `latest`, else an older
+// version's. One loan at a time.
 //
 // # Safety
 // `entry` is a writer entry handle; `data` is writable.
-enum hako_status hako_board_writer_entry_begin(struct hako_board_writer_entry *entry, void **data);
+enum hako_status hako_board_writer_entry_begin(struct hako_board_writer_entry *entry,
+                                               bool latest,
+                                               void **data);
 
 // Publishes the loan of `_begin`; `version` (may be NULL) gets its
 // version.

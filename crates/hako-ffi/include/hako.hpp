@@ -846,12 +846,13 @@ public:
         detail::check(hako_board_writer_entry_update(h_.get(), &value, sizeof(T), &v));
         return v;
     }
-    /// Writes the next version in place (`fill(T&)`, over an older value),
-    /// then publishes it; returns its version.
+    /// Writes the next version in place (`fill(T&)`, over a copy of the
+    /// latest value with `latest`, else over an older one), then publishes
+    /// it; returns its version.
     template <typename F>
-    uint64_t update_in_place(F fill) {
+    uint64_t update_in_place(F fill, bool latest = false) {
         void* p = nullptr;
-        detail::check(hako_board_writer_entry_begin(h_.get(), &p));
+        detail::check(hako_board_writer_entry_begin(h_.get(), latest, &p));
         try {
             fill(*static_cast<T*>(p));
         } catch (...) {

@@ -304,13 +304,15 @@ pub unsafe extern "C" fn hako_board_writer_entry_update(
 
 /// Lends a buffer to write the next version in place: `*data` gets its
 /// first byte (the entry's size, writable until `_commit` or `_abandon`);
-/// its bytes are an older version's. One loan at a time.
+/// its bytes are a copy of the current value with `latest`, else an older
+/// version's. One loan at a time.
 ///
 /// # Safety
 /// `entry` is a writer entry handle; `data` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn hako_board_writer_entry_begin(
     entry: *mut hako_board_writer_entry,
+    latest: bool,
     data: *mut *mut c_void,
 ) -> hako_status {
     guard(|| {
@@ -319,7 +321,7 @@ pub unsafe extern "C" fn hako_board_writer_entry_begin(
         if data.is_null() {
             return Err(Failure::null("the data pointer"));
         }
-        let p = e.entry.begin()?;
+        let p = e.entry.begin(latest)?;
         // SAFETY: writable (checked not NULL; the caller's promise).
         unsafe { data.write(p.cast()) };
         Ok(())

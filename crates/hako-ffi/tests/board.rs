@@ -142,7 +142,7 @@ fn a_board_made_in_c_is_written_and_read_from_both_sides() {
 
     // A write in place, begun, committed; another abandoned.
     let mut buf: *mut c_void = null_mut();
-    ok!(hako_board_writer_entry_begin(wpose, &mut buf));
+    ok!(hako_board_writer_entry_begin(wpose, false, &mut buf));
     // SAFETY: the loaned buffer, a Pose's size and alignment.
     unsafe {
         buf.cast::<Pose>().write(Pose {
@@ -151,11 +151,11 @@ fn a_board_made_in_c_is_written_and_read_from_both_sides() {
             id: 9,
         })
     };
-    let s = unsafe { hako_board_writer_entry_begin(wpose, &mut buf) };
+    let s = unsafe { hako_board_writer_entry_begin(wpose, false, &mut buf) };
     assert_eq!(s, hako_status::HAKO_ERROR_MISUSE, "a second loan");
     ok!(hako_board_writer_entry_commit(wpose, &mut version));
     assert_eq!(version, 2);
-    ok!(hako_board_writer_entry_begin(wpose, &mut buf));
+    ok!(hako_board_writer_entry_begin(wpose, false, &mut buf));
     ok!(hako_board_writer_entry_abandon(wpose));
     let s = unsafe { hako_board_writer_entry_commit(wpose, null_mut()) };
     assert_eq!(s, hako_status::HAKO_ERROR_MISUSE, "a commit without a loan");

@@ -215,6 +215,21 @@ impl ToPy for hako::ReqResReceiveError {
     }
 }
 
+impl ToPy for hako::BlackboardError {
+    fn to_py(self) -> PyErr {
+        let text = python_words(&self.to_string());
+        match self {
+            hako::BlackboardError::Service(e) => e.to_py(),
+            hako::BlackboardError::WriterExists { .. }
+            | hako::BlackboardError::TooManyReaders { .. } => PortCreateError::new_err(text),
+            hako::BlackboardError::Corrupted { .. }
+            | hako::BlackboardError::InvalidValue { .. } => CorruptedError::new_err(text),
+            hako::BlackboardError::TerminationRequest => TerminationRequest::new_err(text),
+            _ => pyo3::exceptions::PyValueError::new_err(text),
+        }
+    }
+}
+
 impl ToPy for hako::ListenerError {
     fn to_py(self) -> PyErr {
         match self {

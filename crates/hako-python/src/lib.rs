@@ -11,6 +11,7 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod board;
 mod common;
 mod errors;
 mod event;
@@ -45,5 +46,12 @@ fn _hako(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reqres::ActiveRequest>()?;
     m.add_class::<waitset::WaitSet>()?;
     m.add_class::<watch::Watcher>()?;
+    m.add_class::<board::Blackboard>()?;
+    m.add_class::<board::BoardWriter>()?;
+    m.add_class::<board::BoardReader>()?;
+    m.add_class::<board::WriterEntry>()?;
+    m.add_class::<board::ReaderEntry>()?;
+    m.add_class::<board::BoardLoan>()?;
+    m.add_class::<board::BoardView>()?;
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::board::Blackboard;
 use crate::common::Mode;
 use crate::errors::{PyResultExt, TerminationRequest};
 use crate::event::EventService;
@@ -249,6 +250,50 @@ impl Node {
         }
         .py()?;
         Ok(EventService { svc })
+    }
+
+    /// Opens or creates a blackboard. ``entries`` maps each key to
+    /// ``(type, default)`` (a type as for ``publish_subscribe``, never a
+    /// slice; the default is used on create); on open, the board must have
+    /// each entry given, with that type (it may have more).
+    #[pyo3(signature = (service, entries=None, *, mode="open_or_create", max_readers=None,
+        max_nodes=None))]
+    fn blackboard(
+        &self,
+        py: Python<'_>,
+        service: &str,
+        entries: Option<Bound<'_, pyo3::types::PyDict>>,
+        mode: &str,
+        max_readers: Option<u32>,
+        max_nodes: Option<u32>,
+    ) -> PyResult<Blackboard> {
+        let mut b = self
+            .get()?
+            .service_builder(&service.try_into().py()?)
+            .blackboard();
+        let types = py.import("hako._types")?;
+        for (key, spec) in entries.iter().flat_map(|d| d.iter()) {
+            let key: String = key.extract()?;
+            let (class, default): (Bound<'_, PyAny>, Bound<'_, PyAny>) = spec.extract()?;
+            let bytes: Vec<u8> = types
+                .call_method1("value_bytes", (&class, default))?
+                .extract()?;
+            let (_, details) = Payload::describe(py, Some(class), Some(false))?;
+            b = b.entry_described(&key, details, &bytes);
+        }
+        if let Some(v) = max_readers {
+            b = b.max_readers(v);
+        }
+        if let Some(v) = max_nodes {
+            b = b.max_nodes(v);
+        }
+        let board = match crate::common::mode(mode)? {
+            Mode::OpenOrCreate => b.open_or_create(),
+            Mode::Open => b.open(),
+            Mode::Create => b.create(),
+        }
+        .py()?;
+        Ok(Blackboard { board })
     }
 
     /// Opens or creates a request/response service. ``request`` and

@@ -22,13 +22,19 @@ A publisher and a subscriber, numpy zero-copy both ways::
     sample = sub.receive(timeout=1.0)       # None after a second
     image = sample.numpy(np.uint8, (480, 640, 3))   # read-only, zero-copy
 
-Request/response, events and the waitset follow the Rust API; see the
+Request/response, events, blackboards (``node.blackboard``) and the
+waitset follow the Rust API; see the
 package's README section and the type stubs for every method.
 """
 
 from . import _hako
 from ._hako import (
     ActiveRequest,
+    Blackboard,
+    BoardLoan,
+    BoardReader,
+    BoardView,
+    BoardWriter,
     Client,
     ConfigError,
     CorruptedError,
@@ -46,6 +52,7 @@ from ._hako import (
     PortCreateError,
     PubSubService,
     Publisher,
+    ReaderEntry,
     ReceiveError,
     ReqResService,
     RequestSendError,
@@ -59,18 +66,21 @@ from ._hako import (
     WaitSet,
     WaitSetError,
     Watcher,
+    WriterEntry,
     __version__,
 )
 from ._types import describe as describe_type
 
 __all__ = [
-    "ActiveRequest", "Client", "ConfigError", "CorruptedError", "EventService",
+    "ActiveRequest", "Blackboard", "BoardLoan", "BoardReader", "BoardView", "BoardWriter",
+    "Client", "ConfigError", "CorruptedError", "EventService",
     "HakoError", "InvalidNameError", "Listener", "Loan", "LoanError", "Node",
     "NodeCreateError", "Notifier", "PeersGoneError", "PendingResponse",
     "PortCreateError", "PubSubService", "Publisher", "ReceiveError",
     "ReqResService", "RequestSendError", "ResponseSendError", "Sample",
     "SendError", "Server", "ServiceError", "Subscriber", "TerminationRequest",
-    "WaitSet", "WaitSetError", "Watcher", "describe_type", "__version__",
+    "ReaderEntry", "WaitSet", "WaitSetError", "Watcher", "WriterEntry", "describe_type",
+    "__version__",
 ]
 
 del _hako

@@ -113,3 +113,45 @@ def dtype(payload: Any) -> Any:
     if payload is None or payload is bytes or payload is bytearray:
         return numpy.dtype(numpy.uint8)
     return numpy.dtype(payload)
+
+
+def view_form(payload: Any) -> "Tuple[Any, Tuple[int, ...]]":
+    """The numpy dtype and shape a value of ``payload`` is viewed as: an
+    array type's elements and length, else the type itself, one of it."""
+    dt = dtype(payload)
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return (base, tuple(shape))
+    return (dt, (1,))
+
+
+def value_bytes(payload: Any, value: Any) -> bytes:
+    """The bytes of ``value`` as a value of ``payload`` (bytes as they
+    are; a number for a scalar type; a sequence for an array type; an
+    instance for a Structure; anything numpy takes for a numpy type)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(payload, type) and issubclass(payload, ctypes._SimpleCData):
+        return bytes(value if isinstance(value, payload) else payload(value))
+    if isinstance(payload, type) and issubclass(payload, ctypes.Array):
+        return bytes(value if isinstance(value, payload) else payload(*value))
+    if isinstance(payload, type) and issubclass(payload, (ctypes.Structure, ctypes.Union)):
+        return bytes(value)
+    import numpy
+
+    return numpy.asarray(value, dtype=dtype(payload)).tobytes()
+
+
+def from_bytes(payload: Any, data: bytes) -> Any:
+    """A value of ``payload`` from its bytes: the number of a scalar type,
+    an instance of an array or Structure type, a numpy scalar or array."""
+    if isinstance(payload, type) and issubclass(payload, ctypes._SimpleCData):
+        return payload.from_buffer_copy(data).value
+    if isinstance(payload, type) and issubclass(
+            payload, (ctypes.Array, ctypes.Structure, ctypes.Union)):
+        return payload.from_buffer_copy(data)
+    import numpy
+
+    dt, shape = view_form(payload)
+    a = numpy.frombuffer(data, dtype=dt).copy()
+    return a[0] if shape == (1,) else a.reshape(shape)

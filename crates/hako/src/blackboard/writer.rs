@@ -171,7 +171,9 @@ impl RawWriterEntry {
     /// that cannot hold a borrow (the C API). Returns the buffer's first
     /// byte ([`size`](Self::size) bytes, writable until then);
     /// [`BlackboardError::LoanHeld`] while one is held.
-    pub fn begin(&mut self) -> Result<*mut u8, BlackboardError> {
+    /// With `latest`, the buffer holds a copy of the current value (to
+    /// change part of it); else an older version's bytes.
+    pub fn begin(&mut self, latest: bool) -> Result<*mut u8, BlackboardError> {
         if self.held.is_some() {
             return Err(BlackboardError::LoanHeld {
                 key: self.key().to_owned(),
@@ -182,7 +184,17 @@ impl RawWriterEntry {
             None => self.claim()?,
         };
         self.held = Some(claim);
-        Ok(self.port.board.entry(self.i).value_ptr(claim.buf))
+        let e = self.port.board.entry(self.i);
+        let p = e.value_ptr(claim.buf);
+        if latest {
+            // SAFETY: the current buffer and the held one are distinct
+            // buffers of size() bytes; only this writer writes, and not to
+            // the current one.
+            unsafe {
+                std::ptr::copy_nonoverlapping(e.value_ptr(claim.current.buffer), p, self.size());
+            }
+        }
+        Ok(p)
     }
 
     /// Publishes the buffer lent by [`begin`](Self::begin); returns its
