@@ -174,18 +174,37 @@ fn one_way(session: &mut Session, kinds: &[Kind], sizes: &[usize]) {
 #[test]
 fn every_transport_round_trips_across_cpus() {
     let _watchdog = watchdog("every_transport_round_trips_across_cpus");
-    // Two CPUs if there are two; otherwise both on one (still correct).
-    in_session("cross", false, |s| {
-        round_trips(s, &all_but_bridge(), &[1, 64, 4096, 1 << 20]);
-    });
+    // Two CPUs if there are two; otherwise both on one (still correct). In
+    // a thread with a large stack: iceoryx2's blackboard hands a value out
+    // by value, 1 MiB on the stack, copied several times over in an
+    // unoptimised build (16 MiB overflowed), far more than a test thread's
+    // 2 MiB.
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(|| {
+            in_session("cross", false, |s| {
+                round_trips(s, &all_but_bridge(), &[1, 64, 4096, 1 << 20]);
+            });
+        })
+        .expect("a thread")
+        .join()
+        .expect("the round trips");
 }
 
 #[test]
 fn every_transport_streams_and_fans_out() {
     let _watchdog = watchdog("every_transport_streams_and_fans_out");
-    in_session("oneway", false, |s| {
-        one_way(s, &all_but_bridge(), &[1, 4096, 1 << 20]);
-    });
+    // A large stack, as for the round trips (iceoryx2's blackboard).
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(|| {
+            in_session("oneway", false, |s| {
+                one_way(s, &all_but_bridge(), &[1, 4096, 1 << 20]);
+            });
+        })
+        .expect("a thread")
+        .join()
+        .expect("the one-way rows");
     // The floors measure ping-pong only, and say so.
     let all = Transports::default();
     let why = all

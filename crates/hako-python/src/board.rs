@@ -171,27 +171,22 @@ impl BoardLoan {
     /// for an array type, one value else).
     fn numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let me = slf.get();
-        let py = slf.py();
-        // Relaxed: a flag of this object.
-        if !me.open.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(PyValueError::new_err("the loan was published or abandoned"));
-        }
-        let class = me.owner.get().payload.class.clone_ref(py);
-        let (dtype, shape) = view_form(py, class.bind(py))?;
+        let class = me.owner.get().payload.class.clone_ref(slf.py());
         // SAFETY: the buffer is the loan's until publish or abandon, which
         // refuse while a view counted by `exports` lives; only this writer
         // writes it.
         unsafe {
-            array_over(
+            view_of(
                 slf.as_any(),
-                &me.exports,
-                Memory {
-                    ptr: me.ptr as *mut u8,
+                class.bind(slf.py()),
+                Lent {
+                    ptr: me.ptr,
                     len: me.len,
-                    writable: true,
+                    exports: &me.exports,
+                    open: &me.open,
                 },
-                &dtype,
-                Some(&shape),
+                true,
+                "the loan was published or abandoned",
             )
         }
     }
@@ -360,26 +355,21 @@ impl BoardView {
     /// type, one value else).
     fn numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let me = slf.get();
-        let py = slf.py();
-        // Relaxed: a flag of this object.
-        if !me.open.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(PyValueError::new_err("the value was released"));
-        }
-        let class = me.owner.get().payload.class.clone_ref(py);
-        let (dtype, shape) = view_form(py, class.bind(py))?;
+        let class = me.owner.get().payload.class.clone_ref(slf.py());
         // SAFETY: the value stays pinned (the writer leaves it alone) until
         // release, which refuses while a view counted by `exports` lives.
         unsafe {
-            array_over(
+            view_of(
                 slf.as_any(),
-                &me.exports,
-                Memory {
-                    ptr: me.ptr as *mut u8,
+                class.bind(slf.py()),
+                Lent {
+                    ptr: me.ptr,
                     len: me.len,
-                    writable: false,
+                    exports: &me.exports,
+                    open: &me.open,
                 },
-                &dtype,
-                Some(&shape),
+                false,
+                "the value was released",
             )
         }
     }
@@ -415,6 +405,49 @@ impl BoardView {
             Err(e) if kind.is_none() => Err(e),
             _ => Ok(false),
         }
+    }
+}
+
+/// Memory a loan or a held value lends: where, how much, its count of
+/// views, whether it is still lent.
+struct Lent<'a> {
+    ptr: usize,
+    len: usize,
+    exports: &'a Exports,
+    open: &'a std::sync::atomic::AtomicBool,
+}
+
+/// A numpy view of `lent`, a value of `class`, made by `owner`; `closed`
+/// is the error once it is no longer lent.
+///
+/// # Safety
+/// As [`array_over`]'s: the memory stays valid (and written by nobody
+/// else when `writable`) while a view counted by `lent.exports` lives.
+unsafe fn view_of<'py>(
+    owner: &Bound<'py, PyAny>,
+    class: &Bound<'py, PyAny>,
+    lent: Lent<'_>,
+    writable: bool,
+    closed: &'static str,
+) -> PyResult<Bound<'py, PyAny>> {
+    // Relaxed: a flag of the owner.
+    if !lent.open.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(PyValueError::new_err(closed));
+    }
+    let (dtype, shape) = view_form(owner.py(), class)?;
+    // SAFETY: the caller's promise.
+    unsafe {
+        array_over(
+            owner,
+            lent.exports,
+            Memory {
+                ptr: lent.ptr as *mut u8,
+                len: lent.len,
+                writable,
+            },
+            &dtype,
+            Some(&shape),
+        )
     }
 }
 

@@ -10,8 +10,14 @@
 //! (64 B) are read by copy (the reader writes nothing), larger ones in
 //! place (pinned, no copy). In touch mode the writer writes the first and last
 //! byte of the loaned buffer and the reader checks them; in full mode
-//! every byte is written, and summed. Ping-pong only: a blackboard keeps
-//! the latest value, it does not queue.
+//! every byte is written, and summed.
+//!
+//! Throughput rows measure reads instead of messages (a board queues
+//! nothing): the leader updates "v" without pause while the follower reads
+//! it, each read checked whole (first and last byte alike in touch mode,
+//! every byte in full mode); the follower says on "pong" when its timed
+//! reads begin and when they end, and its reads per second are the row's
+//! rate. Fan-out and request/response rows are skipped.
 
 use hako::{
     BlackboardService, Config, Node, NodeBuilder, RawReaderEntry, RawWriterEntry, Reader,
@@ -19,10 +25,45 @@ use hako::{
 };
 
 use crate::error::Result;
-use crate::transport::{poll, tag, Follower, Leader, PayloadMode, RowSpec, Transport, Waiting};
+use crate::sys::clock::monotonic_ns;
+use crate::sys::cpu::CpuTime;
+use crate::transport::{
+    poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting, PEER_TIMEOUT,
+};
 
-/// Why a board has no one-way rows.
-pub const ONE_WAY: &str = "a blackboard keeps the latest value: ping-pong only";
+/// Why a board has no fan-out or request/response rows.
+pub const ONE_READER: &str =
+    "a blackboard row measures one reader: its round trip, or its reads per second";
+
+/// The reads-per-second row of a board, as both boards' transports run it
+/// (see the module documentation): the writer updates without pause
+/// (`write(k)`) while the reader's "pong" version (`version()`) is `base`
+/// or `base + 1` (its timed reads began), and stops at `base + 2` (they
+/// ended). The start it returns is the last time it saw `base`: at most
+/// one update before the reads began, so a row's time is never short.
+pub(crate) fn stream_until_read(
+    mut write: impl FnMut(u64) -> Result<()>,
+    mut version: impl FnMut() -> Result<u64>,
+) -> Result<(u64, CpuTime)> {
+    let before = CpuTime::now()?;
+    let deadline = std::time::Instant::now() + PEER_TIMEOUT * 6;
+    let base = version()?;
+    let mut quiet_at = monotonic_ns();
+    let mut k = 0u64;
+    loop {
+        write(k)?;
+        k += 1;
+        let v = version()?;
+        if v == base {
+            quiet_at = monotonic_ns();
+        } else if v.wrapping_sub(base) >= 2 {
+            return Ok((quiet_at, CpuTime::now()?.since(before)));
+        }
+        if k % 4096 == 0 && std::time::Instant::now() > deadline {
+            return Err("the reader never finished its reads".into());
+        }
+    }
+}
 
 /// hako's blackboard.
 #[derive(Debug, Clone, Copy, Default)]
@@ -119,6 +160,19 @@ impl BoardSide {
         Ok(())
     }
 
+    /// Reads the latest value once (by copy up to [`COPY_UP_TO`], else in
+    /// place) and checks it is whole, whatever its tag.
+    #[inline]
+    fn read_whole(&mut self) -> Result<()> {
+        let size = self.input.size();
+        if size <= COPY_UP_TO {
+            self.input.get_bytes(&mut self.copy)?;
+            return self.payload.check(&self.copy, size, self.copy[0], "a read");
+        }
+        let held = self.input.read_bytes()?;
+        self.payload.check(&held, size, held[0], "a read")
+    }
+
     /// Waits for the next version of the input and checks it carries `t`.
     #[inline]
     fn wait(&mut self, t: u8, what: &str) -> Result<()> {
@@ -148,12 +202,8 @@ impl Transport for HakoBoard {
         Waiting::BusyPoll
     }
 
-    fn ping_pong_only(&self) -> bool {
-        true
-    }
-
-    fn skip_reason(&self, _size: usize, pattern: crate::transport::Pattern) -> Option<String> {
-        pattern.one_way().then(|| ONE_WAY.to_owned())
+    fn skip_reason(&self, _size: usize, pattern: Pattern) -> Option<String> {
+        matches!(pattern, Pattern::FanOut | Pattern::RequestResponse).then(|| ONE_READER.to_owned())
     }
 
     fn leader(&self, row: &RowSpec) -> Result<BoardSide> {
@@ -181,6 +231,22 @@ impl Leader for BoardSide {
         sent();
         self.wait(t.wrapping_add(1), "pong")
     }
+
+    /// The reads row: updates until the reader has done its reads.
+    fn send_timed(&mut self, _warmup: u64, _messages: u64) -> Result<(u64, CpuTime)> {
+        let (out, input, payload) = (&mut self.out, &self.input, self.payload);
+        let r = stream_until_read(
+            |k| {
+                let mut loan = out.loan()?;
+                payload.write(loan.bytes_mut(), tag(k));
+                loan.publish();
+                Ok(())
+            },
+            || Ok(input.version()?),
+        );
+        self.seen = self.input.version()?;
+        r
+    }
 }
 
 impl Follower for BoardSide {
@@ -189,5 +255,30 @@ impl Follower for BoardSide {
         let t = tag(seq);
         self.wait(t, "ping")?;
         self.write(t.wrapping_add(1))
+    }
+
+    /// The reads row: `warmup` untimed reads, then `messages` timed ones
+    /// between two updates of "pong" (begun, done).
+    fn serve_timed(&mut self, warmup: u64, messages: u64, one_way: bool) -> Result<(u64, CpuTime)> {
+        if !one_way {
+            return crate::transport::serve_timed(self, warmup, messages, one_way);
+        }
+        // Not before the writer streams (it reads "pong" first).
+        let (seen, input) = (self.seen, &self.input);
+        poll("the writer's first update", || {
+            Ok(Some(input.version()?).filter(|&v| v != seen))
+        })?;
+        for _ in 0..warmup {
+            self.read_whole()?;
+        }
+        self.write(1)?;
+        let before = CpuTime::now()?;
+        for _ in 0..messages {
+            self.read_whole()?;
+        }
+        let last = monotonic_ns();
+        let cpu = CpuTime::now()?.since(before);
+        self.write(2)?;
+        Ok((last, cpu))
     }
 }

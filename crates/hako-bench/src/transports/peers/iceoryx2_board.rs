@@ -7,7 +7,10 @@
 //! so the sizes are those of the suite's defaults up to 1 MiB (64 B, 1 KiB,
 //! 4 KiB, 64 KiB, 1 MiB); others are skipped. Writing goes in place
 //! (`loan_uninit`); reading returns a copy of the whole value, as
-//! iceoryx2's typed reader does, so the row includes that copy.
+//! iceoryx2's typed reader does, so the row includes that copy. Throughput
+//! rows measure one reader's reads per second while the writer updates,
+//! as `hako-board`'s do (its reader's signals are the first byte of
+//! "pong": 1 when its timed reads begin, 2 when they end).
 
 use iceoryx2::port::reader::{BlackboardValue, EntryHandle};
 use iceoryx2::port::writer::EntryHandleMut;
@@ -15,7 +18,12 @@ use iceoryx2::prelude::*;
 
 use super::iceoryx2::{err, node, service_name};
 use crate::error::Result;
-use crate::transport::{poll, tag, Follower, Leader, PayloadMode, RowSpec, Transport, Waiting};
+use crate::sys::clock::monotonic_ns;
+use crate::sys::cpu::CpuTime;
+use crate::transport::{
+    poll, tag, Follower, Leader, Pattern, PayloadMode, RowSpec, Transport, Waiting,
+};
+use crate::transports::board::{stream_until_read, ONE_READER};
 
 /// The sizes a board value may have here.
 const SIZES: [usize; 5] = [64, 1 << 10, 4 << 10, 64 << 10, 1 << 20];
@@ -32,6 +40,12 @@ trait BoardPorts {
     fn wait(&mut self, t: u8, what: &str) -> Result<()>;
     /// Whether the other side's ports are there (the leader's view).
     fn linked(&self) -> bool;
+    /// Reads the latest value once and checks it is whole.
+    fn read_whole(&mut self) -> Result<()>;
+    /// The first byte of the latest input value (the reader's signal).
+    fn signal(&mut self) -> Result<u64>;
+    /// Waits until the input changes (the writer's first update).
+    fn first_update(&mut self) -> Result<()>;
 }
 
 type Svc = iceoryx2::service::port_factory::blackboard::PortFactory<ipc::Service, u64>;
@@ -141,6 +155,28 @@ impl<const N: usize> BoardPorts for Ports<N> {
         self.payload.check(&self.last[..], N, t, what)
     }
 
+    #[inline]
+    fn read_whole(&mut self) -> Result<()> {
+        let v = self.input.get();
+        self.payload.check(&v[..], N, v[0], "a read")
+    }
+
+    fn first_update(&mut self) -> Result<()> {
+        let (input, last) = (&self.input, &self.last);
+        poll("the writer's first update", || {
+            Ok((!input.is_up_to_date(last)).then_some(()))
+        })?;
+        *self.last = self.input.get();
+        Ok(())
+    }
+
+    fn signal(&mut self) -> Result<u64> {
+        if !self.input.is_up_to_date(&self.last) {
+            *self.last = self.input.get();
+        }
+        Ok(u64::from(self.last[0]))
+    }
+
     fn linked(&self) -> bool {
         let [ping, pong] = &self.boards;
         ping.dynamic_config().number_of_readers() == 1
@@ -175,13 +211,9 @@ impl Transport for Iceoryx2Board {
         Waiting::BusyPoll
     }
 
-    fn ping_pong_only(&self) -> bool {
-        true
-    }
-
-    fn skip_reason(&self, size: usize, pattern: crate::transport::Pattern) -> Option<String> {
-        if pattern.one_way() {
-            return Some(crate::transports::board::ONE_WAY.into());
+    fn skip_reason(&self, size: usize, pattern: Pattern) -> Option<String> {
+        if matches!(pattern, Pattern::FanOut | Pattern::RequestResponse) {
+            return Some(ONE_READER.into());
         }
         (!SIZES.contains(&size)).then(|| {
             "iceoryx2's blackboard values are types fixed at compile time: 64 B, 1 KiB, 4 KiB, \
@@ -211,6 +243,15 @@ impl Leader for BoardSide {
         sent();
         self.0.wait(t.wrapping_add(1), "pong")
     }
+
+    /// The reads row: updates until the reader has done its reads.
+    fn send_timed(&mut self, _warmup: u64, _messages: u64) -> Result<(u64, CpuTime)> {
+        let ports = std::cell::RefCell::new(&mut self.0);
+        stream_until_read(
+            |k| ports.borrow_mut().write(tag(k)),
+            || ports.borrow_mut().signal(),
+        )
+    }
 }
 
 impl Follower for BoardSide {
@@ -219,5 +260,26 @@ impl Follower for BoardSide {
         let t = tag(seq);
         self.0.wait(t, "ping")?;
         self.0.write(t.wrapping_add(1))
+    }
+
+    /// The reads row, as `hako-board`'s: timed reads between two signals.
+    fn serve_timed(&mut self, warmup: u64, messages: u64, one_way: bool) -> Result<(u64, CpuTime)> {
+        if !one_way {
+            return crate::transport::serve_timed(self, warmup, messages, one_way);
+        }
+        // Not before the writer streams (it reads "pong" first).
+        self.0.first_update()?;
+        for _ in 0..warmup {
+            self.0.read_whole()?;
+        }
+        self.0.write(1)?;
+        let before = CpuTime::now()?;
+        for _ in 0..messages {
+            self.0.read_whole()?;
+        }
+        let last = monotonic_ns();
+        let cpu = CpuTime::now()?.since(before);
+        self.0.write(2)?;
+        Ok((last, cpu))
     }
 }
