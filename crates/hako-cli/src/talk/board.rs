@@ -201,6 +201,7 @@ fn watch(a: WatchArgs) -> Result<(), CliError> {
     show(a.domain.json(), &a.key, &d.value.type_name, version, &bytes);
     let mut changes = 0;
     while a.count.is_none_or(|c| changes < c) {
+        // Relaxed: a flag the signal handler sets; nothing else rides on it.
         if term.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
