@@ -158,6 +158,16 @@ impl Board {
         self.taken[i].store(false, Ordering::Relaxed);
     }
 
+    /// Entry `i`'s key.
+    pub(crate) fn key(&self, i: usize) -> &str {
+        &self.settings.entries[i].key
+    }
+
+    /// Bytes of entry `i`'s value.
+    pub(crate) fn size(&self, i: usize) -> usize {
+        self.places[i].size as usize
+    }
+
     /// Entry `i` in the shared area.
     pub(crate) fn entry(&self, i: usize) -> Entry<'_> {
         entry_in(&self.svc, &self.places[i])
@@ -167,8 +177,18 @@ impl Board {
     pub(crate) fn corrupted(&self, i: usize) -> BlackboardError {
         BlackboardError::Corrupted {
             service: self.svc.name.to_string(),
-            key: self.settings.entries[i].key.clone(),
+            key: self.key(i).to_owned(),
         }
+    }
+
+    /// An entry handle's `Debug`: its type's name and its key.
+    pub(crate) fn debug_entry(
+        &self,
+        f: &mut std::fmt::Formatter<'_>,
+        handle: &str,
+        i: usize,
+    ) -> std::fmt::Result {
+        f.debug_struct(handle).field("key", &self.key(i)).finish()
     }
 
     /// Reader `j`'s interest word holding entry `i`'s bit, and the bit.

@@ -141,9 +141,7 @@ pub struct RawReaderEntry {
 
 impl std::fmt::Debug for RawReaderEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RawReaderEntry")
-            .field("key", &self.key())
-            .finish()
+        self.port.board.debug_entry(f, "RawReaderEntry", self.i)
     }
 }
 
@@ -158,12 +156,12 @@ impl Drop for RawReaderEntry {
 impl RawReaderEntry {
     /// The entry's key.
     pub fn key(&self) -> &str {
-        &self.port.board.settings.entries[self.i].key
+        self.port.board.key(self.i)
     }
 
     /// Bytes of the entry's value.
     pub fn size(&self) -> usize {
-        self.port.board.places[self.i].size as usize
+        self.port.board.size(self.i)
     }
 
     fn entry(&self) -> Entry<'_> {

@@ -97,9 +97,7 @@ struct Claim {
 
 impl std::fmt::Debug for RawWriterEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RawWriterEntry")
-            .field("key", &self.key())
-            .finish()
+        self.port.board.debug_entry(f, "RawWriterEntry", self.i)
     }
 }
 
@@ -113,12 +111,12 @@ impl Drop for RawWriterEntry {
 impl RawWriterEntry {
     /// The entry's key.
     pub fn key(&self) -> &str {
-        &self.port.board.settings.entries[self.i].key
+        self.port.board.key(self.i)
     }
 
     /// Bytes of the entry's value.
     pub fn size(&self) -> usize {
-        self.port.board.places[self.i].size as usize
+        self.port.board.size(self.i)
     }
 
     /// The entry's version: its updates so far.
