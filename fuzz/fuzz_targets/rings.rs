@@ -5,14 +5,18 @@
 //! always balance: every chunk is free, loaned, or outstanding on the
 //! connection, exactly once. The first byte also chooses a plain ring or a
 //! tagged one (request/response), whose tags are carried through intact
-//! while nobody overwrites them.
+//! while nobody overwrites them, and a compact or an inline one (a line per
+//! slot, the payload in it), whose payload words likewise come through.
 #![no_main]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hako::unstable::pool::{ChunkBook, Outstanding};
 use hako::unstable::returns::Returns;
-use hako::unstable::ring::{Pop, Producer, Push, Submission, SLOT_WORDS, TAGGED_SLOT_WORDS};
+use hako::unstable::ring::{
+    Inline, InlineCell, Pop, Producer, Push, Submission, INLINE_SLOT_WORDS, SLOT_WORDS,
+    TAGGED_SLOT_WORDS,
+};
 use libfuzzer_sys::fuzz_target;
 
 const SLOTS: usize = 4;
@@ -21,7 +25,10 @@ const CHUNKS: u32 = 8;
 fuzz_target!(|data: &[u8]| {
     let first = data.first().copied().unwrap_or(0);
     let tagged = first & 0x80 != 0;
-    let words_per_slot = if tagged {
+    let inline = first & 0x40 != 0;
+    let words_per_slot = if inline {
+        INLINE_SLOT_WORDS
+    } else if tagged {
         TAGGED_SLOT_WORDS
     } else {
         SLOT_WORDS
@@ -31,8 +38,11 @@ fuzz_target!(|data: &[u8]| {
     let head = AtomicU64::new(0);
     // One return word per delivery that can be outstanding: every chunk.
     let words: Vec<AtomicU64> = (0..CHUNKS).map(|_| AtomicU64::new(0)).collect();
-    let capacity = 1 + u64::from(first & 0x7f) % SLOTS as u64;
-    let sub = Submission::with_tags(&slots, &head, capacity, tagged);
+    let capacity = 1 + u64::from(first & 0x3f) % SLOTS as u64;
+    let sub = Submission::with_format(&slots, &head, capacity, tagged, inline);
+    let payload_of = |idx: u32, stamp: u64| -> Inline {
+        std::array::from_fn(|k| stamp.wrapping_mul(31).wrapping_add(u64::from(idx) * 7 + k as u64))
+    };
     // Whether a hostile write has happened: until then every entry's tag
     // is the one it was pushed with.
     let mut scribbled = false;
@@ -42,6 +52,10 @@ fuzz_target!(|data: &[u8]| {
     let mut book = ChunkBook::new(CHUNKS);
     let mut out = Outstanding::new(CHUNKS);
     let mut held: Vec<(u32, u64)> = Vec::new();
+    // Where a pop copies an inline entry's payload: a cell per return slot.
+    let cells: Vec<InlineCell> = (0..CHUNKS)
+        .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+        .collect();
     let mut bytes = data.iter().skip(1).copied();
     let next_u64 = |b: &mut dyn Iterator<Item = u8>| {
         let mut w = [0u8; 8];
@@ -62,7 +76,8 @@ fuzz_target!(|data: &[u8]| {
                 // A chunk was free, so fewer than all are outstanding and a
                 // return slot is free too.
                 let ret = out.free_slot().expect("a free return slot");
-                match sub.try_push(&mut producer, idx, ret, 1, book.top(), tag_of(idx, stamp)) {
+                let payload = payload_of(idx, stamp);
+                match sub.try_push(&mut producer, idx, ret, 1, book.top(), tag_of(idx, stamp), Some(&payload)) {
                     Ok(Push::Done) => {
                         let before = out.count();
                         out.insert(ret, idx, stamp);
@@ -74,7 +89,7 @@ fuzz_target!(|data: &[u8]| {
                 book.release(idx);
             }
             // Subscriber: take one, validate the index, hold it.
-            1 => match sub.pop() {
+            1 => match sub.pop_with(&cells) {
                 Ok(Pop::Item {
                     index: idx,
                     ret,
@@ -89,6 +104,12 @@ fuzz_target!(|data: &[u8]| {
                             [0, 0]
                         };
                         assert_eq!(tag, want);
+                        let n = sub.inline_words();
+                        let got: Vec<u64> = cells[ret as usize][..n]
+                            .iter()
+                            .map(|w| w.load(Ordering::Relaxed))
+                            .collect();
+                        assert_eq!(got[..], payload_of(idx, pos.wrapping_add(1))[..n]);
                     }
                     held.push((ret, pos.wrapping_add(1)))
                 }

@@ -31,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
             borrowed: w(9),
             tagged: w(11),
             withdrawals: w(12),
+            inline: w(13),
         },
     };
     let file_size = w(10);
@@ -43,7 +44,13 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(g.pool_offset % PAGE, 0);
         assert!(g.conns_offset >= LINE);
         assert!(p.tagged <= 1);
-        assert_eq!(g.slot_words, if p.tagged == 1 { 4 } else { 2 });
+        assert!(p.inline <= 1);
+        let header = if p.tagged == 1 { 4 } else { 2 };
+        assert_eq!(g.slot_words, if p.inline == 1 { 8 } else { header });
+        if p.inline == 1 {
+            // The largest payload fits the words after the header.
+            assert!(p.elem_size * p.max_len <= 8 * (8 - header) && p.align <= 8);
+        }
         assert!(g.sub_offset + 8 * g.ring_words() <= g.returns_offset);
         assert_eq!(g.return_slots, p.buffer + p.borrowed);
         assert!(g.returns_offset + 8 * g.return_slots <= g.withdrawn_offset);

@@ -109,6 +109,7 @@ impl Segment {
                 borrowed: 1,
                 tagged: 0,
                 withdrawals: 0,
+                inline: 0,
             }
             .geometry()
             .unwrap(),
@@ -122,10 +123,11 @@ impl Segment {
                 borrowed: 0,
                 tagged: 0,
                 withdrawals: 0,
+                inline: 0,
             },
         };
         // SegmentHeader: magic u64, version u32, chunk_count u32, port_id u64,
-        // then the nine u64 of SegmentParams.
+        // then the ten u64 of SegmentParams.
         assert_eq!(seg.read(0), SEGMENT_MAGIC);
         assert_eq!(seg.read(16), port_id);
         let p = |i: u64| seg.read(24 + 8 * i);
@@ -139,6 +141,7 @@ impl Segment {
             borrowed: p(6),
             tagged: p(7),
             withdrawals: p(8),
+            inline: p(9),
         };
         seg.geo = seg.params.geometry().expect("a valid segment header");
         seg

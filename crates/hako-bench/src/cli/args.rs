@@ -59,8 +59,8 @@ pub struct BenchArgs {
     /// request/response, async and bridge rows].
     #[arg(long, value_delimiter = ',', value_parser = Kind::parse)]
     pub transports: Option<Vec<Kind>>,
-    /// Message sizes (e.g. 64,1K,4KiB,1M) [default: 64,1K,4K,64K,1M,4M;
-    /// --quick: 64,4K,64K,1M].
+    /// Message sizes (e.g. 64,1K,4KiB,1M) [default: 8,32,48,64,1K,4K,64K,1M,4M;
+    /// --quick: 8,48,64,4K,64K,1M].
     #[arg(long, value_delimiter = ',', value_parser = parse_size)]
     pub sizes: Option<Vec<usize>>,
     /// Patterns: pingpong (round-trip latency), throughput (one way),

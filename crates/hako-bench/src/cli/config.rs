@@ -25,10 +25,11 @@ pub fn configure(args: &BenchArgs, root: &Path, mode: Pinning) -> Result<SuiteCo
         .unwrap_or_else(|| Kind::SUITE.to_vec());
     let kinds = dedup_copy(&transports);
     let dedup = |v: Vec<usize>| dedup_copy(&v);
+    // 8 to 48 B: payloads that travel in the queue slot.
     let default_sizes: &[usize] = if args.quick {
-        &[64, 4 << 10, 64 << 10, 1 << 20]
+        &[8, 48, 64, 4 << 10, 64 << 10, 1 << 20]
     } else {
-        &[64, 1 << 10, 4 << 10, 64 << 10, 1 << 20, 4 << 20]
+        &[8, 32, 48, 64, 1 << 10, 4 << 10, 64 << 10, 1 << 20, 4 << 20]
     };
     let sizes = dedup(args.sizes.clone().unwrap_or_else(|| default_sizes.to_vec()));
     let default_in_flight: &[usize] = if args.quick { &[64] } else { &[64, 1 << 10] };

@@ -13,6 +13,7 @@ pub enum Kind {
     Floor,
     Floor2,
     Hako,
+    HakoChunked,
     HakoSpin,
     HakoSpinPark,
     HakoPark,
@@ -75,6 +76,7 @@ impl Kind {
         Kind::Floor,
         Kind::Floor2,
         Kind::Hako,
+        Kind::HakoChunked,
         Kind::HakoSpin,
         Kind::HakoSpinPark,
         Kind::HakoPark,
@@ -129,6 +131,8 @@ impl Kind {
     /// mechanism, Go's unix socket and (when built in) the peers.
     pub const SUITE: &'static [Kind] = &[
         Kind::Hako,
+        // hako with small payloads in the pool: what the queue slot saves.
+        Kind::HakoChunked,
         Kind::HakoC,
         Kind::HakoGo,
         Kind::HakoSpinPark,
@@ -214,6 +218,7 @@ impl Kind {
             Kind::Floor => "floor",
             Kind::Floor2 => "floor2",
             Kind::Hako => "hako",
+            Kind::HakoChunked => "hako-chunked",
             Kind::HakoSpin => "hako-spin",
             Kind::HakoSpinPark => "hako-spin-park",
             Kind::HakoPark => "hako-park",

@@ -5,6 +5,7 @@
 //! | `floor`          | one cache line ([`crate::transports::floors::cache_line`])                      | busy-poll   |
 //! | `floor2`         | a doorbell and a payload line ([`crate::transports::floors::cache_line::TwoLineFloor`]) | busy-poll |
 //! | `hako`           | hako pub/sub, `receive()` polled ([`crate::transports::hako::pubsub`]) | busy-poll |
+//! | `hako-chunked`   | as `hako`, with payloads of up to 48 bytes kept in the pool instead of the queue slot (`inline_payloads(false)`) | busy-poll |
 //! | `hako-reqres`    | hako request/response, polled ([`crate::transports::hako::reqres`]) | busy-poll   |
 //! | `hako-reqres-spin-park` | hako request/response, blocking receives, `SpinThenPark` | blocking |
 //! | `hako-reqres-park` | hako request/response, blocking receives, `Park`     | blocking    |

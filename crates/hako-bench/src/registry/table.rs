@@ -74,6 +74,13 @@ impl Transports {
             entry(Kind::Floor2, TwoLineFloor),
             entry(Kind::Hako, with(HakoWait::Poll)),
             entry(
+                Kind::HakoChunked,
+                HakoPubSub {
+                    inline: false,
+                    ..with(HakoWait::Poll)
+                },
+            ),
+            entry(
                 Kind::HakoSpin,
                 with(HakoWait::Blocking(WaitStrategy::BusySpin)),
             ),

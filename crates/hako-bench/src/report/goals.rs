@@ -45,6 +45,8 @@ pub enum Sizes {
     At(usize),
     /// The smallest size measured.
     Smallest,
+    /// Every size measured up to this one.
+    UpTo(usize),
 }
 
 /// A figure of a run, reduced to one number.
@@ -178,6 +180,12 @@ pub const GOALS: &[Goal] = {
           "hako round trip within 2x of the cache-line floor at every size (touch)"),
         g(AtMost(0.3), rt(PingPong, "hako", "iceoryx2", TOUCH, All),
           "hako round trip at most 0.3x iceoryx2's at every size (touch)"),
+        g(AtMost(1.5), rt(PingPong, "hako", "floor", TOUCH, UpTo(48)),
+          "hako round trip of payloads up to 48 B (carried in the queue slot) within 1.5x of the one-line floor (touch)"),
+        g(AtMost(0.15), rt(PingPong, "hako", "iceoryx2", TOUCH, UpTo(48)),
+          "hako round trip of payloads up to 48 B at most 0.15x iceoryx2's (touch)"),
+        g(AtMost(1.05), rt(PingPong, "hako", "hako-chunked", TOUCH, UpTo(48)),
+          "payloads up to 48 B in the queue slot no slower than in the pool: hako at most 1.05x hako-chunked (touch)"),
         g(AtMost(1.1), rt(PingPong, "hako-c", "hako", None, All),
           "hako round trip through the C API (hako-c) at most 1.1x hako's in Rust at every size"),
         g(AtMost(0.3), rt(PingPong, "hako-board", "iceoryx2-board", TOUCH, All),
@@ -349,6 +357,7 @@ fn figure(result: &SuiteResult, figure: Figure) -> Option<(f64, String)> {
                         Sizes::All => true,
                         Sizes::At(s) => r.row.size == s,
                         Sizes::Smallest => Some(r.row.size) == smallest,
+                        Sizes::UpTo(s) => r.row.size <= s,
                     })
                     .filter_map(|r| r.row.get(a)?.vs(b))
                     .collect(),

@@ -21,7 +21,9 @@
 //!  +16               dropped: AtomicU64    (samples this subscriber lost to overflow)
 //!  +LINE             head: AtomicU64       (submission consumer position)
 //!  +2·LINE           submission slots      (1 << sub_log2 × 2 u64: descriptor, length;
-//!                                           tagged: × 4 u64, the tag after them)
+//!                                           tagged: × 4 u64, the tag after them;
+//!                                           inline: × 8 u64, one line, the payload
+//!                                           in the words after those)
 //!  +2·LINE + sub     return words          ((buffer + borrowed) × u64, one per
 //!                                           return slot: a block does not grow
 //!                                           with the pool)
@@ -54,7 +56,10 @@
 use core::mem::{offset_of, size_of};
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
-use super::ring::{MAX_RETURN_SLOTS, SLOT_WORDS, TAGGED_SLOT_WORDS};
+use super::ring::{
+    INLINE_SLOT_WORDS, INLINE_WORDS, MAX_RETURN_SLOTS, SLOT_WORDS, TAGGED_INLINE_WORDS,
+    TAGGED_SLOT_WORDS,
+};
 
 /// Padding unit between fields written by different processes (x86-64
 /// prefetches cache lines in pairs, so 128 bytes avoids false sharing).
@@ -71,8 +76,10 @@ pub const PAGE: u64 = 4096;
 /// 9: a service's dynamic header counts table changes in a futex word, so
 /// that a process can sleep until a port comes or goes;
 /// 10: a dynamic segment may end with an area of the whole service, the
-/// blackboard's entries).
-pub const LAYOUT_VERSION: u32 = 10;
+/// blackboard's entries;
+/// 11: a publisher of small payloads may carry them in its ring slots, and
+/// the segment header says so).
+pub const LAYOUT_VERSION: u32 = 11;
 /// Magic of a publisher data segment ("HAKOPUB1").
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"HAKOPUB1");
 /// Magic of a service dynamic segment ("HAKODYN1").
@@ -157,6 +164,21 @@ pub struct SegmentParams {
     /// Withdrawal words per connection block: for a server, the requests
     /// a client may have in flight; 0 for every other sender.
     pub withdrawals: u64,
+    /// 1 if the payload travels in the ring slots (eight words per slot,
+    /// see `core::ring`): allowed only when the largest payload fits the
+    /// slot's payload words and is aligned to at most 8; else 0.
+    pub inline: u64,
+}
+
+/// Whether a payload of `elem_size`-byte elements, at most `max_len` of
+/// them, aligned to `align`, fits an inline ring's slot (tagged or not).
+pub const fn fits_inline(elem_size: u64, max_len: u64, align: u64, tagged: bool) -> bool {
+    let words = if tagged {
+        TAGGED_INLINE_WORDS
+    } else {
+        INLINE_WORDS
+    } as u64;
+    align <= 8 && max_len <= 8 * words && elem_size.saturating_mul(max_len) <= 8 * words
 }
 
 const _: () = assert!(offset_of!(SegmentHeader, magic) == 0);
@@ -164,7 +186,7 @@ const _: () = assert!(offset_of!(SegmentHeader, version) == 8);
 const _: () = assert!(offset_of!(SegmentHeader, chunk_count) == 12);
 const _: () = assert!(offset_of!(SegmentHeader, port_id) == 16);
 const _: () = assert!(offset_of!(SegmentHeader, params) == 24);
-const _: () = assert!(size_of::<SegmentHeader>() == 24 + 9 * 8);
+const _: () = assert!(size_of::<SegmentHeader>() == 24 + 10 * 8);
 const _: () = assert!(size_of::<SegmentHeader>() as u64 <= LINE);
 
 /// Where everything sits in a publisher segment.
@@ -176,9 +198,14 @@ pub struct SegmentGeometry {
     pub conn_stride: u64,
     /// log2 of the submission ring's slot count.
     pub sub_log2: u32,
-    /// Words per submission slot (`core::ring::SLOT_WORDS`, or
-    /// `TAGGED_SLOT_WORDS` for tagged rings).
+    /// Words per submission slot (`core::ring::SLOT_WORDS`,
+    /// `TAGGED_SLOT_WORDS` for tagged rings, `INLINE_SLOT_WORDS` for
+    /// inline rings).
     pub slot_words: u64,
+    /// Whether the rings are tagged.
+    pub tagged: bool,
+    /// Whether the payloads travel in the slots.
+    pub inline: bool,
     /// Offset of the submission slots within a connection block.
     pub sub_offset: u64,
     /// Offset of the return words within a connection block.
@@ -218,6 +245,7 @@ impl SegmentParams {
             || p.borrowed == 0
             || p.borrowed > 1 << 20
             || p.tagged > 1
+            || p.inline > 1
             || p.withdrawals > 1 << 20
             || p.elem_size > MAX_SEGMENT
             || p.max_len > MAX_SEGMENT
@@ -229,7 +257,13 @@ impl SegmentParams {
             return None;
         }
         let sub_slots = p.buffer.next_power_of_two();
-        let slot_words = if p.tagged == 1 {
+        let inline = p.inline == 1;
+        if inline && !fits_inline(p.elem_size, p.max_len, p.align, p.tagged == 1) {
+            return None;
+        }
+        let slot_words = if inline {
+            INLINE_SLOT_WORDS
+        } else if p.tagged == 1 {
             TAGGED_SLOT_WORDS
         } else {
             SLOT_WORDS
@@ -257,6 +291,8 @@ impl SegmentParams {
             conn_stride,
             sub_log2: sub_slots.trailing_zeros(),
             slot_words,
+            tagged: p.tagged == 1,
+            inline,
             sub_offset,
             returns_offset,
             return_slots,
@@ -270,11 +306,6 @@ impl SegmentParams {
 }
 
 impl SegmentGeometry {
-    /// Whether the submission rings are tagged.
-    pub fn tagged(&self) -> bool {
-        self.slot_words == TAGGED_SLOT_WORDS as u64
-    }
-
     /// Words of one connection's submission ring.
     pub fn ring_words(&self) -> u64 {
         self.slot_words << self.sub_log2
@@ -454,6 +485,7 @@ mod tests {
             borrowed: 2,
             tagged: 0,
             withdrawals: 0,
+            inline: 0,
         }
     }
 
@@ -496,6 +528,46 @@ mod tests {
         .unwrap();
         assert_eq!(server.withdrawn_offset, g.conn_stride);
         assert_eq!(server.conn_stride, g.conn_stride + 2 * LINE);
+        // Inline rings: a line per slot, for payloads that fit one.
+        let small = SegmentParams {
+            elem_size: 1,
+            max_len: 48,
+            inline: 1,
+            ..params()
+        };
+        let inline = small.geometry().unwrap();
+        assert_eq!(inline.slot_words, 8);
+        assert!(inline.inline && !inline.tagged);
+        assert_eq!(inline.returns_offset, inline.sub_offset + 4 * 64);
+        let tagged_small = SegmentParams { tagged: 1, ..small };
+        assert!(
+            tagged_small.geometry().is_none(),
+            "48 bytes do not fit beside a tag"
+        );
+        let tagged_small = SegmentParams {
+            max_len: 32,
+            ..tagged_small
+        };
+        assert_eq!(tagged_small.geometry().unwrap().slot_words, 8);
+        for bad in [
+            SegmentParams {
+                max_len: 49,
+                ..small
+            },
+            SegmentParams {
+                align: 16,
+                elem_size: 16,
+                max_len: 1,
+                ..small
+            },
+            SegmentParams { inline: 2, ..small },
+            SegmentParams {
+                inline: 1,
+                ..params()
+            },
+        ] {
+            assert!(bad.geometry().is_none(), "{bad:?}");
+        }
     }
 
     #[test]

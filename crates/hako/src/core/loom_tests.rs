@@ -6,7 +6,9 @@ use loom::thread;
 
 use super::pool::{ChunkBook, Outstanding};
 use super::returns::{DropCount, Returns};
-use super::ring::{Pop, Producer, Push, Submission, Tag, NO_TAG};
+use super::ring::{
+    Inline, InlineCell, Pop, Producer, Push, Submission, Tag, INLINE_SLOT_WORDS, NO_TAG,
+};
 use super::sync::{AtomicU64, Ordering};
 
 /// The tag entry `i` carries in a tagged ring.
@@ -93,7 +95,15 @@ fn fifo_model(sole: bool) {
             // write racing with this one, which is what the model checks.
             data[i as usize].with_mut(|ptr| unsafe { *ptr = i + 100 });
             while ring
-                .try_push(&mut p, i, i + 3, u64::from(i) + 7, Some(i + 1), tag_of(i))
+                .try_push(
+                    &mut p,
+                    i,
+                    i + 3,
+                    u64::from(i) + 7,
+                    Some(i + 1),
+                    tag_of(i),
+                    None,
+                )
                 .unwrap()
                 == Push::Full
             {
@@ -113,8 +123,8 @@ fn reclaim_races_pop() {
         let s2 = s.clone();
         let ring = Submission::new(&s.0, &s.1, 2);
         let mut p = Producer::default();
-        ring.try_push(&mut p, 0, 0, 1, None, NO_TAG).unwrap();
-        ring.try_push(&mut p, 1, 1, 1, None, NO_TAG).unwrap();
+        ring.try_push(&mut p, 0, 0, 1, None, NO_TAG, None).unwrap();
+        ring.try_push(&mut p, 1, 1, 1, None, NO_TAG, None).unwrap();
         let consumer = thread::spawn(move || {
             let ring = Submission::new(&s2.0, &s2.1, 2);
             let mut got = Vec::new();
@@ -130,7 +140,7 @@ fn reclaim_races_pop() {
             assert_eq!(ret, i);
             reclaimed.push(i);
             assert_eq!(
-                ring.try_push(&mut p, 2, 2, 1, None, NO_TAG).unwrap(),
+                ring.try_push(&mut p, 2, 2, 1, None, NO_TAG, None).unwrap(),
                 Push::Done
             );
         }
@@ -152,6 +162,57 @@ fn reclaim_races_pop() {
         };
         assert_eq!(all, expected);
         assert_eq!(got.len() + reclaimed.len() + rest.len(), expected.len());
+    });
+}
+
+/// Drop-oldest on an inline ring: the producer takes entry 0 back and
+/// writes entry 2 into the very slot (of a ring of two) while the consumer
+/// may be copying entry 0's payload out of it. Whatever the consumer takes,
+/// its payload and tag are the ones pushed with that entry: a copy that
+/// raced a rewrite is dropped with its lost compare-and-swap.
+#[test]
+fn inline_payload_never_torn_by_a_take_back() {
+    let payload = |i: u32| -> Inline { std::array::from_fn(|k| u64::from(i) * 100 + k as u64) };
+    loom::model(move || {
+        let s = Arc::new((slots(2 * INLINE_SLOT_WORDS), AtomicU64::new(0)));
+        let s2 = s.clone();
+        let ring = Submission::with_format(&s.0, &s.1, 2, true, true);
+        let mut p = Producer::default();
+        for i in 0..2 {
+            ring.try_push(&mut p, i, i, 1, None, tag_of(i), Some(&payload(i)))
+                .unwrap();
+        }
+        let consumer = thread::spawn(move || {
+            let ring = Submission::with_format(&s2.0, &s2.1, 2, true, true);
+            let n = ring.inline_words();
+            let cells: Vec<InlineCell> = (0..3)
+                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+                .collect();
+            let mut got = Vec::new();
+            for _ in 0..2 {
+                if let Pop::Item {
+                    index, ret, tag, ..
+                } = ring.pop_with(&cells).unwrap()
+                {
+                    assert_eq!(tag, tag_of(index));
+                    let cell = &cells[ret as usize][..n];
+                    let words: Vec<u64> = cell.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+                    assert_eq!(words[..], payload(index)[..n], "entry {index}");
+                    got.push(index);
+                }
+            }
+            got
+        });
+        if let Some((old, _)) = ring.reclaim_oldest(&mut p).unwrap() {
+            assert_eq!(
+                ring.try_push(&mut p, 2, 2, 1, None, tag_of(2), Some(&payload(2))),
+                Ok(Push::Done)
+            );
+            // The oldest the consumer had not taken yet.
+            assert!(old < 2);
+        }
+        let got = consumer.join().unwrap();
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "{got:?}");
     });
 }
 
@@ -211,7 +272,10 @@ fn pool_reuse_is_exclusive() {
             // publisher keeps each delivery's slot until it came back).
             let ret = out.free_slot().unwrap();
             loop {
-                match sub.try_push(&mut p, idx, ret, 1, None, NO_TAG).unwrap() {
+                match sub
+                    .try_push(&mut p, idx, ret, 1, None, NO_TAG, None)
+                    .unwrap()
+                {
                     Push::Done => break,
                     Push::Full => thread::yield_now(),
                 }

@@ -21,6 +21,15 @@
 //! bare cache lines each way (its `floor2`). The announcement is only a
 //! hint: a wrong or missing one costs a wasted prefetch, never correctness.
 //!
+//! An *inline* ring gives each slot a cache line of its own, and the words
+//! after the descriptor's carry the payload itself when it is small (up to
+//! [`INLINE_WORDS`] words in a plain ring, [`TAGGED_INLINE_WORDS`] in a
+//! tagged one): the publisher copies it there from its chunk at send, the
+//! subscriber copies it out at receive, before it gives the slot back, and
+//! a message then moves one cache line each way instead of two (the slot's
+//! and the chunk's). The chunk stays the sender's loan and the delivery's
+//! return as before; only its lines no longer travel.
+//!
 //! A *tagged* ring (request/response) has two more words per slot, a tag
 //! whose meaning the pattern gives (there: the request's id and the
 //! message's flags), so that what says which request a message answers
@@ -45,7 +54,10 @@
 //!  this delivery through (see core::returns).
 //!  next + 1: the chunk the publisher expects to loan next, plus one (0: none).
 //!  word 2, word 3 (tagged rings only): the tag.
-//!  Words 1-3 are written first and published by the Release store of word 0.
+//!  inline rings: eight words per slot (one cache line); the payload's bytes
+//!  fill the words after the tag (words 2-7, tagged 4-7), the rest of the
+//!  last word and the unused words unspecified.
+//!  Words 1-7 are written first and published by the Release store of word 0.
 //! ```
 //!
 //! Ten bits of lap stamp are enough because a consumer only ever compares
@@ -164,6 +176,35 @@ pub type Tag = [u64; 2];
 /// The tag of an entry of a plain ring.
 pub const NO_TAG: Tag = [0, 0];
 
+/// Words per slot of an inline ring, plain or tagged: one cache line.
+pub const INLINE_SLOT_WORDS: usize = 8;
+
+/// Payload words of a plain inline ring's slot (48 bytes).
+pub const INLINE_WORDS: usize = INLINE_SLOT_WORDS - SLOT_WORDS;
+
+/// Payload words of a tagged inline ring's slot (32 bytes).
+pub const TAGGED_INLINE_WORDS: usize = INLINE_SLOT_WORDS - TAGGED_SLOT_WORDS;
+
+/// A payload that travels in its slot: its bytes in native order, padded
+/// to whole words; as hostile as the rest of the slot when read.
+pub type Inline = [u64; INLINE_WORDS];
+
+/// The length an inline ring's sender announces for a payload it could
+/// not read (its pool was truncated under it, see `os::sigbus`): beyond
+/// every maximum, so receivers refuse it, and recognisable, so they can say
+/// why.
+pub const LOST_PAYLOAD: u64 = LEN_MASK;
+
+/// Where a consumer keeps a payload it took out of an inline ring's slot:
+/// words the consumer's own process owns, one cell per return slot (see
+/// [`Submission::pop_with`]). Atomic, as a producer that reuses a return
+/// slot too early makes the consumer write a cell that a sample still
+/// reads.
+pub type InlineCell = [AtomicU64; INLINE_WORDS];
+
+/// The payload words of an entry that carries none.
+pub const NO_INLINE: Inline = [0; INLINE_WORDS];
+
 /// Result of [`Submission::pop`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pop {
@@ -216,6 +257,10 @@ pub struct Submission<'a> {
     mask: u64,
     /// Four words per slot (a tag) instead of two.
     tagged: bool,
+    /// log2 of the words per slot (1, 2, or 3 for an inline ring).
+    shift: u32,
+    /// Payload words per slot (0 but in an inline ring).
+    inline_words: usize,
     capacity: u64,
     /// The producer never takes entries back (no drop-oldest), so the
     /// consumer may advance `head` with a plain store.
@@ -238,11 +283,25 @@ impl<'a> Submission<'a> {
         capacity: u64,
         tagged: bool,
     ) -> Self {
-        let words = if tagged {
+        Self::with_format(slots, head, capacity, tagged, false)
+    }
+
+    /// A plain or tagged ring, with `inline` an inline one
+    /// ([`INLINE_SLOT_WORDS`] words per slot, the payload in those after
+    /// the descriptor's and the tag's); otherwise as [`new`](Self::new).
+    pub fn with_format(
+        slots: &'a [AtomicU64],
+        head: &'a AtomicU64,
+        capacity: u64,
+        tagged: bool,
+        inline: bool,
+    ) -> Self {
+        let header = if tagged {
             TAGGED_SLOT_WORDS
         } else {
             SLOT_WORDS
         };
+        let words = if inline { INLINE_SLOT_WORDS } else { header };
         let n = slots.len() / words;
         assert!(slots.len() % words == 0 && n.is_power_of_two());
         assert!(capacity >= 1 && capacity <= n as u64);
@@ -252,16 +311,24 @@ impl<'a> Submission<'a> {
             log2: n.trailing_zeros(),
             mask: n as u64 - 1,
             tagged,
+            shift: words.trailing_zeros(),
+            inline_words: if inline { words - header } else { 0 },
             capacity,
             sole_consumer: false,
         }
     }
 
+    /// Payload words a slot carries: 0 unless the ring is inline.
+    #[inline]
+    pub fn inline_words(&self) -> usize {
+        self.inline_words
+    }
+
     /// Index of the first word of slot `pos mod slots`.
     #[inline]
     fn first_word(&self, pos: u64) -> usize {
-        let i = ((pos & self.mask) << (1 + u32::from(self.tagged))) as usize;
-        debug_assert!(i + if self.tagged { 3 } else { 1 } < self.slots.len());
+        let i = ((pos & self.mask) << self.shift) as usize;
+        debug_assert!(i + (1 << self.shift) <= self.slots.len());
         i
     }
 
@@ -304,6 +371,60 @@ impl<'a> Submission<'a> {
         [t0.load(Ordering::Relaxed), t1.load(Ordering::Relaxed)]
     }
 
+    /// Copies the payload words of slot `pos`, whose descriptor is
+    /// `value`, into the first [`inline_words`](Self::inline_words) of the
+    /// cell of the return slot the descriptor names, if `cells` has it
+    /// (nothing but in an inline ring); after the Acquire load of the
+    /// descriptor and before the slot is given back.
+    #[inline(always)]
+    fn read_inline(&self, pos: u64, value: u64, cells: &[InlineCell]) {
+        if self.inline_words == 0 {
+            return;
+        }
+        let Some(out) = cells.get(ret_of(value) as usize) else {
+            return;
+        };
+        let words = self.after_header(pos);
+        // Relaxed (all): ordered after the producer's stores by the
+        // caller's Acquire load of the descriptor; the cell is read by the
+        // consumer's thread, or one a sample is handed to (which
+        // synchronises with it on the way). Two loops of fixed length,
+        // which the compiler unrolls.
+        if self.tagged {
+            for k in 0..TAGGED_INLINE_WORDS {
+                out[k].store(
+                    words[SLOT_WORDS + k].load(Ordering::Relaxed),
+                    Ordering::Relaxed,
+                );
+            }
+        } else {
+            for k in 0..INLINE_WORDS {
+                out[k].store(words[k].load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The six words of an inline ring's slot `pos` after the descriptor
+    /// and the length: a plain ring's payload, or a tagged ring's tag and
+    /// then its payload.
+    #[inline(always)]
+    fn after_header(&self, pos: u64) -> &[AtomicU64; INLINE_WORDS] {
+        debug_assert!(self.inline_words > 0);
+        let i = self.first_word(pos) + SLOT_WORDS;
+        debug_assert!(i + INLINE_WORDS <= self.slots.len());
+        // SAFETY: an inline ring's slots have INLINE_SLOT_WORDS words (the
+        // constructor checked the ring's size against them), so the six
+        // words after the first two of slot `pos` are in range; an array
+        // of atomics has their alignment.
+        unsafe {
+            &*self
+                .slots
+                .as_ptr()
+                .add(i)
+                .cast::<[AtomicU64; INLINE_WORDS]>()
+        }
+    }
+
     /// The same ring, for a consumer whose producer never calls
     /// [`reclaim_oldest`](Self::reclaim_oldest): `pop` then advances `head`
     /// with a store instead of a compare-and-swap. A producer that reclaims
@@ -320,8 +441,9 @@ impl<'a> Submission<'a> {
 
     /// Producer: appends `index`, to be returned through return slot `ret`
     /// (below [`MAX_RETURN_SLOTS`]; a payload of `len` elements, announcing
-    /// `next` as the chunk of the next loan, with `tag` in a tagged ring)
-    /// unless the ring is full.
+    /// `next` as the chunk of the next loan, with `tag` in a tagged ring
+    /// and in an inline one the first [`inline_words`](Self::inline_words)
+    /// of `inline`, the payload, if given) unless the ring is full.
     #[allow(clippy::too_many_arguments)]
     pub fn try_push(
         &self,
@@ -331,6 +453,7 @@ impl<'a> Submission<'a> {
         len: u64,
         next: Option<u32>,
         tag: Tag,
+        inline: Option<&Inline>,
     ) -> Result<Push, Corrupted> {
         if p.tail.wrapping_sub(p.cached_head) >= self.capacity {
             // ORDERING: Acquire; pairs with the AcqRel CAS of head in pop(): the
@@ -345,7 +468,7 @@ impl<'a> Submission<'a> {
                 return Ok(Push::Full);
             }
         }
-        self.write(p, index, ret, len, next, tag);
+        self.write_any(p, index, ret, len, next, tag, inline);
         Ok(Push::Done)
     }
 
@@ -368,9 +491,41 @@ impl<'a> Submission<'a> {
         used < self.capacity
     }
 
+    /// [`write`](Self::write) of an entry with or without its payload.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn write(&self, p: &mut Producer, index: u32, ret: u32, len: u64, next: Option<u32>, tag: Tag) {
+    fn write_any(
+        &self,
+        p: &mut Producer,
+        index: u32,
+        ret: u32,
+        len: u64,
+        next: Option<u32>,
+        tag: Tag,
+        inline: Option<&Inline>,
+    ) {
+        match inline {
+            Some(words) if self.inline_words > 0 => {
+                self.write::<true>(p, index, ret, len, next, tag, words)
+            }
+            _ => self.write::<false>(p, index, ret, len, next, tag, &NO_INLINE),
+        }
+    }
+
+    /// Writes the entry at the producer's position; with `INLINE`, the
+    /// payload `inline` too (only in an inline ring).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn write<const INLINE: bool>(
+        &self,
+        p: &mut Producer,
+        index: u32,
+        ret: u32,
+        len: u64,
+        next: Option<u32>,
+        tag: Tag,
+        inline: &Inline,
+    ) {
         let (desc, len_word) = self.pair(p.tail);
         // Relaxed (all): published by the Release store of the descriptor
         // below.
@@ -379,6 +534,19 @@ impl<'a> Submission<'a> {
             let (t0, t1) = self.tag_words(p.tail);
             t0.store(tag[0], Ordering::Relaxed);
             t1.store(tag[1], Ordering::Relaxed);
+        }
+        if INLINE {
+            let words = self.after_header(p.tail);
+            // Relaxed (all): as above.
+            if self.tagged {
+                for k in 0..TAGGED_INLINE_WORDS {
+                    words[SLOT_WORDS + k].store(inline[k], Ordering::Relaxed);
+                }
+            } else {
+                for k in 0..INLINE_WORDS {
+                    words[k].store(inline[k], Ordering::Relaxed);
+                }
+            }
         }
         // ORDERING: Release; pairs with the Acquire load in pop(): publishes the
         // length above and the chunk's contents, written before, to the consumer.
@@ -400,8 +568,9 @@ impl<'a> Submission<'a> {
         len: u64,
         next: Option<u32>,
         tag: Tag,
+        inline: Option<&Inline>,
     ) {
-        self.write(p, index, ret, len, next, tag);
+        self.write_any(p, index, ret, len, next, tag, inline);
     }
 
     /// Producer: takes the oldest unconsumed entry back (drop-oldest

@@ -4,7 +4,8 @@
 //! `core::ring`, whose drawing and ordering arguments hold here.
 
 use crate::core::ring::{
-    previous_stamp, ret_of, stamp, stamp_of, Corrupted, Pop, Submission, Tag, LEN_BITS, LEN_MASK,
+    previous_stamp, ret_of, stamp, stamp_of, Corrupted, InlineCell, Pop, Submission, Tag, LEN_BITS,
+    LEN_MASK,
 };
 use crate::core::sync::Ordering;
 
@@ -18,16 +19,35 @@ pub(super) struct Taken {
 }
 
 impl Submission<'_> {
-    /// Consumer: takes the next entry.
+    /// Consumer: takes the next entry (of an inline ring, without its
+    /// payload: see [`pop_with`](Self::pop_with)).
     #[inline(always)]
     pub fn pop(&self) -> Result<Pop, Corrupted> {
+        self.pop_as::<false>(&[])
+    }
+
+    /// Consumer: takes the next entry, and in an inline ring copies its
+    /// payload words into the first [`inline_words`](Self::inline_words)
+    /// of the cell of its return slot, `cells[ret]`, if there is one (read
+    /// before the slot is given back; in the contended case possibly for
+    /// an entry the producer then takes back, whose return slot no sample
+    /// holds). Nothing is written when nothing is taken.
+    #[inline(always)]
+    pub fn pop_with(&self, cells: &[InlineCell]) -> Result<Pop, Corrupted> {
+        self.pop_as::<true>(cells)
+    }
+
+    /// [`pop_with`](Self::pop_with), compiled without the payload's copy
+    /// for rings that carry none (`INLINE` false).
+    #[inline(always)]
+    fn pop_as<const INLINE: bool>(&self, cells: &[InlineCell]) -> Result<Pop, Corrupted> {
         // The two kinds of consumer meet on the slot's raw words, and the
         // entry is decoded once after: decoding in each would make the
         // caller merge every field of the entry.
         let raw = if self.sole_consumer {
-            self.pop_sole()
+            self.pop_sole::<INLINE>(cells)
         } else {
-            self.pop_contended()
+            self.pop_contended::<INLINE>(cells)
         };
         Ok(match raw? {
             Some(Taken {
@@ -50,7 +70,10 @@ impl Submission<'_> {
     /// [`pop`](Self::pop) when the producer never takes entries back: the
     /// consumer alone moves `head`, so one look at one slot decides.
     #[inline(always)]
-    fn pop_sole(&self) -> Result<Option<Taken>, Corrupted> {
+    fn pop_sole<const INLINE: bool>(
+        &self,
+        cells: &[InlineCell],
+    ) -> Result<Option<Taken>, Corrupted> {
         // Relaxed: only this consumer writes head.
         let head = self.head.load(Ordering::Relaxed);
         let (desc, len_word) = self.pair(head);
@@ -67,6 +90,9 @@ impl Submission<'_> {
         // Relaxed: ordered after the producer's store by the Acquire above.
         let word = len_word.load(Ordering::Relaxed);
         let tag = self.read_tag(head);
+        if INLINE {
+            self.read_inline(head, value, cells);
+        }
         // ORDERING: Release; pairs with the Acquire loads of head in
         // try_push(): our read of the slot happens before its reuse.
         self.head.store(head.wrapping_add(1), Ordering::Release);
@@ -83,7 +109,10 @@ impl Submission<'_> {
     /// cases, an entry taken at the first try and an empty ring, inline; a
     /// lost race or anything odd in the cold loop.
     #[inline(always)]
-    fn pop_contended(&self) -> Result<Option<Taken>, Corrupted> {
+    fn pop_contended<const INLINE: bool>(
+        &self,
+        cells: &[InlineCell],
+    ) -> Result<Option<Taken>, Corrupted> {
         // Relaxed: the CAS below validates the position we act on.
         let head = self.head.load(Ordering::Relaxed);
         let (desc, len_word) = self.pair(head);
@@ -102,6 +131,11 @@ impl Submission<'_> {
             // Relaxed: as in the loop of pop_contended_slow.
             let word = len_word.load(Ordering::Relaxed);
             let tag = self.read_tag(head);
+            // Copied before the compare-and-swap: if the producer takes the
+            // entry back first, what we copied is dropped with it.
+            if INLINE {
+                self.read_inline(head, value, cells);
+            }
             // ORDERING: AcqRel; as in the loop of pop_contended_slow.
             if self
                 .head
@@ -121,14 +155,17 @@ impl Submission<'_> {
                 }));
             }
         }
-        self.pop_contended_slow()
+        self.pop_contended_slow::<INLINE>(cells)
     }
 
     /// [`pop_contended`](Self::pop_contended) from the start, in a loop
     /// that follows the producer's take-backs.
     #[cold]
     #[inline(never)]
-    fn pop_contended_slow(&self) -> Result<Option<Taken>, Corrupted> {
+    fn pop_contended_slow<const INLINE: bool>(
+        &self,
+        cells: &[InlineCell],
+    ) -> Result<Option<Taken>, Corrupted> {
         // Relaxed: the CAS below validates the position we act on.
         let mut head = self.head.load(Ordering::Relaxed);
         // Each lost race means the producer reclaimed the entry we were
@@ -150,6 +187,9 @@ impl Submission<'_> {
                     pos: head,
                     tag: self.read_tag(head),
                 };
+                if INLINE {
+                    self.read_inline(head, value, cells);
+                }
                 // ORDERING: AcqRel; Release lets the producer reuse the slot after
                 // our read; pairs with the Acquire loads of head in try_push and
                 // with reclaim_oldest's CAS.

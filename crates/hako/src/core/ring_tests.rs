@@ -29,10 +29,16 @@ fn submission_fifo_and_full() {
     assert_eq!(ring.pop(), Ok(Pop::Empty));
     for i in 0..3 {
         assert!(ring.has_room(&mut p));
-        assert_eq!(ring.try_push(&mut p, i, 0, 1, None, NO_TAG), Ok(Push::Done));
+        assert_eq!(
+            ring.try_push(&mut p, i, 0, 1, None, NO_TAG, None),
+            Ok(Push::Done)
+        );
     }
     assert!(!ring.has_room(&mut p));
-    assert_eq!(ring.try_push(&mut p, 9, 0, 1, None, NO_TAG), Ok(Push::Full));
+    assert_eq!(
+        ring.try_push(&mut p, 9, 0, 1, None, NO_TAG, None),
+        Ok(Push::Full)
+    );
     assert!(ring.has_item());
     for i in 0..3 {
         assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
@@ -43,11 +49,17 @@ fn submission_fifo_and_full() {
     assert!(!ring.has_item());
     // A consumer position that cannot be counts as room: the push says why.
     for i in 0..3 {
-        assert_eq!(ring.try_push(&mut p, i, 0, 1, None, NO_TAG), Ok(Push::Done));
+        assert_eq!(
+            ring.try_push(&mut p, i, 0, 1, None, NO_TAG, None),
+            Ok(Push::Done)
+        );
     }
     head.store(0, std::sync::atomic::Ordering::Relaxed);
     assert!(ring.has_room(&mut p));
-    assert_eq!(ring.try_push(&mut p, 9, 0, 1, None, NO_TAG), Err(Corrupted));
+    assert_eq!(
+        ring.try_push(&mut p, 9, 0, 1, None, NO_TAG, None),
+        Err(Corrupted)
+    );
 }
 
 #[test]
@@ -57,7 +69,10 @@ fn submission_wraps_many_laps() {
     let ring = Submission::new(&s, &head, 2);
     let mut p = Producer::default();
     for i in 0..10_000u32 {
-        assert_eq!(ring.try_push(&mut p, i, 0, 1, None, NO_TAG), Ok(Push::Done));
+        assert_eq!(
+            ring.try_push(&mut p, i, 0, 1, None, NO_TAG, None),
+            Ok(Push::Done)
+        );
         if i % 2 == 1 {
             assert_eq!(ring.pop(), Ok(item(i - 1, u64::from(i - 1), 1)));
             assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
@@ -76,7 +91,7 @@ fn sole_consumer_pops_in_order() {
     for round in 0..10u32 {
         for i in 0..4 {
             assert_eq!(
-                ring.try_push(&mut p, round * 4 + i, 0, 1, None, NO_TAG),
+                ring.try_push(&mut p, round * 4 + i, 0, 1, None, NO_TAG, None),
                 Ok(Push::Done)
             );
         }
@@ -97,11 +112,17 @@ fn reclaim_oldest_keeps_order() {
     let ring = Submission::new(&s, &head, 4);
     let mut p = Producer::default();
     for i in 0..4 {
-        ring.try_push(&mut p, i, 0, 1, None, NO_TAG).unwrap();
+        ring.try_push(&mut p, i, 0, 1, None, NO_TAG, None).unwrap();
     }
-    assert_eq!(ring.try_push(&mut p, 4, 0, 1, None, NO_TAG), Ok(Push::Full));
+    assert_eq!(
+        ring.try_push(&mut p, 4, 0, 1, None, NO_TAG, None),
+        Ok(Push::Full)
+    );
     assert_eq!(ring.reclaim_oldest(&mut p), Ok(Some((0, 0))));
-    assert_eq!(ring.try_push(&mut p, 4, 0, 1, None, NO_TAG), Ok(Push::Done));
+    assert_eq!(
+        ring.try_push(&mut p, 4, 0, 1, None, NO_TAG, None),
+        Ok(Push::Done)
+    );
     for i in 1..5 {
         assert_eq!(ring.pop(), Ok(item(i, u64::from(i), 1)));
     }
@@ -124,7 +145,7 @@ fn garbage_is_reported() {
         cached_head: 0,
     };
     assert_eq!(
-        ring2.try_push(&mut p, 1, 0, 1, None, NO_TAG),
+        ring2.try_push(&mut p, 1, 0, 1, None, NO_TAG, None),
         Err(Corrupted)
     );
 }
@@ -160,7 +181,8 @@ fn the_next_chunk_travels_with_the_length() {
         (12, Some(MAX_ANNOUNCED)),
         (5, None),
     ] {
-        ring.try_push(&mut p, 3, 0, len, next, NO_TAG).unwrap();
+        ring.try_push(&mut p, 3, 0, len, next, NO_TAG, None)
+            .unwrap();
         let want = Pop::Item {
             index: 3,
             ret: 0,
@@ -172,9 +194,9 @@ fn the_next_chunk_travels_with_the_length() {
         assert_eq!(ring.pop(), Ok(want));
     }
     // Beyond what fits, the announcement is left out, never garbled.
-    ring.push_known_room(&mut p, 3, 0, 9, Some(MAX_ANNOUNCED + 1), NO_TAG);
+    ring.push_known_room(&mut p, 3, 0, 9, Some(MAX_ANNOUNCED + 1), NO_TAG, None);
     assert_eq!(ring.pop(), Ok(item(3, p.tail - 1, 9)));
-    ring.push_known_room(&mut p, 3, 0, 9, Some(u32::MAX), NO_TAG);
+    ring.push_known_room(&mut p, 3, 0, 9, Some(u32::MAX), NO_TAG, None);
     assert_eq!(ring.pop(), Ok(item(3, p.tail - 1, 9)));
 }
 
@@ -189,7 +211,8 @@ fn a_tagged_ring_carries_each_entrys_tag_in_its_slot() {
     let mut p = Producer::default();
     for i in 0..21u32 {
         let tag = [u64::from(i) << 32 | 7, u64::from(i) * 3];
-        ring.try_push(&mut p, i % 4, 0, 8, Some(1), tag).unwrap();
+        ring.try_push(&mut p, i % 4, 0, 8, Some(1), tag, None)
+            .unwrap();
         let want = Pop::Item {
             index: i % 4,
             ret: 0,
@@ -220,7 +243,7 @@ fn return_slots_travel_and_laps_wrap_the_short_stamp() {
     let top = (MAX_RETURN_SLOTS - 1) as u32;
     for i in 0..5000u32 {
         let ret = if i % 2 == 0 { top } else { i % 7 };
-        ring.try_push(&mut p, i ^ 0xdead_beef, ret, 1, None, NO_TAG)
+        ring.try_push(&mut p, i ^ 0xdead_beef, ret, 1, None, NO_TAG, None)
             .unwrap();
         match ring.pop() {
             Ok(Pop::Item {
@@ -233,6 +256,86 @@ fn return_slots_travel_and_laps_wrap_the_short_stamp() {
         assert_eq!(ring.pop(), Ok(Pop::Empty), "{i}");
     }
     // Taking back gives the slot too.
-    ring.try_push(&mut p, 5, top, 1, None, NO_TAG).unwrap();
+    ring.try_push(&mut p, 5, top, 1, None, NO_TAG, None)
+        .unwrap();
     assert_eq!(ring.reclaim_oldest(&mut p), Ok(Some((5, top))));
+}
+
+/// `n` zeroed cells for an inline ring's payloads.
+fn cells(n: usize) -> Vec<InlineCell> {
+    (0..n)
+        .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+        .collect()
+}
+
+/// The words of a cell.
+fn read(c: &InlineCell) -> Inline {
+    std::array::from_fn(|k| c[k].load(std::sync::atomic::Ordering::Relaxed))
+}
+
+#[test]
+fn an_inline_ring_carries_each_payload_in_its_line() {
+    // Plain (six payload words) and tagged (four), each slot a line of its
+    // own; both kinds of consumer; the words of every lap come through,
+    // into the cell of the entry's return slot alone, and the tag beside
+    // them.
+    for tagged in [false, true] {
+        for sole in [false, true] {
+            let s: Vec<AtomicU64> = (0..4 * INLINE_SLOT_WORDS)
+                .map(|_| AtomicU64::new(0))
+                .collect();
+            let head = AtomicU64::new(0);
+            let mut ring = Submission::with_format(&s, &head, 3, tagged, true);
+            if sole {
+                ring = ring.sole_consumer();
+            }
+            let n = if tagged {
+                TAGGED_INLINE_WORDS
+            } else {
+                INLINE_WORDS
+            };
+            assert_eq!(ring.inline_words(), n);
+            let mut p = Producer::default();
+            for i in 0..50u64 {
+                let words: Inline = std::array::from_fn(|k| i * 100 + k as u64);
+                let tag = [i, !i];
+                let ret = (i % 3) as u32;
+                ring.try_push(&mut p, 1, ret, 3, None, tag, Some(&words))
+                    .unwrap();
+                let cells = cells(3);
+                let Ok(Pop::Item { tag: got_tag, .. }) = ring.pop_with(&cells) else {
+                    panic!("{i}: nothing taken");
+                };
+                let inline = read(&cells[ret as usize]);
+                assert_eq!(inline[..n], words[..n], "{i}");
+                assert!(
+                    inline[n..].iter().all(|&w| w == 0),
+                    "{i}: words beyond the slot"
+                );
+                for (k, c) in cells.iter().enumerate() {
+                    assert!(
+                        k == ret as usize || read(c) == NO_INLINE,
+                        "{i}: cell {k} written"
+                    );
+                }
+                assert_eq!(got_tag, if tagged { tag } else { NO_TAG });
+            }
+            // Taken back under drop-oldest, nothing of it reaches a pop.
+            if !sole {
+                ring.try_push(&mut p, 4, 0, 1, None, NO_TAG, Some(&[7; INLINE_WORDS]))
+                    .unwrap();
+                assert_eq!(ring.reclaim_oldest(&mut p), Ok(Some((4, 0))));
+                let cells = cells(1);
+                assert_eq!(ring.pop_with(&cells), Ok(Pop::Empty));
+                assert_eq!(read(&cells[0]), NO_INLINE, "an empty pop copies nothing");
+            }
+            // A return slot beyond the cells: the entry is taken, nothing
+            // written (the caller refuses it).
+            ring.try_push(&mut p, 4, 9, 1, None, NO_TAG, Some(&[7; INLINE_WORDS]))
+                .unwrap();
+            let few = cells(2);
+            assert!(matches!(ring.pop_with(&few), Ok(Pop::Item { ret: 9, .. })));
+            assert!(few.iter().all(|c| read(c) == NO_INLINE));
+        }
+    }
 }

@@ -105,11 +105,12 @@ pub(crate) fn still_needed(
             .load(Ordering::Acquire)
             == connected;
         let attached = map.atomic(base + ATTACHED_OFFSET).load(Ordering::Acquire) == connected;
-        let ring = Submission::with_tags(
+        let ring = Submission::with_format(
             map.atomics(base + geo.sub_offset, geo.ring_words()),
             map.atomic(base + LINE),
             buffer,
-            geo.tagged(),
+            geo.tagged,
+            geo.inline,
         );
         registered && !attached && ring.has_item()
     })

@@ -88,6 +88,7 @@ pub struct PublisherBuilder<T: Payload + ?Sized> {
     max_slice_len: u64,
     strategy: BackpressureStrategy,
     pool_size: Option<u32>,
+    inline: bool,
     _t: PhantomData<fn() -> Box<T>>,
 }
 
@@ -99,6 +100,7 @@ impl<T: Payload + ?Sized> std::fmt::Debug for PublisherBuilder<T> {
             .field("max_slice_len", &self.max_slice_len)
             .field("strategy", &self.strategy)
             .field("pool_size", &self.pool_size)
+            .field("inline_payloads", &self.inline)
             .finish()
     }
 }
@@ -112,6 +114,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             max_slice_len: 1,
             strategy: BackpressureStrategy::Block,
             pool_size: None,
+            inline: true,
             _t: PhantomData,
         }
     }
@@ -133,6 +136,21 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
     /// into use.
     pub fn pool_size(mut self, chunks: u32) -> Self {
         self.pool_size = Some(chunks);
+        self
+    }
+
+    /// Whether a payload of at most 48 bytes (the largest one the
+    /// publisher may send: the payload type's size, times `max_slice_len`
+    /// for a slice), aligned to at most 8, travels in the subscriber's
+    /// queue slot beside its descriptor (default: yes). It is still loaned,
+    /// written and sent in the publisher's memory as any other; at send the
+    /// publisher copies it into each subscriber's slot, and the subscriber
+    /// copies it out when it takes the slot, so a message moves one cache
+    /// line from publisher to subscriber instead of two. `false` keeps
+    /// such payloads in the pool alone (measured as `hako-chunked` in
+    /// `hako bench`); larger payloads always stay there.
+    pub fn inline_payloads(mut self, on: bool) -> Self {
+        self.inline = on;
         self
     }
 
@@ -205,6 +223,7 @@ impl<T: Payload + ?Sized> PublisherBuilder<T> {
             peers: PortKind::Subscriber,
             shared_id: None,
             tagged: false,
+            inline: self.inline,
             withdrawals: 0,
         };
         let name = svc.name.to_string();

@@ -135,6 +135,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ClientBuilder<Req, Resp> {
             peers: PortKind::Subscriber,
             shared_id: None,
             tagged: true,
+            inline: true,
             withdrawals: 0,
         };
         let rx = response_queue(q, resp_env.align, self.wait);

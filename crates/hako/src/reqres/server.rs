@@ -146,6 +146,7 @@ impl<Req: Payload + ?Sized, Resp: Payload + ?Sized> ServerBuilder<Req, Resp> {
             peers: PortKind::Publisher,
             shared_id: None,
             tagged: true,
+            inline: true,
             withdrawals: in_flight,
         };
         let rx = ReceiverSettings {

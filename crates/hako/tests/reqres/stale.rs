@@ -201,7 +201,7 @@ fn next_request_tag(d: &Domain, client_id: u64, server_id: u64) -> (std::fs::Fil
         u64::from_le_bytes(b)
     };
     // SegmentHeader: magic, version and chunk count, port id, then the
-    // nine words of SegmentParams.
+    // ten words of SegmentParams.
     let p = |i: u64| read(24 + 8 * i);
     let params = SegmentParams {
         elem_size: p(0),
@@ -213,6 +213,7 @@ fn next_request_tag(d: &Domain, client_id: u64, server_id: u64) -> (std::fs::Fil
         borrowed: p(6),
         tagged: p(7),
         withdrawals: p(8),
+        inline: p(9),
     };
     assert_eq!(params.tagged, 1, "request rings are tagged");
     let geo = params.geometry().unwrap();

@@ -73,6 +73,10 @@ pub struct HakoPubSub {
     pub stream_buffer: u32,
     /// How both sides wait for a message.
     pub wait: HakoWait,
+    /// Whether payloads of up to 48 bytes travel in the queue slot
+    /// (`PublisherBuilder::inline_payloads`: the library's default; off in
+    /// transport "hako-chunked", which measures them in the pool instead).
+    pub inline: bool,
 }
 
 impl Default for HakoPubSub {
@@ -83,6 +87,7 @@ impl Default for HakoPubSub {
             max_loans: 1,
             stream_buffer: 32,
             wait: HakoWait::Poll,
+            inline: true,
         }
     }
 }
@@ -187,6 +192,7 @@ impl Transport for HakoPubSub {
 
     fn name(&self) -> &'static str {
         match self.wait {
+            HakoWait::Poll if !self.inline => "hako-chunked",
             HakoWait::Poll => "hako",
             HakoWait::Blocking(WaitStrategy::BusySpin) => "hako-spin",
             HakoWait::Blocking(WaitStrategy::SpinThenPark) => "hako-spin-park",
@@ -241,6 +247,7 @@ impl Transport for HakoPubSub {
             .max_slice_len(row.size)
             .max_loaned_samples(self.max_loans)
             .backpressure(BackpressureStrategy::Block)
+            .inline_payloads(self.inline)
             .create()?;
         let pong = match services.get(1) {
             Some(s) => Some(self.subscriber(s)?),
@@ -277,6 +284,7 @@ impl Transport for HakoPubSub {
                 s.publisher_builder()
                     .max_slice_len(row.size)
                     .max_loaned_samples(1)
+                    .inline_payloads(self.inline)
                     .create()?,
             ),
             None => None,

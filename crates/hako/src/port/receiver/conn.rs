@@ -12,7 +12,7 @@ use super::settings::ReceiverSettings;
 use crate::core::bias::SampleCount;
 use crate::core::layout::{SegmentGeometry, ATTACHED_OFFSET, LINE, PAGE};
 use crate::core::returns::Returns;
-use crate::core::ring::Submission;
+use crate::core::ring::{InlineCell, Submission};
 use crate::domain::service::inner::ServiceInner;
 use crate::os::shm::Mapping;
 use crate::port::lock::{biasable, process_barrier};
@@ -101,7 +101,13 @@ pub(crate) struct SubConn {
     /// The pool mapping's lost flag (`Mapping::lost_flag`; set if either
     /// mapping of the connection faulted, as they are beside each other).
     pub(super) pool_lost: &'static AtomicBool,
+    /// Where the payloads of an inline connection live while their samples
+    /// do: one cell per return slot (a delivery keeps its slot until its
+    /// sample drops, and an honest sender reuses a slot only after that),
+    /// in this process's memory. Empty unless the rings are inline.
+    pub(super) cells: Box<[InlineCell]>,
 }
+
 
 impl SubConn {
     pub(super) fn open(reg: &Arc<Registration>, slot: usize, pid: u64) -> Result<Option<Self>, &'static str> {
@@ -184,9 +190,16 @@ impl SubConn {
             slice: s.slice,
             count: SampleCount::new(biasable()),
             sub: if s.backpressure && !s.lossy {
-                Submission::with_tags(slots, head, p.buffer, s.tagged).sole_consumer()
+                Submission::with_format(slots, head, p.buffer, s.tagged, geo.inline).sole_consumer()
             } else {
-                Submission::with_tags(slots, head, p.buffer, s.tagged)
+                Submission::with_format(slots, head, p.buffer, s.tagged, geo.inline)
+            },
+            cells: if geo.inline {
+                (0..geo.return_slots)
+                    .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+                    .collect()
+            } else {
+                Box::default()
             },
             returns: Returns::new(returns),
             connected,
@@ -230,6 +243,14 @@ impl SubConn {
     #[inline]
     pub(super) fn payload_addr(&self, idx: u32) -> usize {
         self.pool_base + self.chunk_offset(idx) as usize
+    }
+
+    /// The first byte of the cell of return slot `ret` (unvalidated), where
+    /// the pop put an inline payload (aligned to 8, enough for every
+    /// payload an inline sender may have); `None` if `ret` is out of range.
+    #[inline(always)]
+    pub(super) fn inline_payload(&self, ret: u32) -> Option<*const u8> {
+        Some(self.cells.get(ret as usize)?.as_ptr().cast())
     }
 
     /// What to prefetch while waiting for the message after one of `len`

@@ -10,7 +10,7 @@ use super::inner::Receiver;
 use super::sample::RawSample;
 use super::settings::{ReceiveError, GARBAGE_IN_QUEUE, TRUNCATED};
 use super::state::{ConnEntry, SubState, Taken};
-use crate::core::ring::{Corrupted, Pop, Tag};
+use crate::core::ring::{Corrupted, Pop, Tag, LOST_PAYLOAD};
 use crate::core::sync::{prefetch_read, prefetch_write};
 
 impl Receiver {
@@ -147,6 +147,9 @@ impl Receiver {
     /// core::ring); notes in `entry` what to prefetch at the next take.
     #[inline(always)]
     fn take(&self, entry: &mut ConnEntry) -> Taken {
+        if entry.conn.geo.inline {
+            return self.take_inline(entry);
+        }
         let conn = &entry.conn;
         prefetch_read(entry.ahead[0] as *const u8);
         prefetch_read(entry.ahead[1] as *const u8);
@@ -176,6 +179,96 @@ impl Receiver {
         }
     }
 
+    /// [`take`](Self::take) from an inline connection: the payload comes in
+    /// the slot, so there is no chunk to prefetch (its lines are the
+    /// publisher's alone: fetching them would only make its next write wait
+    /// for them to come back), only the return word to write.
+    #[inline(always)]
+    fn take_inline(&self, entry: &mut ConnEntry) -> Taken {
+        let conn = &entry.conn;
+        prefetch_write(entry.ahead[2] as *const u8);
+        match conn.sub.pop_with(&conn.cells) {
+            Ok(Pop::Item {
+                index,
+                ret,
+                pos,
+                len,
+                tag,
+                ..
+            }) => match self.accept_inline(conn, index, ret, pos.wrapping_add(1), len) {
+                Ok(sample) => {
+                    entry.ahead[2] = conn.returns.word_addr(ret);
+                    Taken::Sample(sample, tag)
+                }
+                Err(e) => Taken::Broken(e),
+            },
+            Ok(Pop::Empty) => Taken::Nothing,
+            Err(Corrupted) => Taken::Broken(ReceiveError::CorruptedPublisher {
+                publisher: conn.publisher,
+                what: GARBAGE_IN_QUEUE,
+            }),
+        }
+    }
+
+    /// Validates a delivery's chunk index and length (both from the slot);
+    /// on a bad length gives the chunk back, so the publisher does not
+    /// lose it.
+    #[inline(always)]
+    fn check(conn: &ConnHandle, idx: u32, ret: u32, stamp: u64, len: u64) -> Result<(), ReceiveError> {
+        if idx >= conn.chunk_count {
+            return Err(bad(conn, "chunk index out of range"));
+        }
+        if len > conn.max_len || (!conn.slice && len != 1) {
+            conn.returns.release(ret, stamp);
+            return Err(bad(conn, "payload length out of range"));
+        }
+        Ok(())
+    }
+
+    /// Counts a sample taken, for the connection and for inspectors.
+    #[inline(always)]
+    fn count(&self, conn: &ConnHandle) {
+        conn.count.received_one();
+        // Relaxed (both): only this thread writes the total (a counter for
+        // inspectors, on a line of this subscriber's own).
+        let total = self.reg.received_total;
+        total.store(total.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// [`accept`](Self::accept) for an inline connection: the payload came
+    /// in the slot's words, which the pop copied (before it gave the slot
+    /// back) into the cell of the delivery's return slot, where the sample
+    /// reads it until it drops. The chunk is not read at all: its lines
+    /// stay with the publisher.
+    #[inline(always)]
+    fn accept_inline(
+        &self,
+        conn: &ConnHandle,
+        idx: u32,
+        ret: u32,
+        stamp: u64,
+        len: u64,
+    ) -> Result<RawSample, ReceiveError> {
+        if len == LOST_PAYLOAD {
+            conn.returns.release(ret, stamp);
+            return Err(truncated(conn.publisher));
+        }
+        Self::check(conn, idx, ret, stamp, len)?;
+        // The geometry let the rings be inline only if the longest payload
+        // fits the words, and `len` is at most that long.
+        let Some(payload) = conn.inline_payload(ret) else {
+            return Err(bad(conn, "return slot out of range"));
+        };
+        self.count(conn);
+        Ok(RawSample {
+            conn: conn.0,
+            payload,
+            ret,
+            stamp,
+            len: len as usize,
+        })
+    }
+
     #[inline(always)]
     fn accept(
         &self,
@@ -185,20 +278,9 @@ impl Receiver {
         stamp: u64,
         len: u64,
     ) -> Result<RawSample, ReceiveError> {
-        let bad = |what| ReceiveError::CorruptedPublisher {
-            publisher: conn.publisher,
-            what,
-        };
-        if idx >= conn.chunk_count {
-            return Err(bad("chunk index out of range"));
-        }
         // The length came with the descriptor (same cache line), so the
         // payload's lines can be fetched without reading the chunk first.
-        if len > conn.max_len || (!conn.slice && len != 1) {
-            // Give the chunk back so the publisher does not lose it.
-            conn.returns.release(ret, stamp);
-            return Err(bad("payload length out of range"));
-        }
+        Self::check(conn, idx, ret, stamp, len)?;
         let payload = conn.payload_addr(idx);
         // A payload the file no longer holds (truncated under the mapping)
         // must not reach the application as a sample of zeros. Truncation
@@ -218,11 +300,7 @@ impl Receiver {
         if lost {
             return Err(truncated(conn.publisher));
         }
-        conn.count.received_one();
-        // Relaxed (both): only this thread writes the total (a counter for
-        // inspectors, on a line of this subscriber's own).
-        let total = self.reg.received_total;
-        total.store(total.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.count(conn);
         let payload = conn.payload_addr(idx);
         // A payload the file no longer holds (truncated under the mapping)
         // must not reach the application as a sample of zeros. Truncation
@@ -247,6 +325,15 @@ impl Receiver {
             stamp,
             len: len as usize,
         })
+    }
+}
+
+/// The error of a publisher that wrote `what` into a slot.
+#[cold]
+fn bad(conn: &ConnHandle, what: &'static str) -> ReceiveError {
+    ReceiveError::CorruptedPublisher {
+        publisher: conn.publisher,
+        what,
     }
 }
 

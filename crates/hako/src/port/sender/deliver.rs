@@ -9,7 +9,7 @@ use super::conn::ConnState;
 use super::state::{take_back, SenderState};
 use crate::core::park::{publish_barrier, Kernel, Wake};
 use crate::core::pool::ChunkBook;
-use crate::core::ring::{Corrupted, Push, Tag, NO_TAG};
+use crate::core::ring::{Corrupted, Inline, Push, Tag, NO_TAG};
 use crate::domain::config::OverflowPolicy;
 use crate::domain::nodefile::node_alive_in;
 use crate::domain::service::files::fifo_file;
@@ -60,12 +60,14 @@ impl SenderState {
     pub(super) fn send_lane(&mut self, p: &SenderParams, j: usize, idx: u32, len: u64) -> usize {
         let conn = &mut self.conns[j];
         let book = &mut self.book;
+        let mut slot_len = len;
+        let words = p.inline_words(idx, &mut slot_len);
         // As upcoming() says for a port without history.
         let next = match self.last_sent {
             Some(prev) if conn.takes_back_after_send(p) => Some(prev),
             _ => book.top(),
         };
-        if !conn.push_if_room(book, p.buffer, idx, len, next, NO_TAG) {
+        if !conn.push_if_room(book, p.buffer, idx, slot_len, next, NO_TAG, words) {
             return self.send_lane_full(p, j, idx, len, next);
         }
         // ORDERING: the publish barrier; as in deliver().
@@ -191,7 +193,9 @@ impl SenderState {
         next: Option<u32>,
         tag: Tag,
     ) -> bool {
-        self.conns[j].push_if_room(&mut self.book, p.buffer, idx, len, next, tag)
+        let mut slot_len = len;
+        let words = p.inline_words(idx, &mut slot_len);
+        self.conns[j].push_if_room(&mut self.book, p.buffer, idx, slot_len, next, tag, words)
     }
 
     /// After the full barrier that followed a publish to subscriber `j`:
@@ -268,7 +272,9 @@ impl SenderState {
             let free = self.conns[j].outstanding.free_slot();
             if let (true, Some(ret)) = (self.conns[j].outstanding.count() < p.per_conn_limit, free) {
                 let stamp = self.conns[j].producer.tail + 1;
-                match sub.try_push(&mut self.conns[j].producer, idx, ret, len, next, tag) {
+                let mut slot_len = len;
+                let words = p.inline_words(idx, &mut slot_len);
+                match sub.try_push(&mut self.conns[j].producer, idx, ret, slot_len, next, tag, words) {
                     Ok(Push::Done) => {
                         self.conns[j].outstanding.insert(ret, idx, stamp);
                         self.book.add_ref(idx);
@@ -446,7 +452,8 @@ impl ConnState {
     /// Queues chunk `idx` (of `book`) here if fewer chunks are outstanding
     /// on the connection than its queue holds (`buffer`), so the queue has
     /// room: no need to look at the receiver's position (a cache line it
-    /// writes).
+    /// writes). `words`: the payload, for an inline ring.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) fn push_if_room(
         &mut self,
@@ -456,6 +463,7 @@ impl ConnState {
         len: u64,
         next: Option<u32>,
         tag: Tag,
+        words: Option<&Inline>,
     ) -> bool {
         if self.outstanding.count() as u64 >= buffer {
             return false;
@@ -469,7 +477,7 @@ impl ConnState {
             return false;
         };
         self.sub
-            .push_known_room(&mut self.producer, idx, ret, len, next, tag);
+            .push_known_room(&mut self.producer, idx, ret, len, next, tag, words);
         book.add_ref(idx);
         true
     }

@@ -13,8 +13,8 @@ use super::params::SenderParams;
 use super::settings::{SenderCreateError, SenderSettings, Withdrawal};
 use super::state::SenderState;
 use crate::core::layout::{
-    PubCounters, SegmentHeader, SegmentParams, COUNTERS_OFFSET, DROPPED_OFFSET, LAYOUT_VERSION,
-    LINE, SEGMENT_MAGIC,
+    fits_inline, PubCounters, SegmentHeader, SegmentParams, COUNTERS_OFFSET, DROPPED_OFFSET,
+    LAYOUT_VERSION, LINE, SEGMENT_MAGIC,
 };
 use crate::core::pool::{ChunkBook, Outstanding};
 use crate::core::returns::Returns;
@@ -56,6 +56,9 @@ impl SenderInner {
             borrowed: s.borrowed,
             tagged: u64::from(s.tagged),
             withdrawals: s.withdrawals,
+            inline: u64::from(
+                s.inline && fits_inline(s.elem_size, s.max_len, s.align, s.tagged),
+            ),
         };
         let geo = params.geometry().ok_or(SenderCreateError::Geometry)?;
         let port_id = s.shared_id.unwrap_or_else(new_id);
@@ -133,7 +136,7 @@ impl SenderInner {
                     )
                 };
                 ConnState {
-                    sub: Submission::with_tags(slots, head, s.buffer, s.tagged),
+                    sub: Submission::with_format(slots, head, s.buffer, s.tagged, geo.inline),
                     returns: Returns::new(returns),
                     connected,
                     wake,

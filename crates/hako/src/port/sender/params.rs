@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::settings::BackpressureStrategy;
 use crate::core::layout::SegmentGeometry;
+use crate::core::ring::{Inline, LOST_PAYLOAD};
 use crate::domain::config::OverflowPolicy;
 use crate::domain::service::inner::ServiceInner;
 use crate::domain::service::tables::PortKind;
@@ -48,5 +49,30 @@ impl SenderParams {
         // SAFETY: idx comes from our own ChunkBook (< chunk_count), so the
         // chunk lies inside the mapping.
         unsafe { self.map.ptr().add(off as usize) }
+    }
+
+    /// What the slots carry of chunk `idx`'s payload: when the rings are
+    /// inline (see `core::ring`), the chunk's first words, which hold the
+    /// whole payload (the geometry let the rings be inline only if the
+    /// largest fits); nothing otherwise. Words past the payload's end carry
+    /// whatever the chunk holds there, which receivers may read anyway.
+    /// With inline rings, `len` becomes [`LOST_PAYLOAD`] if the pool was
+    /// truncated under us: its lines then read zeros or what this process
+    /// alone wrote, and a receiver, which never reads the pool itself, must
+    /// learn that from the slot.
+    #[inline(always)]
+    pub(super) fn inline_words(&self, idx: u32, len: &mut u64) -> Option<&Inline> {
+        if !self.geo.inline {
+            return None;
+        }
+        if self.map.lost() {
+            *len = LOST_PAYLOAD;
+        }
+        const _: () = assert!(size_of::<Inline>() <= 64);
+        // SAFETY: the chunk is ours (idx from our own book), at least 64
+        // bytes long and aligned to 64 (see the geometry), in a mapping
+        // `self` keeps; the publisher alone writes its pool, and it does
+        // not while this borrow lives (the send that reads it).
+        Some(unsafe { &*self.payload_ptr(idx).cast::<Inline>() })
     }
 }

@@ -75,6 +75,10 @@ pub(crate) struct SenderSettings {
     /// Tagged rings: every send carries a [`Tag`](crate::core::ring::Tag)
     /// (request/response); plain ones carry none.
     pub tagged: bool,
+    /// Carry each payload in the ring slot beside its descriptor when the
+    /// largest one fits (see `core::ring`); the sender's choice, which its
+    /// segment header tells the receivers.
+    pub inline: bool,
     /// Withdrawal words per connection block: a server's, the clients'
     /// requests in flight (see [`Withdrawal`]); 0 for others.
     pub withdrawals: u64,

@@ -176,11 +176,13 @@ impl SenderState {
         let skip = self.history.len().saturating_sub(p.buffer as usize);
         for &(idx, len) in self.history.iter().skip(skip) {
             let stamp = conn.producer.tail + 1;
+            let mut slot_len = len;
+            let words = p.inline_words(idx, &mut slot_len);
             // At most a queue's worth: a return slot is free for each.
             let Some(ret) = conn.outstanding.free_slot() else {
                 break;
             };
-            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, ret, len, None, NO_TAG) {
+            if let Ok(Push::Done) = sub.try_push(&mut conn.producer, idx, ret, slot_len, None, NO_TAG, words) {
                 conn.outstanding.insert(ret, idx, stamp);
                 self.book.add_ref(idx);
             }
