@@ -73,38 +73,111 @@ pub fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
 /// FNV-1a offset basis.
 pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
+/// Bytes of data in a [`SmallMsg`].
+pub const SMALL_DATA_LEN: usize = 24;
+
+/// A [`TestMsg`] of 48 bytes, which travels in the queue slot (the
+/// largest payload an inline slot carries) where a `TestMsg` travels in
+/// the publisher's pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ShmSafe)]
+#[repr(C)]
+pub struct SmallMsg {
+    /// Sequence number within the sending publisher, from 0.
+    pub seq: u64,
+    /// Logical id of the sending publisher.
+    pub publisher: u64,
+    /// Pseudo-random bytes derived from `seq` and `publisher`.
+    pub data: [u8; SMALL_DATA_LEN],
+    /// FNV-1a over `seq`, `publisher` and `data`.
+    pub checksum: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<SmallMsg>() == 48);
+
+/// A self-checking message: numbered per publisher, its data derived from
+/// both numbers, a checksum over it all.
+pub trait Checked: hako::Payload + ShmSafe + Copy + std::fmt::Debug + 'static {
+    /// The message publisher `publisher` sends as number `seq`.
+    fn new(publisher: u64, seq: u64) -> Self;
+    /// Its number.
+    fn seq(&self) -> u64;
+    /// Its publisher.
+    fn publisher(&self) -> u64;
+    /// The checksum it should carry.
+    fn compute_checksum(&self) -> u64;
+    /// The checksum it carries.
+    fn checksum(&self) -> u64;
+    /// Whether the checksum matches the contents.
+    fn is_intact(&self) -> bool {
+        self.checksum() == self.compute_checksum()
+    }
+}
+
+/// The data of message `seq` of `publisher`: xorshift64, seeded from both
+/// numbers (never 0 thanks to the constant).
+fn fill(data: &mut [u8], publisher: u64, seq: u64) {
+    let mut x = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ publisher.rotate_left(29) ^ 0x2545;
+    for b in data {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+}
+
+/// FNV-1a over a message's number, publisher and data.
+fn checksum_of(seq: u64, publisher: u64, data: &[u8]) -> u64 {
+    let h = fnv1a(FNV_OFFSET, &seq.to_le_bytes());
+    let h = fnv1a(h, &publisher.to_le_bytes());
+    fnv1a(h, data)
+}
+
+macro_rules! checked {
+    ($t:ty, $len:expr) => {
+        impl Checked for $t {
+            fn new(publisher: u64, seq: u64) -> Self {
+                let mut data = [0u8; $len];
+                fill(&mut data, publisher, seq);
+                let checksum = checksum_of(seq, publisher, &data);
+                Self {
+                    seq,
+                    publisher,
+                    data,
+                    checksum,
+                }
+            }
+            fn seq(&self) -> u64 {
+                self.seq
+            }
+            fn publisher(&self) -> u64 {
+                self.publisher
+            }
+            fn compute_checksum(&self) -> u64 {
+                checksum_of(self.seq, self.publisher, &self.data)
+            }
+            fn checksum(&self) -> u64 {
+                self.checksum
+            }
+        }
+    };
+}
+checked!(TestMsg, DATA_LEN);
+checked!(SmallMsg, SMALL_DATA_LEN);
+
 impl TestMsg {
     /// The message publisher `publisher` sends as number `seq`.
     pub fn new(publisher: u64, seq: u64) -> Self {
-        let mut data = [0u8; DATA_LEN];
-        // xorshift64, seeded from both numbers (never 0 thanks to the constant).
-        let mut x = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ publisher.rotate_left(29) ^ 0x2545;
-        for b in &mut data {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *b = x as u8;
-        }
-        let mut m = Self {
-            seq,
-            publisher,
-            data,
-            checksum: 0,
-        };
-        m.checksum = m.compute_checksum();
-        m
+        <Self as Checked>::new(publisher, seq)
     }
 
     /// The checksum this message should carry.
     pub fn compute_checksum(&self) -> u64 {
-        let h = fnv1a(FNV_OFFSET, &self.seq.to_le_bytes());
-        let h = fnv1a(h, &self.publisher.to_le_bytes());
-        fnv1a(h, &self.data)
+        <Self as Checked>::compute_checksum(self)
     }
 
     /// Whether the checksum matches the contents.
     pub fn is_intact(&self) -> bool {
-        self.checksum == self.compute_checksum()
+        <Self as Checked>::is_intact(self)
     }
 }
 

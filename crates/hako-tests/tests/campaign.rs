@@ -2,13 +2,14 @@
 //! rounds, while survivors go on exchanging messages.
 //!
 //! Each round starts a few victim processes (publishers sending without
-//! pause, subscribers reading or holding samples for good, processes that
+//! pause, of 64-byte messages through their pools or of 48-byte ones in
+//! the queue slots, subscribers reading or holding samples for good, processes that
 //! create a service of their own, request/response clients with requests in
 //! flight and servers in the middle of their streams) and kills them after
 //! a random delay: while they create their node, open or create a service,
 //! create a port, loan, send, or hold samples. Meanwhile this process keeps
-//! a publisher and a subscriber on the shared service and checks every
-//! message it gets (checksum, and sequence numbers increasing per
+//! a publisher and a subscriber on each shared service (both sizes) and
+//! checks every message it gets (checksum, and sequence numbers increasing per
 //! publisher), and a client and a server on a request/response service
 //! that the victims use too: it answers every request it gets, and checks
 //! every response to its own requests (its own value, in order, the whole
@@ -34,12 +35,14 @@ use std::time::{Duration, Instant};
 use hako::{Client, Config, NodeBuilder, PendingResponse, ReqResReceiveError, Server};
 use hako_tests::board::{open_board, Big, Stamped};
 use hako_tests::harness::{Domain, Proc, WATCHDOG};
-use hako_tests::TestMsg;
+use hako_tests::{Checked, SmallMsg, TestMsg};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_hako-test-helper");
 const REQRES_HELPER: &str = env!("CARGO_BIN_EXE_hako-reqres-helper");
 const BOARD_HELPER: &str = env!("CARGO_BIN_EXE_hako-board-helper");
 const SERVICE: &str = "it/campaign";
+/// The service of messages that travel in the queue slot.
+const SMALL: &str = "it/campaign-small";
 const REQRES: &str = "it/campaign-rr";
 /// Responses per request on the request/response service (the helper's
 /// servers answer `n` with `n * 1000 + i`, i < STREAM, as ours do).
@@ -75,14 +78,14 @@ struct Seen {
 }
 
 impl Seen {
-    fn check(&mut self, m: &TestMsg) {
+    fn check<M: Checked>(&mut self, m: &M) {
         self.messages += 1;
         if !m.is_intact() {
             self.corrupted += 1;
             return;
         }
-        if let Some(last) = self.last.insert(m.publisher, m.seq) {
-            if m.seq <= last {
+        if let Some(last) = self.last.insert(m.publisher(), m.seq()) {
+            if m.seq() <= last {
                 self.out_of_order += 1;
             }
         }
@@ -215,6 +218,17 @@ fn random_kills_leave_nothing_behind() {
             .unwrap();
         let publisher = svc.publisher_builder().create().unwrap();
         let sub = svc.subscriber_builder().create().unwrap();
+        let small_svc = node
+            .service_builder(&SMALL.try_into().unwrap())
+            .publish_subscribe::<SmallMsg>()
+            .max_publishers(4)
+            .max_subscribers(8)
+            .subscriber_max_buffer_size(4)
+            .open_or_create()
+            .unwrap();
+        let small_pub = small_svc.publisher_builder().create().unwrap();
+        let small_sub = small_svc.subscriber_builder().create().unwrap();
+        let mut small_seen = Seen::default();
         let rr = node
             .service_builder(&REQRES.try_into().unwrap())
             .request_response::<u64, u64>()
@@ -245,6 +259,17 @@ fn random_kills_leave_nothing_behind() {
         ];
         let reqres_helper =
             |label: &str, args: &[&str]| d.spawn_bin(REQRES_HELPER, label, args, WATCHDOG);
+        let small_args = [
+            "--small",
+            "--service",
+            SMALL,
+            "--max-publishers",
+            "4",
+            "--max-subscribers",
+            "8",
+            "--buffer",
+            "4",
+        ];
         let svc_args = [
             "--service",
             SERVICE,
@@ -290,13 +315,19 @@ fn random_kills_leave_nothing_behind() {
                     victims += 1;
                     continue;
                 }
+                // Half of them on the service of small messages.
+                let svc_args: &[&str] = if rng.below(2) == 0 {
+                    &svc_args
+                } else {
+                    &small_args
+                };
                 let args: Vec<&str> = match rng.below(5) {
                     0 | 1 => [
                         &["publish", "--id", &id, "--count", "100000000"][..],
-                        &svc_args[..],
+                        svc_args,
                     ]
                     .concat(),
-                    2 => [&["subscribe", "--expect", "100000000"][..], &svc_args[..]].concat(),
+                    2 => [&["subscribe", "--expect", "100000000"][..], svc_args].concat(),
                     3 => [
                         &[
                             "subscribe",
@@ -307,7 +338,7 @@ fn random_kills_leave_nothing_behind() {
                             "--wait-file",
                             &never,
                         ][..],
-                        &svc_args[..],
+                        svc_args,
                     ]
                     .concat(),
                     // A service of its own: killed while creating it, or
@@ -320,10 +351,14 @@ fn random_kills_leave_nothing_behind() {
             let until = Instant::now() + Duration::from_micros(rng.below(20_000));
             while Instant::now() < until {
                 publisher.send_copy(TestMsg::new(1, seq)).unwrap();
+                small_pub.send_copy(SmallMsg::new(1, seq)).unwrap();
                 ask(&client, seq, &mut in_flight);
                 seq += 1;
                 while let Some(s) = sub.receive().unwrap() {
-                    seen.check(&s);
+                    seen.check(&*s);
+                }
+                while let Some(s) = small_sub.receive().unwrap() {
+                    small_seen.check(&*s);
                 }
                 answer_all(&server);
                 take_answers(&mut in_flight, &mut answers);
@@ -347,7 +382,10 @@ fn random_kills_leave_nothing_behind() {
         // Survivors keep exchanging messages.
         hako::reclaim_dead_nodes(&cfg, false).unwrap();
         while let Some(s) = sub.receive().unwrap() {
-            seen.check(&s);
+            seen.check(&*s);
+        }
+        while let Some(s) = small_sub.receive().unwrap() {
+            small_seen.check(&*s);
         }
         // Every request of ours in flight ends: answered, or failed with
         // its dead server; then ten more, which only our server can take.
@@ -385,7 +423,13 @@ fn random_kills_leave_nothing_behind() {
                 .receive()
                 .unwrap()
                 .expect("the survivor still gets messages");
-            seen.check(&s);
+            seen.check(&*s);
+            assert_eq!(small_pub.send_copy(SmallMsg::new(1, seq)).unwrap(), 1);
+            let s = small_sub
+                .receive()
+                .unwrap()
+                .expect("the survivor still gets small messages");
+            small_seen.check(&*s);
         }
         // The dead writers are reclaimed: a writer of ours takes the board
         // over from the version they reached, and its value is read whole.
@@ -409,6 +453,18 @@ fn random_kills_leave_nothing_behind() {
         assert_eq!(board_seen.torn, 0, "torn board values");
         assert_eq!(board_seen.back, 0, "board versions going back");
         let leaked = publisher.pool_size() as usize - publisher.free_chunks();
+        let small_leaked = small_pub.pool_size() as usize - small_pub.free_chunks();
+        println!(
+            "campaign: small messages: {} checked from {} publishers, {} corrupted, \
+             {} out of order, {small_leaked} chunks leaked",
+            small_seen.messages,
+            small_seen.last.len(),
+            small_seen.corrupted,
+            small_seen.out_of_order,
+        );
+        assert_eq!(small_leaked, 0, "small chunks leaked");
+        assert_eq!(small_seen.corrupted, 0, "corrupted small messages");
+        assert_eq!(small_seen.out_of_order, 0, "small messages out of order");
         println!(
             "campaign: {rounds} rounds, {victims} victims, {kills} killed, {} messages checked \
              from {} publishers, {} corrupted, {} out of order, {leaked} chunks leaked; \

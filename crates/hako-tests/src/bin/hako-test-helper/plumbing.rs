@@ -11,7 +11,7 @@ use hako::{
     EventId, EventService, Listener, Node, NodeBuilder, OverflowPolicy, Payload, PubSubService,
     Sample, ServiceName, Subscriber, WaitStrategy,
 };
-use hako_tests::{exit, TestMsg};
+use hako_tests::{exit, Checked, TestMsg};
 
 use crate::errors::{die, die_event_port, die_receive, die_service, die_verify};
 
@@ -166,9 +166,9 @@ pub struct Verifier {
 }
 
 impl Verifier {
-    pub fn check(&mut self, s: &Sample<TestMsg>) {
+    pub fn check<M: Checked>(&mut self, s: &Sample<M>) {
         // Copy out of shared memory first, then look at the copy.
-        let m: TestMsg = **s;
+        let m: M = **s;
         if !m.is_intact() {
             die_verify(format!(
                 "corrupted payload (message #{}): {m:?}, checksum should be {:#x}",
@@ -176,14 +176,15 @@ impl Verifier {
                 m.compute_checksum()
             ));
         }
-        let ranges = self.per_publisher.entry(m.publisher).or_default();
+        let (publisher, seq) = (m.publisher(), m.seq());
+        let ranges = self.per_publisher.entry(publisher).or_default();
         match ranges.last_mut() {
-            Some((_, last)) if m.seq <= *last => die_verify(format!(
-                "publisher {} sent seq {} after seq {} (message #{})",
-                m.publisher, m.seq, last, self.total
+            Some((_, last)) if seq <= *last => die_verify(format!(
+                "publisher {publisher} sent seq {seq} after seq {last} (message #{})",
+                self.total
             )),
-            Some((_, last)) if m.seq == *last + 1 => *last = m.seq,
-            _ => ranges.push((m.seq, m.seq)),
+            Some((_, last)) if seq == *last + 1 => *last = seq,
+            _ => ranges.push((seq, seq)),
         }
         self.total += 1;
     }
@@ -206,7 +207,7 @@ impl Verifier {
     }
 }
 
-pub fn receive_one(sub: &Subscriber<TestMsg>) -> Option<Sample<TestMsg>> {
+pub fn receive_one<M: Checked>(sub: &Subscriber<M>) -> Option<Sample<M>> {
     sub.receive().unwrap_or_else(|e| die_receive(e))
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use hako::{BackpressureStrategy, Publisher, ReceiveError};
-use hako_tests::{exit, TestMsg};
+use hako_tests::{exit, Checked, SmallMsg, TestMsg};
 
 use crate::errors::{die, die_loan, die_receive, die_verify};
 use crate::plumbing::{
@@ -17,6 +17,10 @@ use crate::plumbing::{
 pub struct PublishArgs {
     #[command(flatten)]
     svc: SvcArgs,
+    /// Send 48-byte `SmallMsg`s (which travel in the queue slot) instead
+    /// of `TestMsg`s.
+    #[arg(long)]
+    pub small: bool,
     /// Logical publisher id written into every message.
     #[arg(long, default_value_t = 0)]
     id: u64,
@@ -73,6 +77,9 @@ pub struct PublishArgs {
 pub struct SubscribeArgs {
     #[command(flatten)]
     svc: SvcArgs,
+    /// Receive `SmallMsg`s instead of `TestMsg`s.
+    #[arg(long)]
+    pub small: bool,
     /// Messages to receive (in total, from all publishers) before finishing.
     #[arg(long)]
     expect: u64,
@@ -134,13 +141,21 @@ fn parse_strategy(s: &str) -> Result<BackpressureStrategy, String> {
 // ---------------------------------------------------------------- publish
 
 pub fn publish(a: PublishArgs) {
+    if a.small {
+        publish_as::<SmallMsg>(a)
+    } else {
+        publish_as::<TestMsg>(a)
+    }
+}
+
+fn publish_as<M: Checked>(a: PublishArgs) {
     let node = node();
-    let svc = service::<TestMsg>(&node, &a.svc);
+    let svc = service::<M>(&node, &a.svc);
     let mut b = svc.publisher_builder().backpressure(a.strategy);
     if let Some(n) = a.max_loans {
         b = b.max_loaned_samples(n);
     }
-    let publisher: Publisher<TestMsg> = b
+    let publisher: Publisher<M> = b
         .create()
         .unwrap_or_else(|e| die(exit::FAILURE, "PublisherCreateError", e));
     touch(&a.ready_file);
@@ -157,7 +172,7 @@ pub fn publish(a: PublishArgs) {
             wait_for(&a.pause_file);
         }
         let sample = publisher.loan_uninit().unwrap_or_else(|e| die_loan(e));
-        let n = sample.write_payload(TestMsg::new(a.id, seq)).send();
+        let n = sample.write_payload(M::new(a.id, seq)).send();
         delivered += n as u64;
         if n == 0 {
             zero += 1;
@@ -197,8 +212,16 @@ pub fn publish(a: PublishArgs) {
 // ---------------------------------------------------------------- subscribe
 
 pub fn subscribe(a: SubscribeArgs) {
+    if a.small {
+        subscribe_as::<SmallMsg>(a)
+    } else {
+        subscribe_as::<TestMsg>(a)
+    }
+}
+
+fn subscribe_as<M: Checked>(a: SubscribeArgs) {
     let node = node();
-    let svc = service::<TestMsg>(&node, &a.svc);
+    let svc = service::<M>(&node, &a.svc);
     let sub = svc
         .subscriber_builder()
         .create()
