@@ -543,7 +543,8 @@ enum hako_status hako_board_reader_create(const struct hako_board *board,
                                           struct hako_board_reader **out);
 
 // Drops a reader and sets `*reader` to NULL (its entries keep it
-// registered until they are dropped too).
+// registered until they are dropped too); `HAKO_ERROR_MISUSE` while a
+// waitset holds it.
 //
 // # Safety
 // `reader` is NULL or points to NULL or a reader handle.
@@ -651,6 +652,17 @@ enum hako_status hako_board_reader_entry_hold(struct hako_board_reader_entry *en
 // # Safety
 // `entry` is a reader entry handle.
 enum hako_status hako_board_reader_entry_release(struct hako_board_reader_entry *entry);
+
+// With `on`, asks the writer to wake this reader when the entry changes:
+// a waitset the reader is attached to (`hako_waitset_attach_board_reader`)
+// then reports it ready, until the entry is read (its version then is
+// the one seen) or this is called with `on` false. Without any entry
+// watched, an attached reader is never ready.
+//
+// # Safety
+// `entry` is a reader entry handle.
+enum hako_status hako_board_reader_entry_watch(const struct hako_board_reader_entry *entry,
+                                               bool on);
 
 // The entry's version now (its updates so far), and whether it changed
 // since this handle last read it (`changed` may be NULL).
@@ -1162,6 +1174,17 @@ enum hako_status hako_waitset_attach_server(struct hako_waitset *waitset,
 enum hako_status hako_waitset_attach_client(struct hako_waitset *waitset,
                                             const struct hako_client *port,
                                             size_t *id);
+
+// Attaches a blackboard reader: ready while an entry it watches
+// (`hako_board_reader_entry_watch`) changed since its handle last read
+// it. Its id in `*id` (may be NULL).
+//
+// # Safety
+// `waitset` is a waitset handle; `reader` is a live handle; `id` is NULL
+// or writable.
+enum hako_status hako_waitset_attach_board_reader(struct hako_waitset *waitset,
+                                                  const struct hako_board_reader *reader,
+                                                  size_t *id);
 
 // Attaches a file descriptor: ready when readable (read it, or it stays
 // ready). It must stay open while attached.

@@ -713,6 +713,8 @@ private:
     detail::Handle<hako_server, hako_server_drop> h_;
 };
 
+class BoardReader;
+
 /// One thread waits on many ports, descriptors and timers. The ports
 /// attached must outlive it (their drop is refused while attached).
 class WaitSet {
@@ -741,6 +743,8 @@ public:
         detail::check(hako_waitset_attach_client(h_.get(), c.get(), &id));
         return id;
     }
+    /// Ready while an entry the reader watches changed since it was read.
+    size_t attach(const BoardReader& r);
     /// A tick every `period`.
     template <typename Rep, typename Period>
     size_t attach_interval(std::chrono::duration<Rep, Period> period) {
@@ -917,6 +921,16 @@ public:
         detail::check(hako_board_reader_entry_version(h_.get(), &v, nullptr));
         return v;
     }
+    /// Whether it changed since this handle last read it.
+    bool changed() const {
+        uint64_t v = 0;
+        bool c = false;
+        detail::check(hako_board_reader_entry_version(h_.get(), &v, &c));
+        return c;
+    }
+    /// Asks the writer to wake the reader's waitset when the entry changes
+    /// (`false`: no longer).
+    void watch(bool on = true) { detail::check(hako_board_reader_entry_watch(h_.get(), on)); }
     /// Waits until the entry changes from the version last read; the new
     /// version, or nothing on a timeout.
     std::optional<uint64_t> wait(Timeout timeout = Timeout::forever()) {
@@ -939,10 +953,17 @@ public:
     BoardReaderEntry<T> entry(const std::string& key, const std::string& type_name) {
         return BoardReaderEntry<T>(h_.get(), key, type_name);
     }
+    const hako_board_reader* get() const { return h_.get(); }
 
 private:
     detail::Handle<hako_board_reader, hako_board_reader_drop> h_;
 };
+
+inline size_t WaitSet::attach(const BoardReader& r) {
+    size_t id = 0;
+    detail::check(hako_waitset_attach_board_reader(h_.get(), r.get(), &id));
+    return id;
+}
 
 }  // namespace hako
 

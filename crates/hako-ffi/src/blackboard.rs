@@ -10,7 +10,9 @@ use std::time::Duration;
 use hako::{BlackboardService, RawReaderEntry, RawWriterEntry, Reader, Writer};
 
 use crate::error::{guard, hako_status, Failure, HAKO_ERROR_BUFFER_TOO_SMALL};
-use crate::handle::{get, get_mut, give, put, take, text};
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::handle::{get, get_mut, give, put, take, take_port, text};
 use crate::node::{hako_node, hako_open_mode, hako_wait_strategy, HAKO_FOREVER};
 use crate::pubsub::{details, hako_payload_type};
 
@@ -52,7 +54,9 @@ pub struct hako_board_writer {
 
 /// A blackboard's reader. Owning handle; any thread.
 pub struct hako_board_reader {
-    reader: Reader,
+    pub(crate) reader: Reader,
+    /// Waitsets it is attached to.
+    pub(crate) attached: std::sync::atomic::AtomicUsize,
 }
 
 /// One entry of a writer. Owning handle; one thread at a time.
@@ -217,12 +221,21 @@ pub unsafe extern "C" fn hako_board_reader_create(
             .wait_strategy(wait.into())
             .create()?;
         // SAFETY: writable (the caller's promise).
-        unsafe { give(out, hako_board_reader { reader }) }
+        unsafe {
+            give(
+                out,
+                hako_board_reader {
+                    reader,
+                    attached: Default::default(),
+                },
+            )
+        }
     })
 }
 
 /// Drops a reader and sets `*reader` to NULL (its entries keep it
-/// registered until they are dropped too).
+/// registered until they are dropped too); `HAKO_ERROR_MISUSE` while a
+/// waitset holds it.
 ///
 /// # Safety
 /// `reader` is NULL or points to NULL or a reader handle.
@@ -230,8 +243,10 @@ pub unsafe extern "C" fn hako_board_reader_create(
 pub unsafe extern "C" fn hako_board_reader_drop(
     reader: *mut *mut hako_board_reader,
 ) -> hako_status {
-    // SAFETY: the caller's promise, passed on.
-    guard(|| unsafe { take(reader, "the reader") }.map(drop))
+    guard(|| {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { take_port(reader, "the reader", |r| r.attached.load(Relaxed)) }.map(drop)
+    })
 }
 
 /// The writer's entry `key`, holding values of `value`
@@ -485,6 +500,31 @@ pub unsafe extern "C" fn hako_board_reader_entry_release(
         unsafe { get_mut(entry, "the reader's entry") }?
             .entry
             .release();
+        Ok(())
+    })
+}
+
+/// With `on`, asks the writer to wake this reader when the entry changes:
+/// a waitset the reader is attached to (`hako_waitset_attach_board_reader`)
+/// then reports it ready, until the entry is read (its version then is
+/// the one seen) or this is called with `on` false. Without any entry
+/// watched, an attached reader is never ready.
+///
+/// # Safety
+/// `entry` is a reader entry handle.
+#[no_mangle]
+pub unsafe extern "C" fn hako_board_reader_entry_watch(
+    entry: *const hako_board_reader_entry,
+    on: bool,
+) -> hako_status {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let e = unsafe { get(entry, "the reader's entry") }?;
+        if on {
+            e.entry.watch();
+        } else {
+            e.entry.unwatch();
+        }
         Ok(())
     })
 }

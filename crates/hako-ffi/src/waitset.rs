@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use hako::{WaitEvent, WaitOutcome, WaitSet};
 
+use crate::blackboard::hako_board_reader;
 use crate::error::{guard, hako_status, Failure, ToFailure, HAKO_ERROR_BUFFER_TOO_SMALL};
 use crate::event::hako_listener;
 use crate::handle::{get, get_mut, give, put, take};
@@ -228,6 +229,30 @@ pub unsafe extern "C" fn hako_waitset_attach_client(
         let p: &'static hako_client = unsafe { get(port, "the client") }?;
         let got = w.ws.attach_client(&p.client);
         attached(w, &p.attached, id, got)
+    })
+}
+
+/// Attaches a blackboard reader: ready while an entry it watches
+/// (`hako_board_reader_entry_watch`) changed since its handle last read
+/// it. Its id in `*id` (may be NULL).
+///
+/// # Safety
+/// `waitset` is a waitset handle; `reader` is a live handle; `id` is NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn hako_waitset_attach_board_reader(
+    waitset: *mut hako_waitset,
+    reader: *const hako_board_reader,
+    id: *mut usize,
+) -> hako_status {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let w = unsafe { get_mut(waitset, "the waitset") }?;
+        // SAFETY: a live reader handle, which refuses to drop while
+        // attached (its counter): what 'static stands for here.
+        let r: &'static hako_board_reader = unsafe { get(reader, "the reader") }?;
+        let got = w.ws.attach_reader(&r.reader);
+        attached(w, &r.attached, id, got)
     })
 }
 

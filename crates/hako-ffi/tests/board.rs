@@ -264,3 +264,139 @@ fn a_board_made_in_c_is_written_and_read_from_both_sides() {
     let mut n = n;
     ok!(hako_node_drop(&mut n));
 }
+
+#[test]
+fn a_waitset_wakes_for_a_watched_entry_and_keeps_its_reader() {
+    let root = Root::new("board-ws");
+    let n = node(&root);
+    let zero = 0u64;
+    let entries = [hako_board_entry {
+        key: c"count".as_ptr(),
+        value: u64_type(),
+        default_value: (&raw const zero).cast(),
+    }];
+    let mut board = null_mut();
+    ok!(hako_board_open(
+        n,
+        c"c/board-ws".as_ptr(),
+        entries.as_ptr(),
+        1,
+        null(),
+        hako_open_mode::HAKO_CREATE,
+        &mut board
+    ));
+    let (mut writer, mut reader) = (null_mut(), null_mut());
+    ok!(hako_board_writer_create(board, &mut writer));
+    ok!(hako_board_reader_create(
+        board,
+        hako_wait_strategy::HAKO_WAIT_PARK,
+        &mut reader
+    ));
+    let (mut w, mut r) = (null_mut(), null_mut());
+    ok!(hako_board_writer_entry_open(
+        writer,
+        c"count".as_ptr(),
+        &u64_type(),
+        &mut w
+    ));
+    ok!(hako_board_reader_entry_open(
+        reader,
+        c"count".as_ptr(),
+        &u64_type(),
+        &mut r
+    ));
+    let mut ws = null_mut();
+    ok!(hako_waitset_create_without_signal_handling(&mut ws));
+    let mut id = usize::MAX;
+    ok!(hako_waitset_attach_board_reader(ws, reader, &mut id));
+    let wait = |ws, timeout_us| {
+        let mut events = [hako_wait_event {
+            kind: hako_wait_event_kind::HAKO_EVENT_TICK,
+            id: usize::MAX,
+        }; 4];
+        let (mut count, mut how) = (0, hako_wait_outcome::HAKO_WAIT_EVENTS);
+        ok!(hako_waitset_wait(
+            ws,
+            timeout_us,
+            events.as_mut_ptr(),
+            4,
+            &mut count,
+            &mut how
+        ));
+        events[..count].to_vec()
+    };
+    // Nothing watched: an update does not make the reader ready.
+    let mut version = 0;
+    ok!(hako_board_writer_entry_update(
+        w,
+        (&raw const zero).cast(),
+        8,
+        &mut version
+    ));
+    assert!(wait(ws, 20_000).is_empty());
+    // Watched: ready at once (changed since last read), until read.
+    ok!(hako_board_reader_entry_watch(r, true));
+    let got = wait(ws, 1_000_000);
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        (got[0].kind, got[0].id),
+        (hako_wait_event_kind::HAKO_EVENT_READY, id)
+    );
+    let mut value = 0u64;
+    ok!(hako_board_reader_entry_get(
+        r,
+        (&raw mut value).cast(),
+        8,
+        &mut version
+    ));
+    assert!(wait(ws, 20_000).is_empty(), "read: no longer ready");
+    // An update from another thread wakes a wait in progress.
+    let writer_entry = w as usize;
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let seven = 7u64;
+        let mut v = 0;
+        // SAFETY: the entry handle lives until the thread is joined.
+        unsafe {
+            hako_board_writer_entry_update(
+                writer_entry as *mut hako_board_writer_entry,
+                (&raw const seven).cast(),
+                8,
+                &mut v,
+            )
+        }
+    });
+    let got = wait(ws, 10_000_000);
+    assert_eq!(t.join().unwrap(), hako_status::HAKO_OK);
+    assert_eq!(got.len(), 1, "woken by the update");
+    ok!(hako_board_reader_entry_get(
+        r,
+        (&raw mut value).cast(),
+        8,
+        &mut version
+    ));
+    assert_eq!((value, version), (7, 2));
+    // No longer watched: not woken.
+    ok!(hako_board_reader_entry_watch(r, false));
+    ok!(hako_board_writer_entry_update(
+        w,
+        (&raw const zero).cast(),
+        8,
+        &mut version
+    ));
+    assert!(wait(ws, 20_000).is_empty());
+    // The waitset holds the reader: its drop is refused until the waitset goes.
+    assert_eq!(
+        unsafe { hako_board_reader_drop(&mut reader) },
+        hako_status::HAKO_ERROR_MISUSE
+    );
+    assert!(!reader.is_null());
+    ok!(hako_waitset_drop(&mut ws));
+    ok!(hako_board_reader_entry_drop(&mut r));
+    ok!(hako_board_writer_entry_drop(&mut w));
+    ok!(hako_board_reader_drop(&mut reader));
+    ok!(hako_board_writer_drop(&mut writer));
+    ok!(hako_board_drop(&mut board));
+    let mut n = n;
+    ok!(hako_node_drop(&mut n));
+}

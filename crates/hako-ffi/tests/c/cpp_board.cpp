@@ -1,7 +1,9 @@
 // Cross-language test, C++ blackboard: `cpp_board read ROOT COUNT` reads
 // the entry "mixed" of the board "ffi/board" each time it changes (by copy
 // and in place, in turn), checking that version v holds mixed_of(v), until
-// version COUNT; `cpp_board write ROOT COUNT` waits for a reader, then
+// version COUNT (`read-waitset`: the same, woken by a waitset the reader is
+// attached to, its entry watched, instead of the entry's own wait);
+// `cpp_board write ROOT COUNT` waits for a reader, then
 // publishes versions 1..COUNT (by copy and in place, in turn) and waits for
 // the reader to leave. Either side may be Rust (rust_peer board-read /
 // board-write).
@@ -24,10 +26,11 @@ static hako::Blackboard board(const hako::Node& node) {
 
 int main(int argc, char** argv) {
     if (argc != 4) {
-        std::fprintf(stderr, "usage: cpp_board read|write ROOT COUNT\n");
+        std::fprintf(stderr, "usage: cpp_board read|read-waitset|write ROOT COUNT\n");
         return 2;
     }
     bool write = std::strcmp(argv[1], "write") == 0;
+    bool waitset = std::strcmp(argv[1], "read-waitset") == 0;
     uint64_t count = std::strtoull(argv[3], nullptr, 10);
     try {
         hako::Node node("cpp_board", argv[2]);
@@ -59,9 +62,27 @@ int main(int argc, char** argv) {
         } else {
             hako::BoardReader reader(b, hako::Wait::Park);
             auto entry = reader.entry<mixed>("mixed", MIXED_TYPE);
+            hako::WaitSet ws;
+            size_t id = 0;
+            if (waitset) {
+                entry.watch();
+                id = ws.attach(reader);
+            }
+            uint64_t wakes = 0;
             uint64_t last = 0;
             for (int turn = 0; last < count; turn++) {
-                if (!entry.wait(hako::Timeout::after(std::chrono::seconds(10)))) {
+                if (waitset) {
+                    // Ready while the watched entry changed since it was
+                    // last read: wait unless it did already.
+                    while (!entry.changed()) {
+                        auto events = ws.wait(hako::Timeout::after(std::chrono::seconds(10)));
+                        if (events.empty() || events[0].id != id) {
+                            std::fprintf(stderr, "no wake after version %llu\n", (unsigned long long)last);
+                            return 1;
+                        }
+                        wakes++;
+                    }
+                } else if (!entry.wait(hako::Timeout::after(std::chrono::seconds(10)))) {
                     std::fprintf(stderr, "no change after version %llu\n", (unsigned long long)last);
                     return 1;
                 }
@@ -84,6 +105,10 @@ int main(int argc, char** argv) {
                     return 1;
                 }
                 last = version;
+            }
+            if (waitset && wakes == 0) {
+                std::fprintf(stderr, "the waitset never woke\n");
+                return 1;
             }
             std::printf("RESULT board-read=%llu\n", (unsigned long long)last);
         }
