@@ -229,7 +229,8 @@ impl BoardLoan {
 /// A blackboard's reader.
 #[pyclass(module = "hako", frozen)]
 pub struct BoardReader {
-    reader: hako::Reader,
+    /// Never closed: a waitset may borrow it while it keeps this object.
+    pub(crate) reader: hako::Reader,
 }
 
 #[pymethods]
@@ -271,6 +272,24 @@ impl ReaderEntry {
     #[getter]
     fn changed(&self, py: Python<'_>) -> PyResult<bool> {
         self.entry.with(py, |e| e.changed().py())
+    }
+
+    /// Asks the writer to wake this entry's reader when it changes: a
+    /// ``WaitSet`` the reader is attached to reports it ready while the
+    /// entry changed since this handle last read it.
+    fn watch(&self, py: Python<'_>) -> PyResult<()> {
+        self.entry.with(py, |e| {
+            e.watch();
+            Ok(())
+        })
+    }
+
+    /// Stops ``watch``ing the entry.
+    fn unwatch(&self, py: Python<'_>) -> PyResult<()> {
+        self.entry.with(py, |e| {
+            e.unwatch();
+            Ok(())
+        })
     }
 
     /// The latest value, copied (never torn): a number for a scalar type,

@@ -15,6 +15,7 @@ use std::time::Duration;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
+use crate::board::BoardReader;
 use crate::common::{deadline, wait_sliced, Attachments, Owned, SLICE};
 use crate::errors::{PyResultExt, TerminationRequest};
 use crate::event::Listener;
@@ -63,7 +64,8 @@ impl Port {
 }
 
 /// Waits on many sources at once: subscribers, listeners, servers and
-/// clients (ready when they have something to take), file descriptors
+/// clients (ready when they have something to take), blackboard readers
+/// (ready while an entry they ``watch()`` changed since it was read), file descriptors
 /// (objects with ``fileno()``, or ints: ready when readable), intervals
 /// and deadlines. ``attach_*`` return ids; ``wait()`` returns what
 /// happened as ``(kind, id)`` pairs, ``kind`` one of ``"ready"``,
@@ -127,9 +129,19 @@ impl WaitSet {
         })
     }
 
-    /// Attaches a subscriber, listener, server or client, or a file
-    /// descriptor (an int, or an object with ``fileno()``); returns its id.
+    /// Attaches a subscriber, listener, server, client or blackboard
+    /// reader, or a file descriptor (an int, or an object with
+    /// ``fileno()``); returns its id.
     fn attach(&self, py: Python<'_>, source: Bound<'_, PyAny>) -> PyResult<usize> {
+        if let Ok(r) = source.cast::<BoardReader>() {
+            // SAFETY: see `forever`: the waitset keeps the reader's object
+            // (below, with the descriptors' owners), which owns the Reader
+            // and has no close.
+            let reader = unsafe { forever(&r.get().reader) };
+            let id = self.with_ws(|ws| ws.attach_reader(reader).py())?;
+            try_hold(&self.fds)?.push(source.unbind());
+            return Ok(id.index());
+        }
         let port = if let Ok(p) = source.cast::<Subscriber>() {
             Port::Subscriber(p.clone().unbind())
         } else if let Ok(p) = source.cast::<Listener>() {
@@ -145,7 +157,7 @@ impl WaitSet {
                 source.call_method0("fileno")?.extract()?
             } else {
                 return Err(PyTypeError::new_err(
-                    "attach takes a Subscriber, Listener, Server, Client, or a file descriptor",
+                    "attach takes a Subscriber, Listener, Server, Client, BoardReader, or a file descriptor",
                 ));
             };
             // SAFETY: the object owning the descriptor is kept alive by the

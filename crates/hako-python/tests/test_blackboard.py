@@ -176,3 +176,34 @@ def test_a_rust_process_on_the_same_board(node, root, python_writes):
         del r
         out, err = peer.communicate(timeout=60)
         assert peer.returncode == 0, err
+
+
+def test_a_waitset_wakes_for_an_entry_a_rust_process_updates(node, root):
+    # The reader is attached to a waitset; its entry watched, every wake
+    # means the entry changed since it was read, until a Rust writer in
+    # another process reached the last version.
+    assert RUST_PEER.exists(), f"{RUST_PEER} is missing: run ./scripts/python --build-only"
+    b = mixed_board(node)
+    reader = b.reader(wait="park")
+    r = reader.entry("mixed", Mixed)
+    ws = hako.WaitSet()
+    rid = ws.attach(reader)
+    assert ws.wait(timeout=0.02) == [], "nothing watched, nothing changed"
+    r.watch()
+    count = 2000
+    peer = subprocess.Popen([str(RUST_PEER), "board-write", root, str(count)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    last, wakes = 0, 0
+    while last < count:
+        if not r.changed:
+            assert ws.wait(timeout=10) == [("ready", rid)], f"no wake after version {last}"
+            wakes += 1
+        value, last = r.get_with_version()
+        assert same(value, mixed_of(last)), f"version {last} is wrong"
+    assert wakes > 0
+    r.unwatch()
+    ws.close()
+    del r, reader   # the writer waits for its readers to leave
+    out, err = peer.communicate(timeout=60)
+    assert peer.returncode == 0, err
+    assert f"RESULT board-wrote={count}" in out
