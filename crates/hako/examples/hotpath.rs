@@ -12,7 +12,9 @@
 //! With `empty`, a drop-oldest subscriber whose publisher sends nothing
 //! receives N times: the cost of one turn of a busy-poll loop. With
 //! `inline`, as `backpressure` with 48-byte messages, which travel in the
-//! queue slot (the others, 64 bytes, in the pool).
+//! queue slot (the others, 64 bytes, in the pool). With `inline4` and
+//! `backpressure4`, as `inline` and `backpressure` with four subscribers,
+//! each receiving every message: what an extra subscriber costs.
 
 use hako::{Config, NodeBuilder, OverflowPolicy, Publisher, Subscriber};
 
@@ -25,14 +27,17 @@ fn main() -> Result<(), Error> {
         .transpose()?
         .unwrap_or(1_000_000);
     let mode = std::env::args().nth(2);
-    let (policy, empty, size) = match mode.as_deref() {
-        None | Some("drop_oldest") => (OverflowPolicy::DropOldest, false, 64),
-        Some("backpressure") => (OverflowPolicy::Backpressure, false, 64),
-        Some("empty") => (OverflowPolicy::DropOldest, true, 64),
-        Some("inline") => (OverflowPolicy::Backpressure, false, 48),
+    let (policy, empty, size, subscribers) = match mode.as_deref() {
+        None | Some("drop_oldest") => (OverflowPolicy::DropOldest, false, 64, 1),
+        Some("backpressure") => (OverflowPolicy::Backpressure, false, 64, 1),
+        Some("empty") => (OverflowPolicy::DropOldest, true, 64, 1),
+        Some("inline") => (OverflowPolicy::Backpressure, false, 48, 1),
+        Some("backpressure4") => (OverflowPolicy::Backpressure, false, 64, 4),
+        Some("inline4") => (OverflowPolicy::Backpressure, false, 48, 4),
         Some(other) => {
             return Err(format!(
-                "unknown mode {other:?} (drop_oldest, backpressure, empty or inline)"
+                "unknown mode {other:?} (drop_oldest, backpressure, empty, inline, \
+                 backpressure4 or inline4)"
             )
             .into())
         }
@@ -45,17 +50,20 @@ fn main() -> Result<(), Error> {
             .service_builder(&"hotpath".try_into()?)
             .publish_subscribe::<[u8]>()
             .subscriber_max_buffer_size(16)
-            .max_subscribers(1)
+            .max_subscribers(subscribers)
             .max_publishers(1)
             .overflow_policy(policy)
             .open_or_create()?;
         let publisher = svc.publisher_builder().max_slice_len(size).create()?;
         let subscriber = svc.subscriber_builder().create()?;
+        let others = (1..subscribers)
+            .map(|_| svc.subscriber_builder().create())
+            .collect::<Result<Vec<_>, _>>()?;
         let t0 = std::time::Instant::now();
         let sum = if empty {
             empty_polls(&publisher, &subscriber, n)?
         } else {
-            exchange(&publisher, &subscriber, n, size)?
+            exchange(&publisher, &subscriber, &others, n, size)?
         };
         let per = t0.elapsed().as_nanos() as f64 / n as f64;
         println!("{per:.1} ns per message (checksum {sum})");
@@ -70,6 +78,7 @@ fn main() -> Result<(), Error> {
 fn exchange(
     publisher: &Publisher<[u8]>,
     subscriber: &Subscriber<[u8]>,
+    others: &[Subscriber<[u8]>],
     n: u64,
     size: usize,
 ) -> Result<u64, Error> {
@@ -82,6 +91,10 @@ fn exchange(
         s.send();
         let r = subscriber.receive()?.ok_or("no sample")?;
         sum += u64::from(r[0]);
+        for o in others {
+            let r = o.receive()?.ok_or("no sample")?;
+            sum += u64::from(r[0]);
+        }
     }
     Ok(sum)
 }
