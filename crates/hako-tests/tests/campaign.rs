@@ -68,6 +68,18 @@ fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
+/// A shared publish/subscribe service of the campaign, as the victims
+/// open it (see their arguments).
+fn shared_service<M: Checked>(node: &hako::Node, name: &str) -> hako::PubSubService<M> {
+    node.service_builder(&name.try_into().unwrap())
+        .publish_subscribe::<M>()
+        .max_publishers(4)
+        .max_subscribers(8)
+        .subscriber_max_buffer_size(4)
+        .open_or_create()
+        .unwrap()
+}
+
 /// What the survivor subscriber saw.
 #[derive(Default)]
 struct Seen {
@@ -208,24 +220,10 @@ fn random_kills_leave_nothing_behind() {
             .config(&cfg)
             .create()
             .unwrap();
-        let svc = node
-            .service_builder(&SERVICE.try_into().unwrap())
-            .publish_subscribe::<TestMsg>()
-            .max_publishers(4)
-            .max_subscribers(8)
-            .subscriber_max_buffer_size(4)
-            .open_or_create()
-            .unwrap();
+        let svc = shared_service::<TestMsg>(&node, SERVICE);
         let publisher = svc.publisher_builder().create().unwrap();
         let sub = svc.subscriber_builder().create().unwrap();
-        let small_svc = node
-            .service_builder(&SMALL.try_into().unwrap())
-            .publish_subscribe::<SmallMsg>()
-            .max_publishers(4)
-            .max_subscribers(8)
-            .subscriber_max_buffer_size(4)
-            .open_or_create()
-            .unwrap();
+        let small_svc = shared_service::<SmallMsg>(&node, SMALL);
         let small_pub = small_svc.publisher_builder().create().unwrap();
         let small_sub = small_svc.subscriber_builder().create().unwrap();
         let mut small_seen = Seen::default();
@@ -259,10 +257,8 @@ fn random_kills_leave_nothing_behind() {
         ];
         let reqres_helper =
             |label: &str, args: &[&str]| d.spawn_bin(REQRES_HELPER, label, args, WATCHDOG);
-        let small_args = [
-            "--small",
-            "--service",
-            SMALL,
+        // The victims' settings of the shared services, as ours.
+        let settings = [
             "--max-publishers",
             "4",
             "--max-subscribers",
@@ -270,16 +266,8 @@ fn random_kills_leave_nothing_behind() {
             "--buffer",
             "4",
         ];
-        let svc_args = [
-            "--service",
-            SERVICE,
-            "--max-publishers",
-            "4",
-            "--max-subscribers",
-            "8",
-            "--buffer",
-            "4",
-        ];
+        let svc_args = [&["--service", SERVICE][..], &settings].concat();
+        let small_args = [&["--small", "--service", SMALL][..], &settings].concat();
         let never = d.arg("never");
         let mut seq = 0u64;
         for round in 0..rounds {
