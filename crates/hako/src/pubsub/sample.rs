@@ -1,5 +1,6 @@
 //! Received samples: the payload in shared memory, where the publisher
-//! wrote it.
+//! wrote it (or, for payloads that travel in the queue slot, where the
+//! subscriber took them from it).
 
 use std::marker::PhantomData;
 use std::ops::Deref;
@@ -8,7 +9,10 @@ use crate::port::payload::Payload;
 use crate::port::receiver::sample::RawSample;
 
 /// A received sample: dereferences to the payload in shared memory, where the
-/// publisher wrote it. Dropping it hands the chunk back to the publisher.
+/// publisher wrote it; a payload of up to 48 bytes that travelled in the
+/// queue slot (see [`PublisherBuilder::inline_payloads`](crate::PublisherBuilder::inline_payloads))
+/// is read where the subscriber put it when it took the slot, in its own
+/// memory. Dropping it hands the chunk back to the publisher.
 ///
 /// `Send` and `Sync`. Dropping one on the thread that receives is cheapest
 /// (plain stores); on another thread it costs an atomic increment. Do not
@@ -28,7 +32,7 @@ use crate::port::receiver::sample::RawSample;
 /// let publisher = service.publisher_builder().create()?;
 /// publisher.send_copy([1, 2, 3, 4])?;
 /// if let Some(sample) = subscriber.receive()? {
-///     assert_eq!(sample[2], 3); // read in place, in the publisher's memory
+///     assert_eq!(sample[2], 3); // 16 bytes: read where the queue slot brought them
 ///     assert_eq!(sample.publisher_id(), publisher.id());
 /// } // dropped: the chunk goes back to the publisher
 /// # Ok(()) }
