@@ -35,6 +35,8 @@ fuzz_target!(|data: &[u8]| {
         match op % 6 {
             // The writer: an update whose value is its version.
             0 => {
+                // ORDERING: Acquire (both), as the library's writer: the
+                // state's publish, and the reader's pin before reuse.
                 let Ok(s) = e.state(Ordering::Acquire) else {
                     assert!(scribbled, "corrupt without a hostile write");
                     continue;

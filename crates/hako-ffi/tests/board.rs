@@ -151,12 +151,14 @@ fn a_board_made_in_c_is_written_and_read_from_both_sides() {
             id: 9,
         })
     };
+    // SAFETY: a live entry handle; a loan begun twice is refused.
     let s = unsafe { hako_board_writer_entry_begin(wpose, false, &mut buf) };
     assert_eq!(s, hako_status::HAKO_ERROR_MISUSE, "a second loan");
     ok!(hako_board_writer_entry_commit(wpose, &mut version));
     assert_eq!(version, 2);
     ok!(hako_board_writer_entry_begin(wpose, false, &mut buf));
     ok!(hako_board_writer_entry_abandon(wpose));
+    // SAFETY: a live entry handle with no loan: the commit is refused.
     let s = unsafe { hako_board_writer_entry_commit(wpose, null_mut()) };
     assert_eq!(s, hako_status::HAKO_ERROR_MISUSE, "a commit without a loan");
 
@@ -213,12 +215,15 @@ fn a_board_made_in_c_is_written_and_read_from_both_sides() {
 
     // Misuse and mismatch are reported.
     let mut other = null_mut();
+    // SAFETY: a live reader; the pose entry is not a u64.
     let s =
         unsafe { hako_board_reader_entry_open(reader, c"pose".as_ptr(), &u64_type(), &mut other) };
     assert_eq!(s, hako_status::HAKO_ERROR_INCOMPATIBLE, "{}", last());
+    // SAFETY: a live reader; no entry "speed".
     let s =
         unsafe { hako_board_reader_entry_open(reader, c"speed".as_ptr(), &u64_type(), &mut other) };
     assert_eq!(s, hako_status::HAKO_ERROR_NOT_FOUND, "{}", last());
+    // SAFETY: a live reader; the entry has a handle already.
     let s =
         unsafe { hako_board_reader_entry_open(reader, c"pose".as_ptr(), &pose_type(), &mut other) };
     assert_eq!(
@@ -227,11 +232,13 @@ fn a_board_made_in_c_is_written_and_read_from_both_sides() {
         "a second handle: {}",
         last()
     );
+    // SAFETY: a live entry handle; the buffer is too small on purpose.
     let s = unsafe { hako_board_reader_entry_get(rpose, (&raw mut got).cast(), 3, &mut version) };
     assert_eq!(s, hako_status::HAKO_ERROR_BUFFER_TOO_SMALL);
     let mut w2 = null_mut();
     ok!(hako_board_writer_create(board, &mut w2));
     let mut w3 = null_mut();
+    // SAFETY: a live board; a third writer is refused.
     let s = unsafe { hako_board_writer_create(board, &mut w3) };
     assert_eq!(
         s,
@@ -240,6 +247,7 @@ fn a_board_made_in_c_is_written_and_read_from_both_sides() {
         last()
     );
     let mut missing = null_mut();
+    // SAFETY: a live node; the board does not exist.
     let s = unsafe {
         hako_board_open(
             n,
@@ -254,6 +262,7 @@ fn a_board_made_in_c_is_written_and_read_from_both_sides() {
     assert_eq!(s, hako_status::HAKO_ERROR_NOT_FOUND);
 
     ok!(hako_board_reader_entry_drop(&mut rpose));
+    // SAFETY: the handle was dropped: a null slot is refused.
     assert_eq!(
         unsafe { hako_board_reader_entry_drop(&mut rpose) },
         hako_status::HAKO_ERROR_NULL_ARGUMENT
@@ -386,6 +395,7 @@ fn a_waitset_wakes_for_a_watched_entry_and_keeps_its_reader() {
     ));
     assert!(wait(ws, 20_000).is_empty());
     // The waitset holds the reader: its drop is refused until the waitset goes.
+    // SAFETY: a live reader, attached: its drop is refused.
     assert_eq!(
         unsafe { hako_board_reader_drop(&mut reader) },
         hako_status::HAKO_ERROR_MISUSE

@@ -82,13 +82,23 @@ impl BoardWriter {
         key: &str,
         r#type: Bound<'_, PyAny>,
     ) -> PyResult<WriterEntry> {
-        let (payload, details) = Payload::describe(py, Some(r#type), Some(false))?;
-        let e = self.writer.entry_described(key, details).py()?;
-        Ok(WriterEntry {
-            entry: Slot::new("the writer's entry", e),
-            payload,
-        })
+        let (entry, payload) = open_entry(py, r#type, "the writer's entry", |d| {
+            self.writer.entry_described(key, d).py()
+        })?;
+        Ok(WriterEntry { entry, payload })
     }
+}
+
+/// An entry handle (`what`, for errors) that `open` makes of the values'
+/// type, as `type` describes it, and that description.
+fn open_entry<E>(
+    py: Python<'_>,
+    r#type: Bound<'_, PyAny>,
+    what: &'static str,
+    open: impl FnOnce(hako::TypeDetails) -> PyResult<E>,
+) -> PyResult<(Slot<E>, Payload)> {
+    let (payload, details) = Payload::describe(py, Some(r#type), Some(false))?;
+    Ok((Slot::new(what, open(details)?), payload))
 }
 
 /// One entry of the writer.
@@ -244,12 +254,10 @@ impl BoardReader {
         key: &str,
         r#type: Bound<'_, PyAny>,
     ) -> PyResult<ReaderEntry> {
-        let (payload, details) = Payload::describe(py, Some(r#type), Some(false))?;
-        let e = self.reader.entry_described(key, details).py()?;
-        Ok(ReaderEntry {
-            entry: Slot::new("the reader's entry", e),
-            payload,
-        })
+        let (entry, payload) = open_entry(py, r#type, "the reader's entry", |d| {
+            self.reader.entry_described(key, d).py()
+        })?;
+        Ok(ReaderEntry { entry, payload })
     }
 }
 

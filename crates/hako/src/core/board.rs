@@ -254,9 +254,9 @@ impl<'a> Entry<'a> {
     /// [`free_buffer`](Self::free_buffer)): its sequence word becomes
     /// `2·version + 1`, odd.
     pub fn begin_write(&self, b: u64, version: u64) {
-        // Relaxed store, then a Release fence: pairs with the readers' Acquire
-        // fence in try_copy(); no byte of the new value is seen before the
-        // odd word.
+        // ORDERING: a Relaxed store, then a Release fence; pairs with the
+        // readers' Acquire fence in try_copy(): no byte of the new value is
+        // seen before the odd word.
         self.seq(b)
             .store(version.wrapping_mul(2).wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);

@@ -523,6 +523,8 @@ fn board_words(p: *const u8) -> [u64; 2] {
 /// The writer's update: the value `[v, v]` for version `v`, in a buffer
 /// that is neither current nor pinned (`pin` is the reader's pin word).
 fn board_update(e: &super::board::Entry<'_>, pin: &AtomicU64) -> u64 {
+    // ORDERING: Acquire (both), as the library's writer: the state's
+    // publish, and the reader's pin before the buffer is reused.
     let s = e.state(Ordering::Acquire).unwrap();
     let b = e
         .free_buffer(s.buffer, |b| pin.load(Ordering::Acquire) == b + 1)
